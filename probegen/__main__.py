@@ -1,0 +1,5 @@
+import sys
+
+from probegen.cli import main
+
+sys.exit(main())

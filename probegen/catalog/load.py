@@ -1,0 +1,408 @@
+"""Load a catalog file into the model, reporting every problem at once.
+
+PyYAML composes the file into nodes, which keep line and column. The
+structure is checked against the shipped JSON Schema (the same file editors
+use) by a small walker over those nodes, so each message has a position;
+the meaning (C names, types, counts, duplicates) is checked while the model
+is built.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from probegen.catalog.model import (
+    Arg, Catalog, EnumDecl, Enumerator, HeaderConfig, Probe, SDT_MAX_ARGS,
+)
+from probegen.ctypes import C_KEYWORDS, CTypeError, Kind, is_identifier, parse_ctype
+from probegen.errors import CatalogError, Diagnostic, InputError, Location
+
+SCHEMA_FILE = "catalog.schema.json"
+_YAML_TYPES = {
+    "tag:yaml.org,2002:str": "string",
+    "tag:yaml.org,2002:int": "integer",
+    "tag:yaml.org,2002:bool": "boolean",
+    "tag:yaml.org,2002:float": "number",
+    "tag:yaml.org,2002:null": "null",
+}
+_ENUMERATOR = re.compile(r"\s*(?P<name>[A-Za-z_]\w*)\s*(?:=\s*(?P<value>-?(?:0[xX][0-9a-fA-F]+|[0-9]+))\s*)?\Z")
+
+
+def load_schema() -> dict:
+    text = resources.files("probegen.catalog").joinpath(SCHEMA_FILE).read_text("utf-8")
+    return json.loads(text)
+
+
+def load_catalog(path: str | Path) -> Catalog:
+    """Read, check and model a catalog. Raises InputError or CatalogError."""
+    path = Path(path)
+    shown = str(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{shown}: error: no such catalog file") from None
+    except IsADirectoryError:
+        raise InputError(f"{shown}: error: is a directory, not a catalog file") from None
+    except OSError as exc:
+        raise InputError(f"{shown}: error: cannot read: {exc.strerror}") from None
+    return parse_catalog(data, path)
+
+
+def parse_catalog(data: bytes, path: Path) -> Catalog:
+    """Model a catalog from its bytes; ``path`` names it in messages and
+    anchors the relative output paths."""
+    shown = str(path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise CatalogError([Diagnostic(
+            Location(shown, line, column),
+            f"file is not UTF-8 (byte 0x{data[exc.start]:02x}); save the catalog as UTF-8",
+        )]) from None
+    try:
+        root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = Location(shown, mark.line + 1, mark.column + 1) if mark else Location(shown)
+        problem = " ".join(p for p in (exc.context, exc.problem) if p)
+        raise CatalogError([Diagnostic(where, f"YAML syntax: {problem}")]) from None
+    except yaml.YAMLError as exc:
+        raise CatalogError([Diagnostic(Location(shown), f"YAML: {exc}")]) from None
+    builder = _Builder(shown, path.resolve(), load_schema())
+    if root is None:
+        raise CatalogError([Diagnostic(Location(shown, 1, 1), "empty catalog: expected 'provider:' and 'probes:'")])
+    catalog = builder.build(root)
+    if builder.diagnostics:
+        raise CatalogError(builder.diagnostics)
+    return catalog
+
+
+class _Builder:
+    def __init__(self, shown: str, path: Path, schema: dict):
+        self.shown = shown
+        self.path = path
+        self.base_dir = path.parent
+        self.schema = schema
+        self.diagnostics: list[Diagnostic] = []
+        self._constructor = yaml.SafeLoader("")
+
+    # -- positions and messages -------------------------------------------
+
+    def loc(self, node: yaml.Node) -> Location:
+        return Location(self.shown, node.start_mark.line + 1, node.start_mark.column + 1)
+
+    def error(self, node: yaml.Node, message: str) -> None:
+        self.diagnostics.append(Diagnostic(self.loc(node), message))
+
+    # -- structure, from the JSON Schema ------------------------------------
+
+    def check(self, node: yaml.Node, schema: dict, what: str) -> bool:
+        """Check node against a schema fragment; False if it is unusable."""
+        expected = schema.get("type")
+        if expected == "object":
+            if not isinstance(node, yaml.MappingNode):
+                self.error(node, f"{what}: expected a mapping")
+                return False
+            return self._check_mapping(node, schema, what)
+        if expected == "array":
+            if not isinstance(node, yaml.SequenceNode):
+                self.error(node, f"{what}: expected a list")
+                return False
+            ok = True
+            if len(node.value) < schema.get("minItems", 0):
+                self.error(node, f"{what}: expected at least {schema['minItems']} item(s), found none")
+                ok = False
+            for item in node.value:
+                ok &= self.check(item, schema.get("items", {}), what)
+            return ok
+        if expected is None:
+            return True
+        actual = _YAML_TYPES.get(node.tag) if isinstance(node, yaml.ScalarNode) else None
+        if actual != expected:
+            shown = {"string": "a string", "boolean": "true or false", "integer": "an integer"}[expected]
+            found = f"'{node.value}'" if isinstance(node, yaml.ScalarNode) else (
+                "a mapping" if isinstance(node, yaml.MappingNode) else "a list")
+            self.error(node, f"{what}: expected {shown}, found {found}")
+            return False
+        value = self.scalar(node)
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            self.error(node, f"{what}: '{value}' is not a C identifier" if "A-Za-z_" in schema["pattern"]
+                       else f"{what}: '{value}' is not of the form {schema['pattern']}")
+            return False
+        if "minimum" in schema and value < schema["minimum"] or "maximum" in schema and value > schema["maximum"]:
+            self.error(node, f"{what}: {value} is out of range {schema.get('minimum')}..{schema.get('maximum')}")
+            return False
+        return True
+
+    def _check_mapping(self, node: yaml.MappingNode, schema: dict, what: str) -> bool:
+        known = schema.get("properties", {})
+        extra = schema.get("additionalProperties", True)
+        seen: set[str] = set()
+        ok = True
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if key is None:
+                self.error(key_node, f"{what}: keys must be plain names")
+                ok = False
+                continue
+            if key in seen:
+                self.error(key_node, f"{what}: duplicate key '{key}'")
+                ok = False
+                continue
+            seen.add(key)
+            if key in known:
+                ok &= self.check(value_node, known[key], f"'{key}'")
+            elif extra is False:
+                close = difflib.get_close_matches(key, known, n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else f"; expected one of: {', '.join(known)}"
+                self.error(key_node, f"{what}: unknown key '{key}'{hint}")
+                ok = False
+            elif isinstance(extra, dict):
+                ok &= self.check(value_node, extra, f"'{key}'")
+        for required in schema.get("required", ()):
+            if required not in seen:
+                self.error(node, f"{what}: missing required key '{required}'")
+                ok = False
+        return ok
+
+    def scalar(self, node: yaml.ScalarNode):
+        return self._constructor.construct_object(node)
+
+    def fields(self, node: yaml.MappingNode) -> dict[str, yaml.Node]:
+        return {k.value: v for k, v in node.value}
+
+    def get(self, fields: dict, key: str, default=None):
+        node = fields.get(key)
+        if node is None:
+            return default
+        if isinstance(node, yaml.SequenceNode):
+            return [self.scalar(item) for item in node.value]
+        return self.scalar(node)
+
+    # -- the model -------------------------------------------------------------
+
+    def build(self, root: yaml.Node) -> Catalog | None:
+        if not self.check(root, {"type": "object"}, "catalog"):
+            return None
+        top_schema = self.schema["properties"]
+        top = self.fields(root)
+        # Check every part, even when another part is broken, to report all.
+        structure_ok = self._check_mapping(root, self.schema, "catalog")
+        if not structure_ok and not all(
+            k in top and isinstance(top[k], (yaml.ScalarNode, yaml.SequenceNode)) for k in ("provider", "probes")
+        ):
+            return None
+        provider = self.get(top, "provider", "")
+        self.keyword_check(top.get("provider"), provider, "provider")
+        arg0 = bool(self.get(top, "arg0", False)) if _is_bool(top.get("arg0")) else False
+        typedefs = self.build_typedefs(top.get("typedefs"))
+        enums = self.build_enums(top.get("enums"))
+        header = self.build_header(top.get("header"), top.get("outputs"))
+        outputs = {}
+        if isinstance(top.get("outputs"), yaml.MappingNode):
+            for key, value in self.fields(top["outputs"]).items():
+                if key in top_schema["outputs"]["properties"] and isinstance(value, yaml.ScalarNode):
+                    outputs[key] = self.base_dir / str(self.scalar(value))
+        probes = self.build_probes(top.get("probes"), typedefs, arg0)
+        self.check_references(probes, enums)
+        if header.clock is None and arg0 and any(p.ticks for p in probes):
+            self.error(top.get("header") or root,
+                       "ticks probes need 'clock:' under 'header:' (the C expression for arg0, e.g. spdk_get_ticks())")
+        return Catalog(
+            path=self.path, provider=provider, arg0=arg0, header=header, probes=tuple(probes),
+            enums=tuple(enums), typedefs=typedefs, outputs=outputs,
+        )
+
+    def keyword_check(self, node, name, what) -> bool:
+        if node is not None and isinstance(name, str) and name in C_KEYWORDS:
+            self.error(node, f"{what}: '{name}' is a C keyword and cannot name a {what}")
+            return False
+        return node is not None and isinstance(name, str) and is_identifier(name)
+
+    def build_typedefs(self, node) -> dict:
+        typedefs = {}
+        if not isinstance(node, yaml.MappingNode):
+            return typedefs
+        for key_node, value_node in node.value:
+            name = key_node.value
+            if not is_identifier(name):
+                self.error(key_node, f"typedef: '{name}' is not a C identifier" if name not in C_KEYWORDS
+                           else f"typedef: '{name}' is a C keyword")
+                continue
+            if not isinstance(value_node, yaml.ScalarNode):
+                continue
+            try:
+                typedefs[name] = parse_ctype(str(value_node.value), typedefs)
+            except CTypeError as exc:
+                self.error(value_node, f"typedef '{name}': {exc}")
+        return typedefs
+
+    def build_enums(self, node) -> list[EnumDecl]:
+        enums: list[EnumDecl] = []
+        if not isinstance(node, yaml.SequenceNode):
+            return enums
+        for item in node.value:
+            if not isinstance(item, yaml.MappingNode):
+                continue
+            fields = self.fields(item)
+            name = self.get(fields, "name")
+            if not self.keyword_check(fields.get("name"), name, "enum"):
+                continue
+            if any(e.name == name for e in enums):
+                self.error(fields["name"], f"enum '{name}' is declared twice")
+                continue
+            enumerators: list[Enumerator] = []
+            next_value = 0
+            for entry in getattr(fields.get("enumerators"), "value", ()):
+                match = _ENUMERATOR.match(str(entry.value))
+                if not match:
+                    continue  # reported by the schema walk
+                if match["name"] in C_KEYWORDS:
+                    self.error(entry, f"enumerator '{match['name']}' is a C keyword")
+                    continue
+                if match["value"] is not None:
+                    next_value = int(match["value"], 0)
+                if any(e.name == match["name"] for e in enumerators):
+                    self.error(entry, f"enum '{name}': enumerator '{match['name']}' appears twice")
+                enumerators.append(Enumerator(match["name"], next_value))
+                next_value += 1
+            enums.append(EnumDecl(name, self.loc(item), self.get(fields, "strip_prefix", ""), tuple(enumerators)))
+        return enums
+
+    def build_header(self, node, outputs_node) -> HeaderConfig:
+        fields = self.fields(node) if isinstance(node, yaml.MappingNode) else {}
+        values = {k: self.get(fields, k) for k in fields if isinstance(fields[k], (yaml.ScalarNode, yaml.SequenceNode))}
+        for key in ("guard", "enable_macro", "disable_macro", "compat_prefix", "typed_prefix"):
+            if key in values:
+                self.keyword_check(fields[key], values[key], key)
+        guard = values.get("guard")
+        if guard is None:
+            out = None
+            if isinstance(outputs_node, yaml.MappingNode):
+                out = self.fields(outputs_node).get("header")
+            stem = str(out.value) if isinstance(out, yaml.ScalarNode) else "probes.h"
+            guard = re.sub(r"[^A-Za-z0-9]+", "_", Path(stem).as_posix()).strip("_").upper()
+            if not guard or guard[0].isdigit():
+                guard = "PROBES_" + guard
+        clock = values.get("clock")
+        if clock is not None and not _is_c_expression(str(clock)):
+            self.error(fields["clock"], f"clock: '{clock}' is not a single C expression (one line, balanced parentheses, no comments or ';')")
+        return HeaderConfig(
+            guard=guard,
+            enable_macro=values.get("enable_macro", "PROBEGEN_USDT"),
+            disable_macro=values.get("disable_macro"),
+            includes=tuple(str(i) for i in values.get("includes", ()) or ()),
+            compat_prefix=values.get("compat_prefix"),
+            typed_prefix=values.get("typed_prefix", "PROBE"),
+            clock=None if clock is None else str(clock),
+            semaphores=bool(values.get("semaphores", True)),
+        )
+
+    def build_probes(self, node, typedefs, arg0: bool) -> list[Probe]:
+        probes: list[Probe] = []
+        if not isinstance(node, yaml.SequenceNode):
+            return probes
+        names: dict[str, Location] = {}
+        uppers: dict[str, str] = {}
+        max_args = SDT_MAX_ARGS - (1 if arg0 else 0)
+        for item in node.value:
+            if not isinstance(item, yaml.MappingNode):
+                continue
+            fields = self.fields(item)
+            name = self.get(fields, "name")
+            named = self.keyword_check(fields.get("name"), name, "probe")
+            if named and name in names:
+                self.error(fields["name"], f"duplicate probe name '{name}' (first defined at {names[name]})")
+                named = False
+            elif named and name.upper() in uppers:
+                self.error(fields["name"], f"probe '{name}' and '{uppers[name.upper()]}' give the same macro name {name.upper()}")
+            if named:
+                names[name] = self.loc(fields["name"])
+                uppers[name.upper()] = name
+            group = self.get(fields, "group")
+            self.keyword_check(fields.get("group"), group, "group")
+            ticks = self.get(fields, "ticks", False)
+            if ticks is True and not arg0:
+                self.error(fields["ticks"], "'ticks: true' needs 'arg0: true' at the top: the clock is passed as arg0")
+            args = self.build_args(fields.get("args"), typedefs, name)
+            if isinstance(fields.get("args"), yaml.SequenceNode) and len(args) > max_args:
+                why = " (one of <sys/sdt.h>'s 12 is arg0)" if arg0 else ""
+                self.error(fields["args"], f"probe '{name}' has {len(args)} arguments; at most {max_args} are allowed{why}")
+            doc = self.get(fields, "doc", "")
+            if named and isinstance(doc, str) and isinstance(group, str):
+                probes.append(Probe(name, group, doc, tuple(args), self.loc(item), ticks is True))
+        return probes
+
+    def build_args(self, node, typedefs, probe_name) -> list[Arg]:
+        args: list[Arg] = []
+        if not isinstance(node, yaml.SequenceNode):
+            return args
+        for item in node.value:
+            if not isinstance(item, yaml.MappingNode):
+                continue
+            fields = self.fields(item)
+            name = self.get(fields, "name")
+            if not self.keyword_check(fields.get("name"), name, "argument"):
+                continue
+            if any(a.name == name for a in args):
+                self.error(fields["name"], f"probe '{probe_name}': duplicate argument name '{name}'")
+                continue
+            type_node = fields.get("type")
+            if not isinstance(type_node, yaml.ScalarNode) or type_node.tag != "tag:yaml.org,2002:str":
+                continue
+            try:
+                ctype = parse_ctype(type_node.value, typedefs)
+            except CTypeError as exc:
+                self.error(type_node, f"argument '{name}': {exc}")
+                continue
+            hex_ = self.get(fields, "hex", False) is True
+            if hex_ and not ctype.is_integer_like:
+                self.error(fields["hex"], f"argument '{name}': 'hex' applies to integers, not {ctype.kind.value}s")
+            max_len = self.get(fields, "max_len")
+            if max_len is not None and ctype.kind is not Kind.STRING:
+                self.error(fields["max_len"], f"argument '{name}': 'max_len' applies to strings (char pointers)")
+            members = tuple(str(m) for m in self.get(fields, "members", ()) or ())
+            if members and ctype.struct_name is None:
+                self.error(fields["members"], f"argument '{name}': 'members' needs a struct or union pointer type")
+            for member_node in getattr(fields.get("members"), "value", ()):
+                if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*|->[A-Za-z_]\w*)*", str(member_node.value)):
+                    self.error(member_node, f"argument '{name}': member '{member_node.value}' is not a member path like 'qid' or 'id.nsid'")
+            args.append(Arg(
+                name=name, ctype=ctype, location=self.loc(item), doc=str(self.get(fields, "doc", "")),
+                hex=hex_, max_len=max_len if isinstance(max_len, int) else None, members=members,
+            ))
+        return args
+
+    def check_references(self, probes: list[Probe], enums: list[EnumDecl]) -> None:
+        declared = {e.name for e in enums}
+        for probe in probes:
+            for arg in probe.args:
+                if arg.ctype.enum_name and arg.ctype.enum_name not in declared and not arg.hex:
+                    self.diagnostics.append(Diagnostic(
+                        arg.location,
+                        f"argument '{arg.name}' of '{probe.name}' is 'enum {arg.ctype.enum_name}', "
+                        "which is not declared under 'enums:' (scripts print enums by name)",
+                    ))
+
+
+def _is_bool(node) -> bool:
+    return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:bool"
+
+
+def _is_c_expression(text: str) -> bool:
+    if not text.strip() or any(c in text for c in ";\n\\{}") or "/*" in text or "//" in text:
+        return False
+    depth = 0
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth < 0:
+            return False
+    return depth == 0

@@ -1,0 +1,128 @@
+"""The probe catalog as typed data: what every generator and checker takes.
+
+Built once by ``probegen.catalog.load_catalog``; never re-read from YAML.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from probegen.ctypes import CType, Kind
+from probegen.errors import Location
+
+# <sys/sdt.h> defines STAP_PROBE1..STAP_PROBE12.
+SDT_MAX_ARGS = 12
+
+
+@dataclass(frozen=True)
+class Arg:
+    name: str
+    ctype: CType
+    location: Location
+    doc: str = ""
+    hex: bool = False  # print as hexadecimal (flags, masks)
+    max_len: int | None = None  # bound for str() reads of string arguments
+    members: tuple[str, ...] = ()  # members of the pointed-to struct to print
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    group: str
+    doc: str
+    args: tuple[Arg, ...]
+    location: Location
+    ticks: bool = False  # SPDK's arg0 is the clock, not the literal 0
+
+    @property
+    def upper(self) -> str:
+        return self.name.upper()
+
+
+@dataclass(frozen=True)
+class Enumerator:
+    name: str
+    value: int
+
+
+@dataclass(frozen=True)
+class EnumDecl:
+    """An enum scripts print by name. ``enumerators`` may be empty: the
+    names then come from the binary's DWARF."""
+
+    name: str
+    location: Location
+    strip_prefix: str = ""
+    enumerators: tuple[Enumerator, ...] = ()
+
+    def display_name(self, enumerator: str) -> str:
+        if self.strip_prefix and enumerator.startswith(self.strip_prefix):
+            return enumerator[len(self.strip_prefix):] or enumerator
+        return enumerator
+
+
+@dataclass(frozen=True)
+class HeaderConfig:
+    """How the C header is shaped; defaults suit a project with no history."""
+
+    guard: str
+    enable_macro: str
+    disable_macro: str | None = None
+    includes: tuple[str, ...] = ()
+    compat_prefix: str | None = None  # e.g. SPDK_DTRACE_PROBE: untyped SPDK-style macros
+    typed_prefix: str = "PROBE"
+    clock: str | None = None  # expression giving the ticks arg0, e.g. spdk_get_ticks()
+    semaphores: bool = True  # _ENABLED() checks, backed by sdt.h semaphores
+
+
+OUTPUT_KINDS = ("header", "bpftrace", "bcc", "docs")
+
+
+@dataclass(frozen=True)
+class Catalog:
+    path: Path
+    provider: str
+    arg0: bool  # SPDK form: every probe passes a leading arg0 (0 or ticks)
+    header: HeaderConfig
+    probes: tuple[Probe, ...]
+    enums: tuple[EnumDecl, ...] = ()
+    typedefs: dict[str, CType] = field(default_factory=dict)
+    outputs: dict[str, Path] = field(default_factory=dict)  # kind -> path, absolute
+
+    @property
+    def arg_offset(self) -> int:
+        """Index scripts use for a probe's first catalog argument (argN)."""
+        return 1 if self.arg0 else 0
+
+    @property
+    def max_args(self) -> int:
+        return SDT_MAX_ARGS - self.arg_offset
+
+    def note_arg_count(self, probe: Probe) -> int:
+        """How many arguments the probe's note carries."""
+        return len(probe.args) + self.arg_offset
+
+    def script_index(self, probe: Probe, arg: Arg) -> int:
+        """N in argN for this argument, as bpftrace and BCC see it."""
+        return probe.args.index(arg) + self.arg_offset
+
+    def probe(self, name: str) -> Probe | None:
+        return next((p for p in self.probes if p.name == name), None)
+
+    def enum(self, name: str) -> EnumDecl | None:
+        return next((e for e in self.enums if e.name == name), None)
+
+    @property
+    def groups(self) -> tuple[str, ...]:
+        """Probe groups in first-seen order."""
+        return tuple(dict.fromkeys(p.group for p in self.probes))
+
+    def probes_in(self, group: str) -> tuple[Probe, ...]:
+        return tuple(p for p in self.probes if p.group == group)
+
+
+__all__ = [
+    "Arg", "Catalog", "EnumDecl", "Enumerator", "HeaderConfig", "Kind",
+    "OUTPUT_KINDS", "Probe", "SDT_MAX_ARGS",
+]

@@ -1,0 +1,59 @@
+"""Command line: parse arguments, call the library, print.
+
+Each command is a module in ``probegen.commands`` with ``HELP``,
+``configure(parser)`` and ``run(args) -> int``. Command modules import
+their heavy dependencies (jinja2, DWARF code) inside ``run`` so that fast
+commands such as ``verify`` start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from probegen import __version__
+from probegen.errors import InputError
+
+# name -> module; order is the order of --help.
+COMMANDS = {
+    "header": "probegen.commands.header",
+    "generate": "probegen.commands.generate",
+    "check": "probegen.commands.check",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="probegen",
+        description="USDT probes from one YAML catalog: C header, bpftrace and BCC scripts, "
+        "struct definitions from DWARF, and checks of built binaries.",
+    )
+    parser.add_argument("--version", action="version", version=f"probegen {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, module_name in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        command = sub.add_parser(name, help=module.HELP, description=module.__doc__)
+        module.configure(command)
+        command.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except InputError as exc:
+        print(exc, file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def add_catalog_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--catalog", "-c", default="probes.yaml", metavar="FILE",
+        help="probe catalog (default: ./probes.yaml)",
+    )

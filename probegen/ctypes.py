@@ -1,0 +1,318 @@
+"""Everything probegen knows about the C types of probe arguments.
+
+One place answers, for a type written as C in the catalog: its size and
+signedness in a ``.note.stapsdt`` argument spec (what ``<sys/sdt.h>``
+records), how a bpftrace script prints it, and the exact-width type a BCC
+program reads it into (``bpf_usdt_readarg`` reads nothing unless the sizes
+match). Sizes are for the LP64 targets USDT is used on (x86_64, aarch64);
+``pointer_size=4`` gives the ILP32 answer.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+C_KEYWORDS = frozenset(
+    """auto break case char const continue default do double else enum extern
+    float for goto if inline int long register restrict return short signed
+    sizeof static struct switch typedef union unsigned void volatile while
+    _Alignas _Alignof _Atomic _Bool _Complex _Generic _Imaginary _Noreturn
+    _Static_assert _Thread_local bool true false alignas alignof asm class
+    constexpr decltype delete explicit export friend mutable namespace new
+    noexcept nullptr operator private protected public static_assert template
+    this thread_local throw try typeid typename using virtual wchar_t""".split()
+)
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def is_identifier(name: str) -> bool:
+    """A C identifier that is not a C or C++ keyword."""
+    return bool(_IDENTIFIER.match(name)) and name not in C_KEYWORDS
+
+
+class Kind(enum.Enum):
+    INTEGER = "integer"
+    BOOL = "bool"
+    ENUM = "enum"
+    STRING = "string"  # char pointers: scripts read them with str()
+    POINTER = "pointer"
+    FUNCTION_POINTER = "function pointer"
+
+
+# Integer spellings -> (size on LP64, signed, follows the pointer size).
+# Plain char's sign is the target's choice (signed on x86, unsigned on
+# aarch64), so it is marked None: either sign is right.
+_INTEGERS: dict[str, tuple[int, bool | None, bool]] = {
+    "char": (1, None, False),
+    "signed char": (1, True, False),
+    "unsigned char": (1, False, False),
+    "short": (2, True, False),
+    "unsigned short": (2, False, False),
+    "int": (4, True, False),
+    "unsigned int": (4, False, False),
+    "long": (8, True, True),
+    "unsigned long": (8, False, True),
+    "long long": (8, True, False),
+    "unsigned long long": (8, False, False),
+    "int8_t": (1, True, False),
+    "int16_t": (2, True, False),
+    "int32_t": (4, True, False),
+    "int64_t": (8, True, False),
+    "uint8_t": (1, False, False),
+    "uint16_t": (2, False, False),
+    "uint32_t": (4, False, False),
+    "uint64_t": (8, False, False),
+    "size_t": (8, False, True),
+    "ssize_t": (8, True, True),
+    "intptr_t": (8, True, True),
+    "uintptr_t": (8, False, True),
+    "ptrdiff_t": (8, True, True),
+    "off_t": (8, True, False),
+    "pid_t": (4, True, False),
+    "uid_t": (4, False, False),
+    "gid_t": (4, False, False),
+}
+
+# Other ways of writing the same integer types.
+_INTEGER_ALIASES = {
+    "signed": "int",
+    "signed int": "int",
+    "unsigned": "unsigned int",
+    "short int": "short",
+    "signed short": "short",
+    "signed short int": "short",
+    "short signed": "short",
+    "unsigned short int": "unsigned short",
+    "short unsigned": "unsigned short",
+    "long int": "long",
+    "signed long": "long",
+    "signed long int": "long",
+    "long signed": "long",
+    "unsigned long int": "unsigned long",
+    "long unsigned": "unsigned long",
+    "long unsigned int": "unsigned long",
+    "long long int": "long long",
+    "signed long long": "long long",
+    "signed long long int": "long long",
+    "unsigned long long int": "unsigned long long",
+    "long long unsigned": "unsigned long long",
+    "long long unsigned int": "unsigned long long",
+}
+
+_BOOLS = ("bool", "_Bool")
+_FLOATS = ("float", "double", "long double")
+_QUALIFIERS = ("const", "volatile", "restrict")
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\*|\(|\)|\[|\]|,|\.\.\.|\S")
+_FUNCTION_POINTER = re.compile(r"^(?P<ret>.+?)\(\s*\*\s*\)\s*\((?P<params>.*)\)$")
+
+# bpftrace printf conversions by (size, signed).
+_BPFTRACE_INT = {
+    (1, True): "%d", (2, True): "%d", (4, True): "%d", (8, True): "%ld",
+    (1, False): "%u", (2, False): "%u", (4, False): "%u", (8, False): "%lu",
+}
+_BPFTRACE_HEX = {1: "0x%x", 2: "0x%x", 4: "0x%x", 8: "0x%lx"}
+
+
+class CTypeError(ValueError):
+    """A type the catalog cannot use; the message says why and what to write."""
+
+
+@dataclass(frozen=True)
+class CType:
+    """A probe argument's C type.
+
+    ``spelling`` is the type as C code writes it (normalised spacing), used
+    verbatim in generated C. ``signed`` is None where either sign is
+    correct (plain char, enums: an enum with no negative enumerator is
+    unsigned to the compiler).
+    """
+
+    spelling: str
+    kind: Kind
+    size: int
+    signed: bool | None
+    pointer_sized: bool = False
+    enum_name: str | None = None
+    struct_name: str | None = None  # "spdk_nvmf_qpair" for struct spdk_nvmf_qpair *
+
+    def size_on(self, pointer_size: int = 8) -> int:
+        """Size in bytes on a target with this pointer size."""
+        return pointer_size if self.pointer_sized else self.size
+
+    def note_spec_size(self, pointer_size: int = 8) -> int:
+        """The size field of the note's argument spec: negative when signed."""
+        size = self.size_on(pointer_size)
+        return -size if self.signed else size
+
+    def matches_note(self, size: int, signed: bool, pointer_size: int = 8) -> bool:
+        """Whether a note argument of this size and sign carries this type."""
+        if size != self.size_on(pointer_size):
+            return False
+        return self.signed is None or self.signed == signed
+
+    @property
+    def is_integer_like(self) -> bool:
+        return self.kind in (Kind.INTEGER, Kind.BOOL, Kind.ENUM)
+
+    def bpftrace_format(self, hex: bool = False) -> str:
+        """printf conversion a bpftrace script uses for this argument."""
+        if self.kind is Kind.STRING:
+            return "%s"
+        if self.kind in (Kind.POINTER, Kind.FUNCTION_POINTER):
+            return "%p"
+        if self.kind is Kind.ENUM and not hex:
+            return "%s"  # printed by name through a map; see enum tables
+        if hex:
+            return _BPFTRACE_HEX[self.size]
+        return _BPFTRACE_INT[(self.size, self.signed is not False)]
+
+    @property
+    def bcc_type(self) -> str:
+        """Exact-width type a BCC program reads this argument into.
+
+        Pointers and strings are read as the address (u64 on LP64).
+        """
+        if self.kind is Kind.ENUM:
+            return "u32"
+        sign = "s" if self.signed else "u"
+        return f"{sign}{self.size * 8}"
+
+    def declare(self, name: str) -> str:
+        """A C declaration of a variable ``name`` of this type."""
+        match = _FUNCTION_POINTER.match(self.spelling)
+        if match:
+            return f"{match['ret'].rstrip()} (*{name})({match['params']})"
+        if self.spelling.endswith("*"):
+            return f"{self.spelling}{name}"
+        return f"{self.spelling} {name}"
+
+
+def _normalise(tokens: list[str]) -> str:
+    text = ""
+    for token in tokens:
+        if token == "*":
+            text = text.rstrip() + (" *" if not text.endswith("*") else "*")
+        elif token in (",", ")", "]"):
+            text = text.rstrip() + token + (" " if token == "," else "")
+        elif token in ("(", "["):
+            text += token
+        else:
+            if text and not text.endswith(("(", "[", " ")):
+                text += " "
+            text += token
+    return text.strip()
+
+
+def parse_ctype(text: str, typedefs: dict[str, CType] | None = None) -> CType:
+    """Parse a C type as the catalog writes it.
+
+    ``typedefs`` maps typedef names declared in the catalog to their types.
+    Raises ``CTypeError`` for anything a probe argument cannot be.
+    """
+    typedefs = typedefs or {}
+    tokens = _TOKEN.findall(text)
+    if not tokens:
+        raise CTypeError("empty type")
+    spelling = _normalise(tokens)
+
+    if _FUNCTION_POINTER.match(spelling):
+        return CType(spelling, Kind.FUNCTION_POINTER, 8, False, pointer_sized=True)
+    if "[" in tokens:
+        raise CTypeError(
+            f"array type '{spelling}': arrays decay to pointers at the call; "
+            "write 'const char *' for a char array, or a pointer type"
+        )
+    if "(" in tokens or ")" in tokens:
+        raise CTypeError(f"cannot read '{spelling}': function pointers are written 'ret (*)(params)'")
+    stars = tokens.count("*")
+    if stars and any(t not in _QUALIFIERS and t != "*" for t in tokens[tokens.index("*"):]):
+        raise CTypeError(f"cannot read '{spelling}' as a C type")
+    words = [t for t in tokens if t not in _QUALIFIERS and t != "*"]
+    for word in words:
+        if not _IDENTIFIER.match(word):
+            raise CTypeError(f"unexpected '{word}' in type '{spelling}'")
+    base = " ".join(words)
+
+    if stars:
+        if base in ("char", "signed char", "unsigned char") and stars == 1:
+            return CType(spelling, Kind.STRING, 8, False, pointer_sized=True)
+        struct_name = None
+        if stars == 1 and len(words) == 2 and words[0] in ("struct", "union"):
+            struct_name = words[1]
+        _check_base(base, words, typedefs, spelling, pointer=True)
+        return CType(spelling, Kind.POINTER, 8, False, pointer_sized=True, struct_name=struct_name)
+
+    if base in _INTEGER_ALIASES:
+        base = _INTEGER_ALIASES[base]
+    if base in _INTEGERS:
+        size, signed, pointer_sized = _INTEGERS[base]
+        return CType(spelling, Kind.INTEGER, size, signed, pointer_sized)
+    if base in _BOOLS:
+        return CType(spelling, Kind.BOOL, 1, False)
+    if len(words) == 2 and words[0] == "enum":
+        return CType(spelling, Kind.ENUM, 4, None, enum_name=words[1])
+    if len(words) == 1 and words[0] in typedefs:
+        target = typedefs[words[0]]
+        return CType(
+            spelling, target.kind, target.size, target.signed,
+            target.pointer_sized, target.enum_name, target.struct_name,
+        )
+    _check_base(base, words, typedefs, spelling, pointer=False)
+    raise CTypeError(f"unsupported type '{spelling}'")
+
+
+def _check_base(base, words, typedefs, spelling, pointer):
+    if base in _FLOATS:
+        if pointer:
+            return
+        raise CTypeError(
+            f"floating-point type '{spelling}' is not supported: "
+            "bpftrace and BCC cannot read floating-point USDT arguments"
+        )
+    if words and words[0] in ("struct", "union"):
+        if len(words) != 2:
+            raise CTypeError(f"cannot read '{spelling}': expected '{words[0]} NAME'")
+        if not pointer:
+            raise CTypeError(
+                f"'{spelling}' passed by value is not supported: a probe argument "
+                f"is one register or memory word; pass '{spelling} *'"
+            )
+        return
+    if words and words[0] == "enum" and len(words) == 2:
+        return
+    if base == "void" or base in _INTEGERS or base in _INTEGER_ALIASES or base in _BOOLS:
+        return
+    if len(words) == 1 and words[0] in typedefs:
+        return
+    if len(words) == 1:
+        if pointer:
+            return  # a pointer to a type declared elsewhere: its size is known
+        raise CTypeError(
+            f"unknown type '{spelling}': declare it under 'typedefs:' "
+            f"(for example '{spelling}: \"void (*)(void *)\"')"
+        )
+    raise CTypeError(f"unknown type '{spelling}'")
+
+
+# Where the typedef'd integer types come from, for generated C.
+_DEFINING_HEADER = {
+    **{f"{s}int{w}_t": "stdint.h" for s in ("", "u") for w in (8, 16, 32, 64)},
+    "intptr_t": "stdint.h", "uintptr_t": "stdint.h",
+    "size_t": "stddef.h", "ptrdiff_t": "stddef.h",
+    "ssize_t": "sys/types.h", "off_t": "sys/types.h", "pid_t": "sys/types.h",
+    "uid_t": "sys/types.h", "gid_t": "sys/types.h",
+    "bool": "stdbool.h",
+}
+
+
+def system_headers(ctypes) -> list[str]:
+    """System headers that declare the types used (sorted, no duplicates)."""
+    needed = set()
+    for ctype in ctypes:
+        for word in _TOKEN.findall(ctype.spelling):
+            if word in _DEFINING_HEADER:
+                needed.add(_DEFINING_HEADER[word])
+    return sorted(needed)

@@ -1,0 +1,50 @@
+"""Errors that reach the user as messages, never as tracebacks.
+
+``InputError`` and its subclasses mean bad input or usage: exit code 2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """A place in an input file, 1-based, as compilers print it."""
+
+    path: str
+    line: int = 0
+    column: int = 0
+
+    def __str__(self) -> str:
+        if self.line <= 0:
+            return self.path
+        if self.column <= 0:
+            return f"{self.path}:{self.line}"
+        return f"{self.path}:{self.line}:{self.column}"
+
+
+@dataclass(frozen=True, order=True)
+class Diagnostic:
+    location: Location
+    message: str
+    severity: str = "error"
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.severity}: {self.message}"
+
+
+class InputError(Exception):
+    """Bad input or usage. The message is shown as is; exit code 2."""
+
+    exit_code = 2
+
+
+class CatalogError(InputError):
+    """A catalog with one or more problems, all of them reported at once."""
+
+    def __init__(self, diagnostics: list[Diagnostic]):
+        self.diagnostics = sorted(diagnostics)
+        count = len(self.diagnostics)
+        summary = f"{count} error{'s' if count != 1 else ''} in catalog"
+        super().__init__("\n".join([*map(str, self.diagnostics), summary]))

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Set up a fresh Debian machine for probegen: system packages (tests only),
+# kernel headers where BCC looks for them, and a virtual environment with
+# probegen installed editable. Safe to run again; it skips what is done.
+#   scripts/setup.sh           venv + probegen
+#   scripts/setup.sh --test    also the compilers and tracers the tests use
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--test" ]; then
+    packages=(gcc g++ make binutils systemtap-sdt-dev bpftrace python3-bpfcc bpfcc-tools
+              linux-headers-amd64 dwarves gcc-aarch64-linux-gnu gcc-i686-linux-gnu valgrind
+              python3-venv)
+    missing=()
+    for p in "${packages[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+        $SUDO apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+    # BCC compiles against the running kernel's headers; this VM's kernel has
+    # none, Debian's linux-headers-amd64 work once linked where BCC looks.
+    modules="/lib/modules/$(uname -r)"
+    if [ ! -e "$modules/build/include" ]; then
+        build=$(ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -n 1)
+        common=$(ls -d /usr/src/linux-headers-*-common 2>/dev/null | sort -V | tail -n 1)
+        if [ -n "$build" ] && [ -n "$common" ]; then
+            SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+            $SUDO mkdir -p "$modules"
+            $SUDO ln -sfn "$build" "$modules/build"
+            $SUDO ln -sfn "$common" "$modules/source"
+        fi
+    fi
+    extras=".[test]"
+else
+    extras="."
+fi
+
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    "$python" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check -e "$extras"
