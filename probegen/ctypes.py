@@ -10,6 +10,7 @@ match). Sizes are for the LP64 targets USDT is used on (x86_64, aarch64);
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import re
 from dataclasses import dataclass
@@ -137,6 +138,12 @@ class CType:
     pointer_sized: bool = False
     enum_name: str | None = None
     struct_name: str | None = None  # "spdk_nvmf_qpair" for struct spdk_nvmf_qpair *
+    alias: str | None = None  # the catalog's typedef name, if written as one
+
+    @property
+    def name(self) -> str:
+        """The type as the catalog wrote it (a typedef name, or the C type)."""
+        return self.alias or self.spelling
 
     def size_on(self, pointer_size: int = 8) -> int:
         """Size in bytes on a target with this pointer size."""
@@ -255,11 +262,9 @@ def parse_ctype(text: str, typedefs: dict[str, CType] | None = None) -> CType:
     if len(words) == 2 and words[0] == "enum":
         return CType(spelling, Kind.ENUM, 4, None, enum_name=words[1])
     if len(words) == 1 and words[0] in typedefs:
-        target = typedefs[words[0]]
-        return CType(
-            spelling, target.kind, target.size, target.signed,
-            target.pointer_sized, target.enum_name, target.struct_name,
-        )
+        # Generated C spells the target type, so call sites need not see
+        # the typedef; ``alias`` keeps the name for docs.
+        return dataclasses.replace(typedefs[words[0]], alias=words[0])
     _check_base(base, words, typedefs, spelling, pointer=False)
     raise CTypeError(f"unsupported type '{spelling}'")
 

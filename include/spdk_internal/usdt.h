@@ -126,7 +126,7 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
 #define SPDK_PROBE_EVENT_EXEC_ENABLED() (__builtin_expect(spdk_event_exec_semaphore != 0, 0) != 0)
 #define SPDK_PROBE_EVENT_EXEC(fn, arg1, arg2) \
 	do { \
-		spdk_event_fn _pg_fn = (fn); \
+		void (*_pg_fn)(void *, void *) = (fn); \
 		void *_pg_arg1 = (arg1); \
 		void *_pg_arg2 = (arg2); \
 		DTRACE_PROBE4(spdk, event_exec, 0, _pg_fn, _pg_arg1, _pg_arg2); \
@@ -139,7 +139,7 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
 #define SPDK_PROBE_MSG_EXEC_ENABLED() (__builtin_expect(spdk_msg_exec_semaphore != 0, 0) != 0)
 #define SPDK_PROBE_MSG_EXEC(fn, arg) \
 	do { \
-		spdk_msg_fn _pg_fn = (fn); \
+		void (*_pg_fn)(void *) = (fn); \
 		void *_pg_arg = (arg); \
 		DTRACE_PROBE3(spdk, msg_exec, 0, _pg_fn, _pg_arg); \
 	} while (0)
@@ -151,7 +151,7 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
 #define SPDK_PROBE_TIMERFD_EXEC_ENABLED() (__builtin_expect(spdk_timerfd_exec_semaphore != 0, 0) != 0)
 #define SPDK_PROBE_TIMERFD_EXEC(fn, arg) \
 	do { \
-		spdk_poller_fn _pg_fn = (fn); \
+		int (*_pg_fn)(void *) = (fn); \
 		void *_pg_arg = (arg); \
 		DTRACE_PROBE3(spdk, timerfd_exec, 0, _pg_fn, _pg_arg); \
 	} while (0)
@@ -167,7 +167,7 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
 	do { \
 		const char *_pg_name = (name); \
 		int _pg_efd = (efd); \
-		spdk_interrupt_fn _pg_fn = (fn); \
+		int (*_pg_fn)(void *) = (fn); \
 		void *_pg_arg = (arg); \
 		DTRACE_PROBE5(spdk, interrupt_fd_process, 0, _pg_name, _pg_efd, _pg_fn, _pg_arg); \
 	} while (0)
@@ -781,7 +781,7 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
 #define SPDK_PROBE_EVENT_EXEC(fn, arg1, arg2) \
 	do { \
 		if (0) { \
-			spdk_event_fn _pg_fn = (fn); \
+			void (*_pg_fn)(void *, void *) = (fn); \
 			(void)_pg_fn; \
 			void *_pg_arg1 = (arg1); \
 			(void)_pg_arg1; \
@@ -793,7 +793,7 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
 #define SPDK_PROBE_MSG_EXEC(fn, arg) \
 	do { \
 		if (0) { \
-			spdk_msg_fn _pg_fn = (fn); \
+			void (*_pg_fn)(void *) = (fn); \
 			(void)_pg_fn; \
 			void *_pg_arg = (arg); \
 			(void)_pg_arg; \
@@ -803,7 +803,7 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
 #define SPDK_PROBE_TIMERFD_EXEC(fn, arg) \
 	do { \
 		if (0) { \
-			spdk_poller_fn _pg_fn = (fn); \
+			int (*_pg_fn)(void *) = (fn); \
 			(void)_pg_fn; \
 			void *_pg_arg = (arg); \
 			(void)_pg_arg; \
@@ -817,7 +817,7 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
 			(void)_pg_name; \
 			int _pg_efd = (efd); \
 			(void)_pg_efd; \
-			spdk_interrupt_fn _pg_fn = (fn); \
+			int (*_pg_fn)(void *) = (fn); \
 			(void)_pg_fn; \
 			void *_pg_arg = (arg); \
 			(void)_pg_arg; \
