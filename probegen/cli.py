@@ -20,6 +20,7 @@ COMMANDS = {
     "header": "probegen.commands.header",
     "generate": "probegen.commands.generate",
     "check": "probegen.commands.check",
+    "docs": "probegen.commands.docs",
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from probegen import depfile
 from probegen.cli import add_catalog_argument
 
 HELP = "generate the C header of probe macros"
@@ -19,12 +20,13 @@ def configure(parser):
         "-o", "--output", metavar="FILE",
         help="header to write (default: the catalog's outputs.header; '-' for stdout)",
     )
+    depfile.add_argument(parser)
 
 
 def run(args) -> int:
     from probegen.catalog import load_catalog
     from probegen.errors import InputError
-    from probegen.generators.header import render_header
+    from probegen.generators.header import TEMPLATE, render_header
     from probegen.output import GeneratedFile, write_if_changed
 
     catalog = load_catalog(args.catalog)
@@ -32,8 +34,12 @@ def run(args) -> int:
     if output is None:
         raise InputError("probegen header: no output: give -o FILE or set outputs.header in the catalog")
     if str(output) == "-":
+        if args.depfile:
+            raise InputError("probegen header: --depfile needs an output file, not stdout")
         sys.stdout.write(render_header(catalog))
         return 0
     output = Path(output)
     write_if_changed(GeneratedFile(output, render_header(catalog, output)))
+    if args.depfile:
+        depfile.write(args.depfile, output, args.catalog, TEMPLATE)
     return 0

@@ -1,0 +1,51 @@
+"""Make-syntax depfiles, so ninja and make know what a generated file was
+made from and regenerate it when any of those change.
+
+A generated file depends on its catalog and on probegen's own template for
+it (a newer probegen may render differently). Ninja (``deps = gcc``) and
+make both read the ``target: prerequisites`` form written here.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from probegen.output import GeneratedFile, write_if_changed
+
+
+def escape(path: str) -> str:
+    """A path as one word of a make rule (ninja's depfile parser agrees)."""
+    out = []
+    for char in path:
+        if char in " #":
+            out.append("\\" + char)
+        elif char == "$":
+            out.append("$$")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def template_path(template: str) -> Path:
+    return Path(str(resources.files("probegen.templates").joinpath(template)))
+
+
+def render(target: str, prerequisites: list[str]) -> str:
+    """``target`` is named exactly as the build system passed it (ninja
+    checks that the depfile mentions the output it asked for)."""
+    words = " \\\n  ".join(escape(p) for p in prerequisites)
+    return f"{escape(target)}: \\\n  {words}\n"
+
+
+def add_argument(parser) -> None:
+    parser.add_argument(
+        "--depfile", metavar="FILE",
+        help="also write a make-syntax depfile listing what the output was made from "
+        "(for meson custom_target(depfile:), ninja and make)",
+    )
+
+
+def write(depfile: str | Path, target: str | Path, catalog: Path, template: str) -> None:
+    text = render(str(target), [str(catalog), str(template_path(template))])
+    write_if_changed(GeneratedFile(Path(depfile), text))

@@ -1,0 +1,115 @@
+"""The Markdown reference of every probe: what it means, what it carries,
+and a bpftrace one-liner to try it.
+
+Catalog text reaches Markdown through ``md_text`` / ``md_cell`` here, so a
+doc that happens to contain ``|``, ``*`` or ``<`` cannot break a table or
+turn into markup.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from probegen.catalog import Catalog
+from probegen.catalog.model import Arg, Probe
+from probegen.ctypes import Kind
+from probegen.escape import one_line
+from probegen.output import GeneratedFile
+from probegen.render import render
+
+TEMPLATE = "docs.md.j2"
+
+# Characters that start inline markup anywhere in a line. Underscores only
+# emphasise at word edges, so spdk_nvmf_qpair stays readable unescaped.
+_INLINE = re.compile(r"([\\`*\[\]~])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+# A line starting like this would become a heading, list, quote or rule.
+# (A backslash escapes punctuation only, so a list number keeps its digits
+# and loses its '.' or ')'.)
+_BLOCK_MARK = re.compile(r"^[#+=-]")
+_LIST_NUMBER = re.compile(r"^(\d+)([.)])")
+
+PLACEHOLDER = "BINARY"  # the program or library path the reader substitutes
+
+
+def md_text(text: str) -> str:
+    """Catalog prose as one line of Markdown that renders as written."""
+    line = one_line(text)
+    line = "".join(_HTML.get(c, c) for c in line)
+    line = _INLINE.sub(lambda m: "\\" + m.group(0), line)
+    line = _BLOCK_MARK.sub(lambda m: "\\" + m.group(0), line)
+    return _LIST_NUMBER.sub(lambda m: f"{m.group(1)}\\{m.group(2)}", line)
+
+
+def md_cell(text: str) -> str:
+    """Catalog prose inside a table cell: also no unescaped '|'."""
+    return md_text(text).replace("|", "\\|")
+
+
+def md_code(text: str) -> str:
+    """Text as inline code: a backtick run longer than any inside it."""
+    text = one_line(text)
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _one_liner_value(catalog: Catalog, probe: Probe, arg: Arg) -> tuple[str, str]:
+    """printf conversion and expression for one argument in a one-liner."""
+    index = f"arg{catalog.script_index(probe, arg)}"
+    ctype = arg.ctype
+    if ctype.kind is Kind.STRING:
+        return "%s", f"str({index}, {arg.max_len})" if arg.max_len else f"str({index})"
+    if ctype.kind is Kind.ENUM and not arg.hex:
+        # Generated scripts print enums by name through a map; a one-liner
+        # has no map, so it shows the number.
+        return "%d", index
+    return ctype.bpftrace_format(hex=arg.hex), index
+
+
+def one_liner(catalog: Catalog, probe: Probe) -> str:
+    values = [_one_liner_value(catalog, probe, arg) for arg in probe.args]
+    fmt = " ".join([probe.name] + [f"{arg.name}={conv}" for arg, (conv, _) in zip(probe.args, values)])
+    exprs = "".join(f", {expr}" for _, expr in values)
+    return (f"bpftrace -e 'usdt:{PLACEHOLDER}:{catalog.provider}:{probe.name} "
+            f'{{ printf("{fmt}\\n"{exprs}); }}\'')
+
+
+def context(catalog: Catalog, output: Path | None = None) -> dict:
+    probes = []
+    for probe in catalog.probes:
+        args = [{
+            "index": catalog.script_index(probe, arg),
+            "name": arg.name,
+            "type": arg.ctype.name,  # a typedef shows as the catalog wrote it
+            "doc": arg.doc,
+        } for arg in probe.args]
+        if catalog.arg0:
+            # SPDK's macros pass a leading argument of their own; say what it is.
+            if probe.ticks:
+                arg0 = {"index": 0, "name": "", "type": "uint64_t",
+                        "doc": f"clock: {catalog.header.clock}"}
+            else:
+                arg0 = {"index": 0, "name": "", "type": "int", "doc": "always 0"}
+            args.insert(0, arg0)
+        probes.append({"probe": probe, "args": args, "one_liner": one_liner(catalog, probe)})
+    return {
+        "catalog": catalog,
+        "catalog_name": catalog.path.name,
+        "output": output.name if output else "",
+        "groups": [(group, [p for p in probes if p["probe"].group == group]) for group in catalog.groups],
+        "probe_count": len(probes),
+        "placeholder": PLACEHOLDER,
+        "md_text": md_text,
+        "md_cell": md_cell,
+        "md_code": md_code,
+    }
+
+
+def render_docs(catalog: Catalog, output: Path | None = None) -> str:
+    return render(TEMPLATE, **context(catalog, output))
+
+
+def render_files(catalog: Catalog, output: Path) -> list[GeneratedFile]:
+    return [GeneratedFile(Path(output), render_docs(catalog, Path(output)))]
