@@ -20,6 +20,9 @@ COMMANDS = {
     "header": "probegen.commands.header",
     "generate": "probegen.commands.generate",
     "check": "probegen.commands.check",
+    "list": "probegen.commands.list",
+    "verify": "probegen.commands.verify",
+    "import": "probegen.commands.import_catalog",
     "docs": "probegen.commands.docs",
 }
 

@@ -1,0 +1,44 @@
+"""List the USDT probes in ELF executables and shared libraries.
+
+For every probe: provider, name, each site's address (a probe the compiler
+inlined or duplicated has several), semaphore, and each argument decoded
+from its note: size, sign, and where it lives (register, constant, memory).
+"""
+
+from __future__ import annotations
+
+HELP = "list the USDT probes in ELF binaries"
+
+
+def configure(parser):
+    parser.add_argument("binaries", nargs="+", metavar="BINARY", help="ELF executables or shared libraries")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text (default) or json (shape documented in probegen/elf/listing.py)")
+    parser.add_argument("--provider", metavar="NAME", help="only probes of this provider")
+
+
+def run(args) -> int:
+    import json
+    import sys
+    from dataclasses import replace
+
+    from probegen.elf import ElfError, read_binary
+    from probegen.elf.listing import listing_json, listing_text
+
+    binaries, errors = [], []
+    for path in args.binaries:
+        try:
+            binary = read_binary(path)
+        except ElfError as exc:
+            errors.append(exc)
+            print(exc, file=sys.stderr)
+            continue
+        if args.provider:
+            binary = replace(binary, probes=tuple(p for p in binary.probes if p.provider == args.provider))
+        binaries.append(binary)
+        if args.format == "text":
+            sys.stdout.write(listing_text(binary))
+    if args.format == "json":
+        json.dump(listing_json(binaries, errors), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    return 2 if errors else 0

@@ -1,0 +1,108 @@
+"""What ``probegen list`` prints: a table for people, JSON for programs.
+
+JSON shape (``"version": 1``)::
+
+    {"version": 1,
+     "binaries": [{"path": str, "class": 32|64, "machine": "x86_64",
+                   "type": "ET_DYN", "stapsdt_base": int|null,
+                   "probes": [{"provider": str, "name": str,
+                               "sites": [{"address": int, "semaphore": int|null,
+                                          "base": int, "args_text": str,
+                                          "args": [ARG, ...]}]}]}],
+     "errors": [{"path": str, "message": str}]}
+
+    ARG = {"spec": "-4@%eax", "size": 4, "signed": true, "float": false,
+           "type": "s32", "location": "register"|"constant"|"memory"|"unknown",
+           # register: "register": "eax"
+           # constant: "value": int
+           # memory:   "base", "index": str|null, "scale": int, "offset": int,
+           #           "symbol": str|null
+           # unknown:  "text": str (the operand as written)
+          }
+
+Addresses are plain integers: the pc after the ``.stapsdt.base``
+adjustment tracers make for prelinked files (equal to ``readelf -n``'s
+Location otherwise); ``base`` is the note's own recorded base.
+"""
+
+from __future__ import annotations
+
+from probegen.elf.argspec import Constant, Memory, NoteArg, Register
+from probegen.elf.notes import Binary, ElfError
+
+JSON_VERSION = 1
+
+
+def arg_json(arg: NoteArg) -> dict:
+    out = {
+        "spec": arg.spec, "size": arg.size, "signed": arg.signed, "float": arg.floating,
+        "type": arg.type_name, "location": arg.operand.kind,
+    }
+    operand = arg.operand
+    if isinstance(operand, Register):
+        out["register"] = operand.name
+    elif isinstance(operand, Constant):
+        out["value"] = operand.value
+    elif isinstance(operand, Memory):
+        out.update(base=operand.base, index=operand.index, scale=operand.scale,
+                   offset=operand.offset, symbol=operand.symbol)
+    else:
+        out["text"] = operand.describe()
+    return out
+
+
+def binary_json(binary: Binary) -> dict:
+    return {
+        "path": binary.path,
+        "class": binary.elf_class,
+        "machine": binary.arch,
+        "type": binary.elf_type,
+        "stapsdt_base": binary.stapsdt_base,
+        "probes": [
+            {
+                "provider": probe.provider,
+                "name": probe.name,
+                "sites": [
+                    {
+                        "address": site.address,
+                        "semaphore": site.semaphore or None,
+                        "base": site.base,
+                        "args_text": site.args_text,
+                        "args": [arg_json(a) for a in site.args],
+                    }
+                    for site in probe.sites
+                ],
+            }
+            for probe in binary.probes
+        ],
+    }
+
+
+def listing_json(binaries: list[Binary], errors: list[ElfError]) -> dict:
+    return {
+        "version": JSON_VERSION,
+        "binaries": [binary_json(b) for b in binaries],
+        "errors": [{"path": e.path, "message": e.problem} for e in errors],
+    }
+
+
+def listing_text(binary: Binary) -> str:
+    """One block per probe: its sites, and each argument decoded."""
+    width = 2 * binary.pointer_size
+    lines = [
+        f"{binary.path}: {len(binary.probes)} probe(s), {binary.site_count} site(s) "
+        f"[{binary.arch}, ELF{binary.elf_class} {binary.elf_type}]"
+    ]
+    if not binary.has_notes:
+        lines[0] = f"{binary.path}: no {'.note.stapsdt'} section (no USDT probes) [{binary.arch}, ELF{binary.elf_class} {binary.elf_type}]"
+    for probe in binary.probes:
+        lines.append(f"  {probe.provider}:{probe.name}")
+        for site in probe.sites:
+            semaphore = f"0x{site.semaphore:0{width}x}" if site.semaphore else "none"
+            lines.append(f"    site 0x{site.address:0{width}x}  semaphore {semaphore}")
+            specw = max((len(a.spec) for a in site.args), default=0)
+            for index, arg in enumerate(site.args):
+                lines.append(
+                    f"      arg{index:<2} {arg.spec:<{specw}}  {arg.type_name:<4} {arg.operand.kind:<8} {arg.operand.describe()}"
+                )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,224 @@
+"""Reading the USDT probes of an ELF file from its ``.note.stapsdt`` notes.
+
+Each note is one probe site. Its descriptor holds three addresses (the
+probe's pc, the link-time address of ``.stapsdt.base``, the semaphore or
+0), each as wide as the ELF class, then three NUL-terminated strings:
+provider, name, arguments. pyelftools walks the notes; the descriptor
+layout is SystemTap's and is read here.
+
+Knows nothing of catalogs: it reports what the binary holds.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from probegen.elf.argspec import ArgSpecError, NoteArg, parse_args
+from probegen.errors import InputError
+
+NOTE_SECTION = ".note.stapsdt"
+BASE_SECTION = ".stapsdt.base"
+NOTE_OWNER = "stapsdt"
+NT_STAPSDT = 3
+
+# pyelftools names note types by number without looking at the owner, so
+# an stapsdt note (type 3) may come back as the GNU name for 3.
+_NOTE_TYPES = (NT_STAPSDT, "NT_STAPSDT", "NT_GNU_BUILD_ID")
+
+MACHINES = {
+    "EM_X86_64": "x86_64",
+    "EM_386": "i386",
+    "EM_AARCH64": "aarch64",
+    "EM_ARM": "arm",
+    "EM_PPC64": "ppc64",
+    "EM_S390": "s390",
+    "EM_RISCV": "riscv",
+}
+
+
+class ElfError(InputError):
+    """A file that cannot be read as an ELF binary with USDT notes."""
+
+    def __init__(self, path: str, problem: str):
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path}: error: {problem}")
+
+
+@dataclass(frozen=True)
+class ProbeSite:
+    """One place in the code where a probe fires (one note)."""
+
+    address: int  # pc, adjusted for prelinking as tracers do
+    semaphore: int  # 0 when the probe has none; adjusted like address
+    base: int  # the note's recorded .stapsdt.base address
+    args: tuple[NoteArg, ...]
+    args_text: str  # the raw argument string, as readelf prints it
+
+
+@dataclass(frozen=True)
+class BinaryProbe:
+    provider: str
+    name: str
+    sites: tuple[ProbeSite, ...]
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.provider, self.name
+
+
+@dataclass(frozen=True)
+class Binary:
+    path: str  # as given
+    elf_class: int  # 32 or 64
+    machine: str  # pyelftools e_machine name, e.g. EM_X86_64
+    elf_type: str  # ET_EXEC, ET_DYN, ...
+    little_endian: bool
+    has_notes: bool  # a .note.stapsdt section exists
+    stapsdt_base: int | None  # address of .stapsdt.base, if present
+    probes: tuple[BinaryProbe, ...]
+
+    @property
+    def pointer_size(self) -> int:
+        return self.elf_class // 8
+
+    @property
+    def arch(self) -> str:
+        return MACHINES.get(self.machine, self.machine)
+
+    @property
+    def site_count(self) -> int:
+        return sum(len(p.sites) for p in self.probes)
+
+    def providers(self) -> list[str]:
+        return sorted({p.provider for p in self.probes})
+
+
+def open_elf(path: str | os.PathLike):
+    """Open a path as an ELFFile; ElfError for anything that is not one.
+
+    Returns (ELFFile, file object, size); the caller closes the file.
+    """
+    shown = str(path)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise ElfError(shown, "no such file") from None
+    except OSError as exc:
+        raise ElfError(shown, f"cannot read: {exc.strerror}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise ElfError(shown, "is a directory, not an ELF binary")
+    try:
+        stream = open(path, "rb")
+    except OSError as exc:
+        raise ElfError(shown, f"cannot read: {exc.strerror}") from None
+    try:
+        magic = stream.read(4)
+        if not magic:
+            raise ElfError(shown, "empty file, not an ELF binary")
+        if magic != b"\x7fELF":
+            raise ElfError(shown, "not an ELF file (no ELF magic number)")
+        stream.seek(0)
+        from elftools.elf.elffile import ELFFile
+
+        elf = guard_elf(shown, lambda: ELFFile(stream))
+        return elf, stream, info.st_size
+    except BaseException:
+        stream.close()
+        raise
+
+
+def guard_elf(shown: str, action):
+    """Run a pyelftools call; its many exception types on malformed input
+    (ELFError, construct's parse errors, struct.error, ValueError, ...)
+    become one ElfError naming the file."""
+    try:
+        return action()
+    except ElfError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - see docstring
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ElfError(shown, f"truncated or malformed ELF ({detail})") from None
+
+
+def read_binary(path: str | os.PathLike) -> Binary:
+    """Every USDT probe of one ELF file, sites grouped by provider and name
+    in the order of their first note."""
+    shown = str(path)
+    elf, stream, file_size = open_elf(path)
+    with stream:
+        return guard_elf(shown, lambda: _read(elf, shown, file_size))
+
+
+def _read(elf, shown: str, file_size: int) -> Binary:
+    header = elf.header
+    notes = elf.get_section_by_name(NOTE_SECTION)
+    base_section = elf.get_section_by_name(BASE_SECTION)
+    stapsdt_base = base_section["sh_addr"] if base_section is not None else None
+    grouped: dict[tuple[str, str], list[ProbeSite]] = {}
+    if notes is not None:
+        if notes["sh_type"] != "SHT_NOTE":
+            raise ElfError(shown, f"section {NOTE_SECTION} is not a note section ({notes['sh_type']})")
+        end = notes["sh_offset"] + notes["sh_size"]
+        if end > file_size:
+            raise ElfError(shown, f"section {NOTE_SECTION} ends at byte {end}, past the end of the file ({file_size} bytes)")
+        for note in notes.iter_notes():
+            if note["n_offset"] + note["n_size"] > end or len(note["n_descdata"]) != note["n_descsz"]:
+                raise ElfError(shown, f"note at byte {note['n_offset']} of {NOTE_SECTION}: its sizes point past the section")
+            if note["n_name"] != NOTE_OWNER or note["n_type"] not in _NOTE_TYPES:
+                continue
+            provider, name, site = _decode(note, elf, shown, stapsdt_base)
+            grouped.setdefault((provider, name), []).append(site)
+    return Binary(
+        path=shown,
+        elf_class=elf.elfclass,
+        machine=header["e_machine"],
+        elf_type=header["e_type"],
+        little_endian=elf.little_endian,
+        has_notes=notes is not None,
+        stapsdt_base=stapsdt_base,
+        probes=tuple(BinaryProbe(p, n, tuple(sites)) for (p, n), sites in grouped.items()),
+    )
+
+
+def _decode(note, elf, shown: str, stapsdt_base: int | None) -> tuple[str, str, ProbeSite]:
+    desc = bytes(note["n_descdata"])
+    where = f"stapsdt note at byte {note['n_offset']}"
+    width = elf.elfclass // 8
+    if len(desc) < 3 * width:
+        raise ElfError(shown, f"{where}: descriptor of {len(desc)} bytes is too short for three addresses")
+    order = "little" if elf.little_endian else "big"
+    pc, base, semaphore = (int.from_bytes(desc[i * width:(i + 1) * width], order) for i in range(3))
+    strings = desc[3 * width:].split(b"\0")
+    if len(strings) < 4:
+        raise ElfError(shown, f"{where}: provider, name and arguments are not three NUL-terminated strings")
+    provider, name, args_text = (_text(s, shown, where, what) for s, what in zip(strings, ("provider", "name", "arguments")))
+    for value, what in ((provider, "provider"), (name, "name")):
+        if not value or not all(c.isalnum() or c == "_" for c in value):
+            raise ElfError(shown, f"{where}: {what} {value!r} is not a C identifier")
+    # Prelinking moves sections but not the addresses inside notes; tracers
+    # shift pc (and the semaphore) by how far .stapsdt.base moved.
+    if stapsdt_base and base:
+        delta = stapsdt_base - base
+        mask = (1 << (8 * width)) - 1
+        pc = (pc + delta) & mask
+        if semaphore:
+            semaphore = (semaphore + delta) & mask
+    try:
+        args = parse_args(args_text, elf.header["e_machine"])
+    except ArgSpecError as exc:
+        raise ElfError(shown, f"{where} ({provider}:{name}): {exc}") from None
+    return provider, name, ProbeSite(pc, semaphore, base, args, args_text)
+
+
+def _text(raw: bytes, shown: str, where: str, what: str) -> str:
+    try:
+        text = raw.decode("ascii")
+    except UnicodeDecodeError:
+        raise ElfError(shown, f"{where}: {what} is not ASCII text") from None
+    if not text.isprintable():
+        raise ElfError(shown, f"{where}: {what} contains control characters")
+    return text

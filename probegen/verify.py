@@ -1,0 +1,277 @@
+"""Checking built binaries against the catalog.
+
+``verify_binaries`` compares a Catalog with the probes read from ELF files
+(probegen.elf) and returns every disagreement as a Finding: data, so the
+command can print it compiler style, as JSON or as JUnit XML.
+
+The rules, for the catalog's provider:
+- every catalog probe has at least one site in the binaries;
+- every probe in the binaries is in the catalog (unless extras are allowed);
+- each site carries the catalog's argument count (plus arg0 in SPDK form);
+- each argument's size and sign are the declared C type's, at every site;
+- with arg0, a ticks probe's arg0 is the 8-byte clock, another's the 0;
+- with semaphores in the header, every site has one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from probegen.catalog.model import Arg, Catalog, Probe
+from probegen.elf.argspec import Constant, NoteArg
+from probegen.elf.notes import Binary, BinaryProbe
+from probegen.errors import Location
+
+NO_USDT_HINT = "USDT is not configured in this build (for SPDK: ./configure --with-usdt)"
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    location: Location  # the catalog entry, or the binary for probes the catalog lacks
+    message: str
+    check: str = ""  # missing-probe, undocumented-probe, arg-count, arg-type, arg0, semaphore, no-notes
+    probe: str | None = None
+    binary: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.location}: error: {self.message}"
+
+
+@dataclass
+class Report:
+    catalog: Catalog
+    binaries: list[Binary]
+    findings: list[Finding] = field(default_factory=list)
+    probes_checked: int = 0
+    sites_checked: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def summary(self) -> str:
+        count = len(self.findings)
+        nbin = len(self.binaries)
+        files = f"{nbin} binar{'y' if nbin == 1 else 'ies'}"
+        if not count:
+            return f"verify: OK, {self.probes_checked} probes checked ({self.sites_checked} sites in {files})"
+        return (f"verify: {count} finding{'s' if count != 1 else ''} in {files} "
+                f"({self.probes_checked} probes checked)")
+
+
+def _hex(value: int) -> str:
+    return f"0x{value:x}"
+
+
+def _describe_type(arg: Arg, pointer_size: int) -> str:
+    ctype = arg.ctype
+    size = ctype.size_on(pointer_size)
+    sign = {True: "signed", False: "unsigned", None: "either sign"}[ctype.signed]
+    return f"{ctype.spelling} ({size} byte{'s' if size != 1 else ''}, {sign})"
+
+
+def _constant_fits(arg: NoteArg, ctype, pointer_size: int) -> bool:
+    """A constant operand's sign is that of the expression sdt.h saw (the
+    literal 0 is an int); what matters is that the value is one the
+    declared type holds."""
+    if not isinstance(arg.operand, Constant):
+        return False
+    bits = 8 * ctype.size_on(pointer_size)
+    value = arg.operand.value
+    if ctype.signed is False:
+        return 0 <= value < (1 << bits)
+    return -(1 << (bits - 1)) <= value < (1 << (bits - 1))
+
+
+def _arg_matches(arg: NoteArg, ctype, pointer_size: int) -> bool:
+    if arg.floating:
+        return False
+    if ctype.matches_note(arg.size, arg.signed, pointer_size):
+        return True
+    return arg.size == ctype.size_on(pointer_size) and _constant_fits(arg, ctype, pointer_size)
+
+
+def _arg0_problem(probe: Probe, arg: NoteArg) -> str | None:
+    if probe.ticks:
+        if arg.size != 8 or arg.floating:
+            return f"arg0 must be the 8-byte clock of a ticks probe, but the site has {arg.describe()}"
+        return None
+    if isinstance(arg.operand, Constant) and arg.operand.value == 0:
+        return None
+    if arg.size == 4 and arg.signed and not arg.floating:
+        return None  # an int 0 the compiler chose to keep in a register
+    return f"arg0 must be the literal 0 (an int) of a probe without ticks, but the site has {arg.describe()}"
+
+
+def _group(binaries: list[Binary], provider: str) -> dict[str, list[tuple[Binary, BinaryProbe]]]:
+    grouped: dict[str, list[tuple[Binary, BinaryProbe]]] = {}
+    for binary in binaries:
+        for probe in binary.probes:
+            if probe.provider == provider:
+                grouped.setdefault(probe.name, []).append((binary, probe))
+    return grouped
+
+
+def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bool = False,
+                    followed: frozenset[str] = frozenset()) -> Report:
+    """Compare the catalog with the binaries' probes.
+
+    ``followed`` names binaries that were found as libraries of the others:
+    their lack of notes is no finding, and a given binary without notes is
+    none either when its libraries carry the probes.
+    """
+    report = Report(catalog, list(binaries))
+    found = _group(binaries, catalog.provider)
+    add = report.findings.append
+    catalog_path = str(catalog.probes[0].location.path) if catalog.probes else str(catalog.path)
+
+    libraries_have_notes = any(b.has_notes and b.path in followed for b in binaries)
+    for binary in binaries:
+        if binary.path in followed:
+            continue
+        if not binary.has_notes and not libraries_have_notes:
+            add(Finding(Location(binary.path), f"no .note.stapsdt section: the binary has no USDT probes at all; "
+                        f"{NO_USDT_HINT}", "no-notes", binary=binary.path))
+
+    for probe in catalog.probes:
+        report.probes_checked += 1
+        occurrences = found.get(probe.name, [])
+        if not occurrences:
+            where = ", ".join(b.path for b in binaries) or "no binaries"
+            add(Finding(probe.location, f"probe '{probe.name}' has no site in {where}", "missing-probe", probe.name))
+            continue
+        for binary, bprobe in occurrences:
+            for site in bprobe.sites:
+                report.sites_checked += 1
+        _check_probe(catalog, probe, occurrences, add)
+
+    if not allow_extra:
+        for name, occurrences in found.items():
+            if catalog.probe(name) is not None:
+                continue
+            for binary, bprobe in occurrences:
+                add(Finding(
+                    Location(binary.path),
+                    f"probe '{catalog.provider}:{name}' (site {_hex(bprobe.sites[0].address)}) is not in "
+                    f"the catalog {catalog_path}: document it there (or pass --allow-extra)",
+                    "undocumented-probe", name, binary.path,
+                ))
+    report.findings.sort(key=lambda f: (f.location, f.message))
+    return report
+
+
+def _check_probe(catalog: Catalog, probe: Probe, occurrences, add) -> None:
+    expected = catalog.note_arg_count(probe)
+    offset = catalog.arg_offset
+    # Group identical problems across sites: one finding, the first site,
+    # and how many more sites have it.
+    problems: dict[tuple, list] = {}
+
+    def note(key, location, check, binary, site, message):
+        problems.setdefault(key, [location, check, binary, message, []])[4].append(site.address)
+
+    for binary, bprobe in occurrences:
+        pointer_size = binary.pointer_size
+        for site in bprobe.sites:
+            if len(site.args) != expected:
+                extra = f" (arg0 plus {len(probe.args)})" if offset else ""
+                note(("count", binary.path, len(site.args)), probe.location, "arg-count", binary, site,
+                     f"probe '{probe.name}': catalog says {expected} argument{'s' if expected != 1 else ''}{extra}, "
+                     f"binary {binary.path} site {{site}} has {len(site.args)}: {site.args_text or '(none)'}")
+                continue
+            if offset:
+                problem = _arg0_problem(probe, site.args[0])
+                if problem:
+                    note(("arg0", binary.path, site.args[0].spec), probe.location, "arg0", binary, site,
+                         f"probe '{probe.name}': {problem} (binary {binary.path} site {{site}})")
+            for index, arg in enumerate(probe.args):
+                got = site.args[index + offset]
+                if _arg_matches(got, arg.ctype, pointer_size):
+                    continue
+                note(("arg", index, binary.path, got.size, got.signed, got.floating), arg.location, "arg-type",
+                     binary, site,
+                     f"probe '{probe.name}' argument {index + offset} '{arg.name}': catalog says "
+                     f"{_describe_type(arg, pointer_size)}, binary {binary.path} site {{site}} has {got.describe()}")
+            if catalog.header.semaphores and not site.semaphore:
+                note(("semaphore", binary.path), probe.location, "semaphore", binary, site,
+                     f"probe '{probe.name}': the catalog's header has is-enabled checks (semaphores: true) but "
+                     f"binary {binary.path} site {{site}} has no semaphore (was it built with another header?)")
+
+    for location, check, binary, message, addresses in problems.values():
+        more = f" (and {len(addresses) - 1} more site{'s' if len(addresses) > 2 else ''})" if len(addresses) > 1 else ""
+        add(Finding(location, message.replace("{site}", _hex(addresses[0]) + more), check, probe.name, binary.path))
+
+
+# --- rendering ---------------------------------------------------------------
+
+JSON_VERSION = 1
+
+
+def report_json(report: Report, errors=()) -> dict:
+    """``{"version", "ok", "catalog", "binaries", "probes_checked",
+    "sites_checked", "findings": [{"check", "probe", "binary", "file",
+    "line", "column", "location", "message"}], "errors": [{"path", "message"}],
+    "summary"}``"""
+    return {
+        "version": JSON_VERSION,
+        "ok": report.ok and not errors,
+        "catalog": str(report.catalog.path),
+        "binaries": [b.path for b in report.binaries],
+        "probes_checked": report.probes_checked,
+        "sites_checked": report.sites_checked,
+        "findings": [
+            {
+                "check": f.check, "probe": f.probe, "binary": f.binary,
+                "file": f.location.path, "line": f.location.line or None, "column": f.location.column or None,
+                "location": str(f.location), "message": f.message,
+            }
+            for f in report.findings
+        ],
+        "errors": [{"path": e.path, "message": e.problem} for e in errors],
+        "summary": report.summary(),
+    }
+
+
+def report_junit(report: Report, errors=()) -> str:
+    """JUnit XML: one test case per catalog probe (failed by its findings),
+    one per binary for findings about the binary as a whole or probes the
+    catalog lacks, and an errored case per unreadable file."""
+    import xml.etree.ElementTree as ET
+
+    provider = report.catalog.provider
+    by_probe: dict[str, list[Finding]] = {}
+    by_binary: dict[str, list[Finding]] = {}
+    for finding in report.findings:
+        if finding.probe is not None and report.catalog.probe(finding.probe) is not None:
+            by_probe.setdefault(finding.probe, []).append(finding)
+        else:
+            by_binary.setdefault(finding.binary or "", []).append(finding)
+    cases = []
+    for probe in report.catalog.probes:
+        cases.append((f"probegen.verify.{provider}", probe.name, by_probe.get(probe.name, []), None))
+    for binary in report.binaries:
+        cases.append(("probegen.verify.binary", binary.path, by_binary.pop(binary.path, []), None))
+    for path, findings in by_binary.items():
+        cases.append(("probegen.verify.binary", path, findings, None))
+    for error in errors:
+        cases.append(("probegen.verify.binary", error.path, [], error.problem))
+
+    failures = sum(1 for c in cases if c[2])
+    suite = ET.Element("testsuite", {
+        "name": "probegen verify", "tests": str(len(cases)), "failures": str(failures),
+        "errors": str(len(errors)), "skipped": "0",
+    })
+    for classname, name, findings, error in cases:
+        case = ET.SubElement(suite, "testcase", {"classname": classname, "name": name})
+        if findings:
+            failure = ET.SubElement(case, "failure", {
+                "message": findings[0].message if len(findings) == 1 else f"{len(findings)} findings",
+                "type": ",".join(sorted({f.check for f in findings})),
+            })
+            failure.text = "\n".join(map(str, findings))
+        if error:
+            ET.SubElement(case, "error", {"message": error, "type": "input"})
+    root = ET.Element("testsuites")
+    root.append(suite)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
