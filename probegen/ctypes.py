@@ -106,7 +106,7 @@ _INTEGER_ALIASES = {
 _BOOLS = ("bool", "_Bool")
 _FLOATS = ("float", "double", "long double")
 _QUALIFIERS = ("const", "volatile", "restrict")
-_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\*|\(|\)|\[|\]|,|\.\.\.|\S")
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+|\*|\(|\)|\[|\]|,|\.\.\.|\S")
 _FUNCTION_POINTER = re.compile(r"^(?P<ret>.+?)\(\s*\*\s*\)\s*\((?P<params>.*)\)$")
 
 # bpftrace printf conversions by (size, signed).
@@ -184,7 +184,9 @@ class CType:
         """
         if self.kind is Kind.ENUM:
             return "u32"
-        sign = "s" if self.signed else "u"
+        # Plain char (signed None) is signed on x86_64, as bpftrace_format
+        # assumes; both tools must print the same number.
+        sign = "s" if self.signed is not False else "u"
         return f"{sign}{self.size * 8}"
 
     def declare(self, name: str) -> str:

@@ -31,6 +31,9 @@ _YAML_TYPES = {
     "tag:yaml.org,2002:float": "number",
     "tag:yaml.org,2002:null": "null",
 }
+# What one item of each list is called in messages.
+_ITEM_NOUNS = {"probes": "probe", "args": "argument", "enums": "enum", "enumerators": "enumerator",
+               "includes": "include", "members": "member"}
 _ENUMERATOR = re.compile(r"\s*(?P<name>[A-Za-z_]\w*)\s*(?:=\s*(?P<value>-?(?:0[xX][0-9a-fA-F]+|[0-9]+))\s*)?\Z")
 
 
@@ -120,8 +123,9 @@ class _Builder:
             if len(node.value) < schema.get("minItems", 0):
                 self.error(node, f"{what}: expected at least {schema['minItems']} item(s), found none")
                 ok = False
+            noun = _ITEM_NOUNS.get(what.strip("'"), what)
             for item in node.value:
-                ok &= self.check(item, schema.get("items", {}), what)
+                ok &= self.check(item, schema.get("items", {}), noun)
             return ok
         if expected is None:
             return True

@@ -39,7 +39,7 @@ def run(args) -> int:
         sys.stdout.write(render_header(catalog))
         return 0
     output = Path(output)
-    write_if_changed(GeneratedFile(output, render_header(catalog, output)))
+    write_if_changed(GeneratedFile(output, render_header(catalog)))
     if args.depfile:
         depfile.write(args.depfile, output, args.catalog, TEMPLATE)
     return 0

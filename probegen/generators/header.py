@@ -12,7 +12,7 @@ from probegen.render import render
 TEMPLATE = "usdt.h.j2"
 
 
-def context(catalog: Catalog, output: Path | None = None) -> dict:
+def context(catalog: Catalog) -> dict:
     header = catalog.header
     probes = []
     for probe in catalog.probes:
@@ -39,16 +39,15 @@ def context(catalog: Catalog, output: Path | None = None) -> dict:
         "catalog": catalog,
         "header": header,
         "catalog_name": catalog_name,
-        "output": output.name if output else "",
         "probes": probes,
         "system_headers": sorted({"stdint.h", *system_headers(a.ctype for p in catalog.probes for a in p.args)}),
         "compat_arities": range(1, catalog.max_args + 1),
     }
 
 
-def render_header(catalog: Catalog, output: Path | None = None) -> str:
-    return render(TEMPLATE, **context(catalog, output))
+def render_header(catalog: Catalog) -> str:
+    return render(TEMPLATE, **context(catalog))
 
 
 def render_files(catalog: Catalog, output: Path) -> list[GeneratedFile]:
-    return [GeneratedFile(Path(output), render_header(catalog, Path(output)))]
+    return [GeneratedFile(Path(output), render_header(catalog))]
