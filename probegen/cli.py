@@ -20,6 +20,7 @@ COMMANDS = {
     "header": "probegen.commands.header",
     "generate": "probegen.commands.generate",
     "check": "probegen.commands.check",
+    "structs": "probegen.commands.structs",
     "list": "probegen.commands.list",
     "verify": "probegen.commands.verify",
     "import": "probegen.commands.import_catalog",

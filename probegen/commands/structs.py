@@ -1,0 +1,56 @@
+"""Print C definitions of a binary's structs, unions and enums, taken from
+its DWARF, in a form bpftrace 0.17 loads (no typedefs; layout forced with
+explicit padding); or enum name maps for bpftrace and BCC scripts.
+"""
+
+from __future__ import annotations
+
+import sys
+
+HELP = "struct and enum definitions for bpftrace from a binary's DWARF"
+
+
+def configure(parser):
+    parser.add_argument("binary", metavar="BINARY", help="ELF binary or library built with -g")
+    parser.add_argument(
+        "--type", "-t", dest="types", action="append", default=[], metavar="NAME",
+        help="struct, union or enum to define (bare name, as pahole -C takes it); repeatable",
+    )
+    parser.add_argument(
+        "--enum", "-e", dest="enums", action="append", default=[], metavar="NAME",
+        help="enum to define, or to make a name map of with --enum-map; repeatable",
+    )
+    parser.add_argument("--debug-file", metavar="FILE", help="separate debug file (default: found by build id)")
+    parser.add_argument("--annotate", action="store_true", help="add pahole-style offset/size comments")
+    parser.add_argument(
+        "--enum-map", choices=("bpftrace", "bcc"),
+        help="print the --enum enums as name maps: a bpftrace BEGIN block or Python dicts for BCC",
+    )
+    parser.add_argument("--strip-prefix", default="", metavar="PREFIX", help="prefix to strip from enumerator names in maps")
+    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the type index cache")
+    parser.add_argument("-o", "--output", metavar="FILE", help="file to write (default: stdout)")
+
+
+def run(args) -> int:
+    from pathlib import Path
+
+    from probegen.dwarf import DwarfTypes
+    from probegen.dwarf.enumtables import render_enum_maps
+    from probegen.errors import InputError
+    from probegen.output import GeneratedFile, write_if_changed
+
+    if args.enum_map:
+        if not args.enums or args.types:
+            raise InputError("probegen structs: --enum-map takes --enum NAME (and no --type)")
+    elif not args.types and not args.enums:
+        raise InputError("probegen structs: name at least one --type NAME or --enum NAME")
+    with DwarfTypes.open(args.binary, args.debug_file, use_cache=not args.no_cache) as types:
+        if args.enum_map:
+            text = render_enum_maps(types, args.enums, args.enum_map, args.strip_prefix)
+        else:
+            text = types.render(args.types, args.enums, annotate=args.annotate)
+    if args.output and args.output != "-":
+        write_if_changed(GeneratedFile(Path(args.output), text))
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,412 @@
+"""Planning C definitions that bpftrace 0.17 loads and that lay out
+exactly as DWARF says.
+
+bpftrace's parser is stricter than a C compiler: no typedefs at all, no
+``__attribute__`` after a closing brace. So typedefs are resolved, and the
+layout is forced with explicit padding members, and packing with
+``__attribute__((packed))`` on members (a form it parses). The planner
+simulates the SysV (x86_64, aarch64) layout rules to know where a compiler
+would put each member, and pads or packs only where that differs from
+DWARF. Tests compile the result with gcc and compare every offset.
+
+The output of this module is data (``Plan``, ``Item``); the template
+``structs.h.j2`` turns it into text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from probegen.dwarf import model as m
+from probegen.errors import InputError
+
+
+@dataclass
+class Item:
+    """One member line of a struct or union body."""
+
+    head: str  # type text before the declarator ("unsigned int", "struct foo", "char")
+    declarator: str  # "x", "*p", "(*fn)(int)", "a[2][3]", "flags : 3", "" for anonymous
+    nested: "Plan | None" = None  # inline definition of an anonymous struct/union/enum
+    attributes: str = ""  # " __attribute__((packed))"
+    comment: str = ""  # pahole-style offset/size, with --annotate
+
+
+@dataclass
+class Plan:
+    """How one struct, union or enum is written."""
+
+    kind: str  # "struct", "union", "enum"
+    name: str | None  # None: anonymous, written inline
+    items: list[Item] = field(default_factory=list)
+    enumerators: list[tuple[str, str]] = field(default_factory=list)  # (name, C literal)
+    size: int = 0
+    align: int = 1  # alignment of the type as written (what an outer layout sees)
+    comment: str = ""  # e.g. "typedef struct {...} foo_t" or the size, with --annotate
+    tail_comment: str = ""
+
+
+def _align_up(value: int, align: int) -> int:
+    return (value + align - 1) // align * align
+
+
+def enum_literal(value: int) -> str:
+    return f"{value}ULL" if value > 0x7FFFFFFFFFFFFFFF else str(value)
+
+
+def natural_enum_size(enum: m.Enum) -> int:
+    """sizeof the enum as a C compiler makes it from its enumerators."""
+    values = [e.value for e in enum.enumerators]
+    if all(-(1 << 31) <= v < (1 << 32) for v in values) and not (
+        any(v < 0 for v in values) and any(v >= 1 << 31 for v in values)
+    ):
+        return 4
+    return 8
+
+
+_SIZED_INTS = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long"}
+
+
+class Planner:
+    """Plans every struct, union and enum reached from the requested types."""
+
+    def __init__(self, annotate: bool = False):
+        self.annotate = annotate
+        self._plans: dict[int, Plan] = {}
+
+    # ---- alignment and size of types as written ------------------------
+
+    def align_of(self, t: m.Type) -> int:
+        t = m.unqualified(t)
+        if isinstance(t, m.Base):
+            if t.encoding == "complex_float":
+                return max(1, min(t.size // 2, 16))
+            return max(1, min(t.size, 16))
+        if isinstance(t, m.Enum):
+            return self._enum_written_size(t)
+        if isinstance(t, m.Pointer):
+            return t.size
+        if isinstance(t, m.Array):
+            return self.align_of(t.element)
+        if isinstance(t, m.Struct):
+            return self.plan(t).align
+        return 1
+
+    def _enum_written_size(self, enum: m.Enum) -> int:
+        natural = natural_enum_size(enum)
+        return natural if enum.size in (None, natural) else enum.size
+
+    @staticmethod
+    def size_of(t: m.Type) -> int:
+        size = m.unqualified(t).size
+        return size or 0
+
+    # ---- declarators -------------------------------------------------------
+
+    def declarator(self, t: m.Type, inner: str) -> tuple[str, str, Plan | None]:
+        """(head, declarator, nested plan) declaring ``inner`` as type ``t``."""
+        t = m.strip_typedefs(t)
+        if isinstance(t, m.Qualified):
+            under = m.strip_typedefs(t.target)
+            quals = " ".join(q for q in t.qualifiers if q != "_Atomic")
+            if isinstance(under, m.Pointer):  # qualifies the pointer: "char *const p"
+                inner = f"{quals} {inner}".strip() if quals else inner
+                return self.declarator(under, inner)
+            head, decl, nested = self.declarator(under, inner)
+            return (f"{quals} {head}".strip() if quals else head), decl, nested
+        if isinstance(t, m.Pointer):
+            target = m.strip_typedefs(t.target)
+            star = f"*{inner}" if not inner.startswith(("const", "volatile", "restrict")) else f"*{inner}"
+            if isinstance(m.unqualified(target), (m.Array, m.Function)):
+                star = f"({star})"
+            return self.declarator(t.target, star)
+        if isinstance(t, m.Array):
+            dims = "".join("[]" if c is None else f"[{c}]" for c in t.counts)
+            return self.declarator(t.element, f"{inner}{dims}")
+        if isinstance(t, m.Function):
+            params = [self._param(p) for p in t.params]
+            if t.varargs:
+                params.append("...")
+            if not params:
+                params = ["void"] if t.prototyped else []
+            return self.declarator(t.returns, f"{inner}({', '.join(params)})")
+        head, nested = self._head(t)
+        return head, inner, nested
+
+    def _param(self, t: m.Type) -> str:
+        head, decl, nested = self.declarator(t, "")
+        if nested is not None:  # an anonymous aggregate as a parameter: cannot be named
+            return "void *"
+        return f"{head} {decl}".strip() if decl else head
+
+    def _head(self, t: m.Type) -> tuple[str, Plan | None]:
+        if isinstance(t, m.Void):
+            return "void", None
+        if isinstance(t, m.Base):
+            return t.name, None
+        if isinstance(t, m.Enum):
+            if t.size not in (None, natural_enum_size(t)):
+                # A compiler would not make this enum this size (packed or
+                # -fshort-enums): bpftrace cannot be told, so use an integer.
+                return _SIZED_INTS.get(t.size, "unsigned int"), None
+            if t.name is None:
+                return "enum", self.plan(t)
+            return f"enum {t.name}", None
+        if isinstance(t, m.Struct):
+            if t.name is None:
+                return t.kind, self.plan(t)
+            return t.spelling, None
+        return "void", None
+
+    # ---- plans ---------------------------------------------------------------
+
+    def plan(self, t: m.Struct | m.Enum) -> Plan:
+        key = id(t)
+        known = self._plans.get(key)
+        if known is not None:
+            return known
+        if isinstance(t, m.Enum):
+            plan = Plan("enum", t.name, size=t.size, align=self._enum_written_size(t))
+            plan.enumerators = [(e.name, enum_literal(e.value)) for e in t.enumerators]
+            self._plans[key] = plan
+            return plan
+        plan = Plan(t.kind, t.name)
+        self._plans[key] = plan
+        if t.kind == "union":
+            self._plan_union(t, plan)
+        else:
+            self._plan_struct(t, plan)
+        if t.typedef_name:
+            plan.comment = f"typedef {t.kind} {{...}} {t.name}: bpftrace takes no typedefs"
+        if self.annotate:
+            plan.tail_comment = f"size: {plan.size}, members: {len(t.members)}"
+        return plan
+
+    def _item(self, member: m.Member, name: str, packed: bool) -> Item:
+        inner = name
+        if member.bit_size is not None:
+            inner = f"{name} : {member.bit_size}" if name else f": {member.bit_size}"
+        head, decl, nested = self.declarator(member.type, inner)
+        item = Item(head, decl, nested, " __attribute__((packed))" if packed else "")
+        if self.annotate:
+            size = self.size_of(member.type)
+            if member.bit_size is not None:
+                item.comment = f"{member.offset:5}:{member.bit_offset - member.offset * 8:2} {size:4}"
+            else:
+                item.comment = f"{member.offset:5} {size:4}"
+        return item
+
+    def _pad(self, names: set[str], size: int) -> Item:
+        name = self._fresh(names)
+        item = Item("char", f"{name}[{size}]")
+        if self.annotate:
+            item.comment = f"padding: {size} bytes"
+        return item
+
+    def _bit_pad(self, names: set[str], bits: int) -> Item:
+        item = Item("unsigned char", f": {bits}")
+        if self.annotate:
+            item.comment = f"padding: {bits} bits"
+        return item
+
+    @staticmethod
+    def _fresh(names: set[str]) -> str:
+        index = 0
+        while f"__pad{index}" in names:
+            index += 1
+        name = f"__pad{index}"
+        names.add(name)
+        return name
+
+    def _names(self, struct: m.Struct, into: set[str]) -> set[str]:
+        # Members of anonymous members share the enclosing namespace.
+        for member in struct.members:
+            if member.name:
+                into.add(member.name)
+            else:
+                inner = m.unqualified(member.type)
+                if isinstance(inner, m.Struct):
+                    self._names(inner, into)
+        return into
+
+    def _plan_struct(self, struct: m.Struct, plan: Plan, force_packed: bool = False) -> None:
+        names = self._names(struct, set())
+        items: list[Item] = []
+        members = sorted(struct.members, key=lambda mb: mb.bit_offset if mb.bit_size is not None else mb.offset * 8)
+        cur = 0  # bits used so far
+        align = 1
+        for member in members:
+            a = self.align_of(member.type)
+            size = self.size_of(member.type)
+            if member.bit_size is not None:
+                target = member.bit_offset
+                unit = max(size, 1) * 8
+                natural = self._place_bits(cur, unit, member.bit_size) if member.bit_size else _align_up(cur, unit)
+                packed = force_packed
+                if natural != target or force_packed:
+                    items.extend(self._pad_bits(names, cur, target, struct))
+                    cur = target
+                    if force_packed or self._place_bits(cur, unit, member.bit_size) != cur:
+                        packed = True
+                items.append(self._item(member, member.name or "", packed))
+                cur = target + member.bit_size
+                if member.name and not packed:
+                    align = max(align, a)
+                continue
+            target = member.offset
+            here = (cur + 7) // 8
+            packed = force_packed or target % a != 0
+            if target < here:
+                raise InputError(
+                    f"cannot reproduce the layout of {struct.kind} {struct.name or '(anonymous)'}: "
+                    f"member {member.name or '(anonymous)'} at offset {target} overlaps the one before"
+                )
+            if (packed and target > here) or (not packed and _align_up(here, a) != target):
+                if cur % 8:
+                    items.append(self._bit_pad(names, 8 - cur % 8))
+                items.append(self._pad(names, target - here))
+            items.append(self._item(member, member.name or "", packed))
+            if not packed:
+                align = max(align, a)
+            cur = (target + size) * 8
+        end = (cur + 7) // 8
+        if struct.alignment and struct.alignment > align and items and not force_packed:
+            items[0].attributes += f" __attribute__((aligned({struct.alignment})))"
+            align = struct.alignment
+        size = struct.size if struct.size is not None else _align_up(end, align)
+        if size % align != 0 and not force_packed:
+            plan.items = []
+            return self._plan_struct(struct, plan, force_packed=True)
+        if _align_up(end, align) != size:
+            if size < end:
+                raise InputError(
+                    f"cannot reproduce the layout of {struct.kind} {struct.name or '(anonymous)'}: "
+                    f"members end at {end}, past its size {size}"
+                )
+            if cur % 8:
+                items.append(self._bit_pad(names, 8 - cur % 8))
+            items.append(self._pad(names, size - end))
+        plan.items, plan.size, plan.align = items, size, align
+
+    @staticmethod
+    def _place_bits(cur: int, unit: int, width: int) -> int:
+        # SysV: a bitfield does not cross a boundary of its type's alignment.
+        if cur // unit != (cur + width - 1) // unit:
+            return _align_up(cur, unit)
+        return cur
+
+    def _pad_bits(self, names: set[str], cur: int, target: int, struct: m.Struct) -> list[Item]:
+        if target < cur:
+            raise InputError(
+                f"cannot reproduce the layout of {struct.kind} {struct.name or '(anonymous)'}: overlapping bitfields"
+            )
+        items = []
+        if cur % 8 and target // 8 > cur // 8:
+            items.append(self._bit_pad(names, 8 - cur % 8))
+            cur = _align_up(cur, 8)
+        if target // 8 > cur // 8:
+            items.append(self._pad(names, target // 8 - cur // 8))
+            cur = target // 8 * 8
+        if target > cur:
+            items.append(self._bit_pad(names, target - cur))
+        return items
+
+    def _plan_union(self, union: m.Struct, plan: Plan, force_packed: bool = False) -> None:
+        names = self._names(union, set())
+        items = []
+        align, biggest = 1, 0
+        for member in union.members:
+            packed = force_packed
+            items.append(self._item(member, member.name or "", packed))
+            if not packed and (member.name or member.bit_size is None):
+                align = max(align, self.align_of(member.type))
+            if member.bit_size is not None:
+                biggest = max(biggest, (member.bit_size + 7) // 8)
+            else:
+                biggest = max(biggest, self.size_of(member.type))
+        size = union.size if union.size is not None else _align_up(biggest, align)
+        if size % align != 0 and not force_packed:
+            return self._plan_union(union, plan, force_packed=True)
+        if _align_up(biggest, align) != size:
+            items.append(self._pad(names, size))
+        plan.items, plan.size, plan.align = items, size, align
+
+
+def dependencies(t: m.Type, by_value: bool = True):
+    """Named structs, unions and enums ``t`` refers to: yields (type, by_value).
+
+    Anonymous aggregates are written inline, so their members' needs are
+    the enclosing type's needs.
+    """
+    t = m.unqualified(t)
+    if isinstance(t, m.Pointer):
+        yield from dependencies(t.target, by_value=False)
+    elif isinstance(t, m.Array):
+        yield from dependencies(t.element, by_value)
+    elif isinstance(t, m.Function):
+        yield from dependencies(t.returns, by_value=False)
+        for param in t.params:
+            yield from dependencies(param, by_value=False)
+    elif isinstance(t, m.Enum):
+        if t.name is not None:
+            yield t, True  # enums are always defined: an incomplete enum is an error
+    elif isinstance(t, m.Struct):
+        if t.name is not None:
+            yield t, by_value
+        else:  # written inline: it needs what its members need
+            for member in t.members:
+                yield from dependencies(member.type, by_value)
+
+
+def order_definitions(roots: list[m.Type]) -> tuple[list[m.Struct], list[m.Type]]:
+    """(forward declarations, definitions in dependency order).
+
+    Structs and unions reached only through pointers are forward-declared;
+    everything embedded by value is defined before its user.
+    """
+    defined: list[m.Type] = []
+    done: set = set()
+    visiting: set = set()
+    pointed: dict = {}
+    sizes: dict = {}
+
+    def key(t: m.Type):
+        # The same header type is a separate DIE in every compilation unit
+        # that includes it: one definition per name.
+        if isinstance(t, m.Struct):
+            return (t.kind, t.name)
+        if isinstance(t, m.Enum):
+            return ("enum", t.name)
+        return id(t)
+
+    def visit(t: m.Type) -> None:
+        k = key(t)
+        if k in sizes and sizes[k] != t.size:
+            raise InputError(
+                f"two different types named '{k[0]} {k[1]}' ({sizes[k]} and {t.size} bytes) "
+                "are reachable from the types asked for"
+            )
+        sizes[k] = t.size
+        if k in done or k in visiting:
+            return
+        visiting.add(k)
+        if isinstance(t, m.Struct):
+            for member in t.members:
+                for dep, by_value in dependencies(member.type):
+                    if by_value:
+                        visit(dep)
+                    else:
+                        pointed.setdefault(key(dep), dep)
+        visiting.discard(k)
+        done.add(k)
+        defined.append(t)
+
+    for root in roots:
+        root = m.unqualified(root)
+        if isinstance(root, (m.Struct, m.Enum)):
+            visit(root)
+    forward = sorted(
+        (s for k, s in pointed.items() if k not in done and isinstance(s, m.Struct)),
+        key=lambda s: (s.name or "", s.kind),
+    )
+    return forward, defined

@@ -1,0 +1,81 @@
+"""Where each named struct, union, enum and typedef is defined.
+
+Only the top-level DIEs of each compilation unit are read (types defined
+inside functions are not reachable by name); subtrees are skipped through
+DW_AT_sibling, which pyelftools follows. The index maps a name to its
+definitions, one per distinct fingerprint (tag, size, declaration line):
+the same header type repeated in every unit collapses to one entry, and
+two different types with one name stay apart so they can be reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+_TAGS = {
+    "DW_TAG_structure_type": "struct",
+    "DW_TAG_class_type": "struct",
+    "DW_TAG_union_type": "union",
+    "DW_TAG_enumeration_type": "enum",
+    "DW_TAG_typedef": "typedef",
+}
+
+
+@dataclass(frozen=True)
+class Entry:
+    kind: str  # "struct", "union", "enum", "typedef"
+    cu_offset: int
+    die_offset: int
+    size: int  # -1 when the DIE has none (typedefs)
+    line: int
+
+
+class TypeIndex:
+    def __init__(self, names: dict[str, list[tuple]]):
+        # name -> [(kind, cu_offset, die_offset, size, line), ...]: plain
+        # tuples, so the cache can store it with marshal.
+        self.names = names
+
+    def lookup(self, name: str) -> list[Entry]:
+        return [Entry(*row) for row in self.names.get(name, ())]
+
+    def close_names(self, name: str, limit: int = 5) -> list[str]:
+        import difflib
+
+        lowered = name.lower()
+        close = [n for n in self.names if lowered in n.lower()]
+        close.sort(key=lambda n: (len(n), n))
+        close = close[:limit]
+        if len(close) < limit:
+            for n in difflib.get_close_matches(name, list(self.names), n=limit, cutoff=0.6):
+                if n not in close:
+                    close.append(n)
+        return close[:limit]
+
+    @classmethod
+    def build(cls, dwarfinfo) -> "TypeIndex":
+        names: dict[str, list[tuple]] = {}
+        seen: set[tuple] = set()
+        for cu in dwarfinfo.iter_CUs():
+            top = cu.get_top_DIE()
+            for die in cu.iter_DIE_children(top):
+                kind = _TAGS.get(die.tag)
+                if kind is None:
+                    continue
+                attrs = die.attributes
+                name = attrs.get("DW_AT_name")
+                if name is None or "DW_AT_declaration" in attrs:
+                    continue
+                size = attrs.get("DW_AT_byte_size")
+                line = attrs.get("DW_AT_decl_line")
+                text = name.value.decode("utf-8", "replace")
+                row = (kind, cu.cu_offset, die.offset, size.value if size else -1, line.value if line else 0)
+                fingerprint = (text, kind, row[3], row[4])
+                if fingerprint in seen:
+                    continue
+                seen.add(fingerprint)
+                names.setdefault(text, []).append(row)
+            # Parsed DIEs are cached on the CU; drop them, only the index stays.
+            cu._dielist = cu._dielist[:1]
+            cu._diemap = cu._diemap[:1]
+        return cls(names)

@@ -1,0 +1,136 @@
+"""C types as DWARF describes them, independent of how they are printed.
+
+Loaded from DIEs by ``probegen.dwarf.load``; rendered to C by
+``probegen.dwarf.cdecl``. Objects are shared: a type reached twice is the
+same object, so recursive structs (through pointers) terminate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class Type:
+    """Base of all types. Every type has ``size`` in bytes (None where C
+    has none, such as void and functions)."""
+
+
+@dataclass(eq=False)
+class Void(Type):
+    size: int | None = None
+
+
+@dataclass(eq=False)
+class Base(Type):
+    name: str  # as C writes it: "unsigned int", "_Bool"
+    size: int
+    encoding: str  # "signed", "unsigned", "signed_char", "unsigned_char", "boolean", "float", ...
+
+    @property
+    def signed(self) -> bool:
+        return self.encoding in ("signed", "signed_char")
+
+
+@dataclass(eq=False)
+class Enumerator:
+    name: str
+    value: int
+
+
+@dataclass(eq=False)
+class Enum(Type):
+    name: str | None
+    size: int
+    enumerators: list[Enumerator] = field(default_factory=list)
+    signed: bool = False
+    declaration: bool = False  # only declared here: no enumerators known
+    die_offset: int = -1
+
+
+@dataclass(eq=False)
+class Member:
+    name: str | None  # None: an anonymous struct or union member
+    type: Type
+    offset: int  # bytes from the start of the enclosing struct
+    bit_size: int | None = None  # set for bitfields
+    bit_offset: int | None = None  # for bitfields: bits from the start of the struct
+
+
+@dataclass(eq=False)
+class Struct(Type):
+    kind: str  # "struct" or "union"
+    name: str | None
+    size: int | None
+    members: list[Member] = field(default_factory=list)
+    alignment: int | None = None  # DW_AT_alignment: explicitly over-aligned
+    declaration: bool = False  # incomplete: only "struct name;" is known
+    typedef_name: bool = False  # anonymous, named here after its typedef
+    die_offset: int = -1
+
+    @property
+    def spelling(self) -> str:
+        return f"{self.kind} {self.name}"
+
+
+@dataclass(eq=False)
+class Typedef(Type):
+    name: str
+    target: Type
+
+    @property
+    def size(self):  # type: ignore[override]
+        return self.target.size
+
+
+@dataclass(eq=False)
+class Pointer(Type):
+    target: Type
+    size: int = 8
+
+
+@dataclass(eq=False)
+class Qualified(Type):
+    qualifiers: tuple[str, ...]  # subset of ("const", "volatile", "restrict"), in that order
+    target: Type
+
+    @property
+    def size(self):  # type: ignore[override]
+        return self.target.size
+
+
+@dataclass(eq=False)
+class Array(Type):
+    element: Type
+    counts: list[int | None]  # outermost first; None: flexible (no bound)
+
+    @property
+    def size(self):  # type: ignore[override]
+        total = self.element.size
+        for count in self.counts:
+            if count is None or total is None:
+                return 0 if count is None else None
+            total *= count
+        return total
+
+
+@dataclass(eq=False)
+class Function(Type):
+    returns: Type
+    params: list[Type]
+    varargs: bool = False
+    prototyped: bool = True
+    size: int | None = None
+
+
+def strip_typedefs(t: Type) -> Type:
+    """The type under any typedefs (qualifiers kept)."""
+    while isinstance(t, Typedef):
+        t = t.target
+    return t
+
+
+def unqualified(t: Type) -> Type:
+    """The type under any typedefs and qualifiers."""
+    while isinstance(t, (Typedef, Qualified)):
+        t = t.target
+    return t

@@ -1,0 +1,248 @@
+"""``DwarfTypes``: a binary's named types, looked up by name, rendered as
+C for bpftrace, and offered to the script generators as a TypeSource.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError, DWARFError
+
+from probegen.catalog.model import Enumerator
+from probegen.ctypes import CType, Kind
+from probegen.dwarf import cache, model as m
+from probegen.dwarf.cdecl import Planner, order_definitions
+from probegen.dwarf.index import TypeIndex
+from probegen.dwarf.load import TypeLoader
+from probegen.dwarf.locate import DEFAULT_DEBUG_DIRS, DebugInfo, file_key, open_debug_info
+from probegen.errors import InputError
+
+
+class DwarfTypes:
+    """Types of one binary. Implements probegen.typeinfo.TypeSource."""
+
+    def __init__(self, info: DebugInfo, index: TypeIndex):
+        self.info = info
+        self.index = index
+        self._dwarf = None
+        self._loader = TypeLoader(pointer_size=info.elf.elfclass // 8)
+        self._types: dict[tuple[str, str | None], m.Type] = {}
+
+    @classmethod
+    def open(cls, binary, debug_file=None, debug_dirs=DEFAULT_DEBUG_DIRS, use_cache: bool = True) -> "DwarfTypes":
+        info = open_debug_info(binary, debug_file, debug_dirs)
+        stamp = (str(info.path.resolve()), *file_key(info.path))
+        names = cache.load(info.build_id, info.path, stamp) if use_cache else None
+        self = cls(info, TypeIndex(names) if names is not None else None)  # type: ignore[arg-type]
+        if names is None:
+            self.index = TypeIndex.build(self.dwarf)
+            if use_cache:
+                cache.store(info.build_id, info.path, stamp, self.index.names)
+        return self
+
+    def close(self) -> None:
+        self.info.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def dwarf(self):
+        if self._dwarf is None:
+            try:
+                self._dwarf = self.info.elf.get_dwarf_info(relocate_dwarf_sections=False)
+            except (ELFError, DWARFError, NotImplementedError, ValueError) as exc:
+                raise InputError(f"{self.info.path}: cannot read its DWARF: {exc}") from None
+        return self._dwarf
+
+    # ---- lookup -------------------------------------------------------------
+
+    def lookup(self, name: str, kinds=("struct", "union", "enum", "typedef")) -> m.Type:
+        """The type called ``name`` (a bare name, or "struct NAME"/"enum NAME")."""
+        words = name.split()
+        if len(words) == 2 and words[0] in ("struct", "union", "enum"):
+            kinds, name = (words[0],), words[1]
+        key = (name, tuple(kinds))
+        if key in self._types:
+            return self._types[key]
+        entries = [e for e in self.index.lookup(name) if e.kind in kinds]
+        if not entries:
+            close = self.index.close_names(name)
+            hint = f"; close names: {', '.join(close)}" if close else ""
+            what = " or ".join(kinds) if len(kinds) < 4 else "struct, union, enum or typedef"
+            raise InputError(f"{self.info.binary}: no {what} named '{name}' in the debug info{hint}")
+        # A struct tag wins over a typedef of the same name (typedef struct foo foo).
+        order = {k: i for i, k in enumerate(("struct", "union", "enum", "typedef"))}
+        entries.sort(key=lambda e: order[e.kind])
+        kind = entries[0].kind
+        candidates = [self._load(e) for e in entries if e.kind == kind]
+        result = candidates[0]
+        if len(candidates) > 1:
+            self._check_same(name, candidates, entries)
+        self._types[key] = result
+        return result
+
+    def _load(self, entry) -> m.Type:
+        try:
+            cu = self.dwarf.get_CU_at(entry.cu_offset)
+            return self._loader.load(cu.get_DIE_from_refaddr(entry.die_offset))
+        except (ELFError, DWARFError, KeyError, IndexError) as exc:
+            raise InputError(f"{self.info.path}: bad DWARF for type at {entry.die_offset:#x}: {exc}") from None
+
+    def _check_same(self, name: str, candidates: list[m.Type], entries) -> None:
+        texts = {}
+        for t, entry in zip(candidates, entries):
+            texts.setdefault(self._render([t], annotate=True), []).append(entry)
+        if len(texts) > 1:
+            where = "; ".join(
+                f"{group[0].kind} of {group[0].size if group[0].size >= 0 else '?'} bytes "
+                f"declared at line {group[0].line} (DIE {group[0].die_offset:#x})"
+                for group in texts.values()
+            )
+            raise InputError(
+                f"{self.info.binary}: '{name}' names {len(texts)} different types in different "
+                f"compilation units: {where}"
+            )
+
+    def _aggregate(self, name: str) -> m.Struct | m.Enum:
+        t = m.unqualified(self.lookup(name))
+        if not isinstance(t, (m.Struct, m.Enum)):
+            raise InputError(f"'{name}' is not a struct, union or enum in {self.info.binary}")
+        return t
+
+    # ---- rendering ------------------------------------------------------------
+
+    def _render(self, roots: list[m.Type], annotate: bool = False) -> str:
+        from probegen.render import render
+
+        planner = Planner(annotate=annotate)
+        forward, defined = order_definitions(roots)
+        plans = [planner.plan(t) for t in defined]  # type: ignore[arg-type]
+        return render(
+            "structs.h.j2", forward=forward, plans=plans,
+            source=self.info.binary.name, build_id=self.info.build_id,
+        )
+
+    def render(self, names: list[str], enums: list[str] = (), annotate: bool = False) -> str:
+        """C definitions of these types and all they need, for bpftrace."""
+        roots = [self._aggregate(n) for n in names]
+        roots += [self.enum(n) for n in enums]
+        return self._render(roots, annotate)
+
+    def enum(self, name: str) -> m.Enum:
+        t = m.unqualified(self.lookup(name, kinds=("enum", "typedef")))
+        if not isinstance(t, m.Enum):
+            raise InputError(f"'{name}' is not an enum in {self.info.binary}")
+        return t
+
+    # ---- TypeSource -------------------------------------------------------------
+
+    def enumerators(self, enum_name: str) -> tuple[Enumerator, ...] | None:
+        try:
+            enum = self.enum(enum_name)
+        except InputError:
+            return None
+        return tuple(Enumerator(e.name, e.value) for e in enum.enumerators)
+
+    def definitions(self, struct_names: list[str]) -> str:
+        return self.render(list(struct_names))
+
+    def member(self, struct_name: str, member_path: str) -> m.Member:
+        """The member at ``member_path`` ("qid", "id.nsid"); offsets add up."""
+        t: m.Type = self._aggregate(struct_name)
+        where = struct_name
+        found = None
+        offset = 0
+        for part in member_path.split("."):
+            t = m.unqualified(t)
+            if not isinstance(t, m.Struct):
+                raise InputError(f"'{where}' is not a struct or union: no member '{part}'")
+            path = _find_member(t, part)
+            if path is None:
+                names = sorted(_member_names(t))
+                raise InputError(
+                    f"{t.kind} {t.name or where} has no member '{part}' (members: {', '.join(names)})"
+                )
+            for step in path:
+                offset += step.offset
+            found = path[-1]
+            t = found.type
+            where = f"{where}.{part}"
+        assert found is not None
+        return m.Member(found.name, found.type, offset, found.bit_size, found.bit_offset)
+
+    def member_ctype(self, struct_name: str, member_path: str) -> CType:
+        member = self.member(struct_name, member_path)
+        if member.bit_size is not None:
+            raise InputError(f"{struct_name}.{member_path} is a bitfield: scripts cannot read it by address")
+        return to_ctype(member.type)
+
+
+def _find_member(struct: m.Struct, name: str) -> list[m.Member] | None:
+    """Path of members to ``name``, looking into anonymous members."""
+    for member in struct.members:
+        if member.name == name:
+            return [member]
+    for member in struct.members:
+        inner = m.unqualified(member.type)
+        if member.name is None and isinstance(inner, m.Struct):
+            rest = _find_member(inner, name)
+            if rest is not None:
+                return [member, *rest]
+    return None
+
+
+def _member_names(struct: m.Struct) -> set[str]:
+    names = set()
+    for member in struct.members:
+        if member.name:
+            names.add(member.name)
+        elif isinstance(m.unqualified(member.type), m.Struct):
+            names |= _member_names(m.unqualified(member.type))
+    return names
+
+
+def _spelling(t: m.Type) -> str:
+    planner = Planner()
+    head, decl, nested = planner.declarator(t, "")
+    if nested is not None:
+        return f"{head} {{...}}{decl}"
+    return f"{head} {decl}".strip() if decl else head
+
+
+def to_ctype(t: m.Type) -> CType:
+    """How probegen.ctypes models a member of this DWARF type."""
+    spelling = _spelling(t)
+    named = t
+    while isinstance(named, m.Qualified):
+        named = named.target
+    if isinstance(named, m.Typedef):
+        spelling = named.name
+    u = m.unqualified(t)
+    if isinstance(u, m.Array):
+        element = m.unqualified(u.element)
+        if isinstance(element, m.Base) and element.size == 1 and len(u.counts) == 1 and \
+                element.encoding in ("signed_char", "unsigned_char", "UTF"):
+            return CType(spelling, Kind.STRING, u.size or 0, False)
+        raise InputError(f"member of array type '{spelling}' is not supported: scripts print char arrays only")
+    if isinstance(u, m.Base):
+        if u.encoding == "boolean":
+            return CType(spelling, Kind.BOOL, u.size, False)
+        if u.encoding in ("signed", "unsigned", "signed_char", "unsigned_char", "UTF") and u.size in (1, 2, 4, 8):
+            signed = None if u.name == "char" else u.signed
+            return CType(spelling, Kind.INTEGER, u.size, signed)
+        raise InputError(f"member of type '{spelling}' is not supported: bpftrace cannot print it")
+    if isinstance(u, m.Enum):
+        return CType(spelling, Kind.ENUM, u.size, u.signed or None, enum_name=u.name)
+    if isinstance(u, m.Pointer):
+        target = m.unqualified(u.target)
+        if isinstance(target, m.Function):
+            return CType(spelling, Kind.FUNCTION_POINTER, u.size, False, pointer_sized=True)
+        if isinstance(target, m.Base) and target.size == 1 and target.encoding in ("signed_char", "unsigned_char"):
+            return CType(spelling, Kind.STRING, u.size, False, pointer_sized=True)
+        struct_name = target.name if isinstance(target, m.Struct) else None
+        return CType(spelling, Kind.POINTER, u.size, False, pointer_sized=True, struct_name=struct_name)
+    raise InputError(f"member of type '{spelling}' is not supported: scripts print scalars and strings")
