@@ -242,11 +242,12 @@ class Planner:
                 target = member.bit_offset
                 unit = max(size, 1) * 8
                 natural = self._place_bits(cur, unit, member.bit_size) if member.bit_size else _align_up(cur, unit)
-                packed = force_packed
+                # Packing a member of alignment 1 changes nothing (gcc warns).
+                packed = force_packed and a > 1
                 if natural != target or force_packed:
                     items.extend(self._pad_bits(names, cur, target, struct))
                     cur = target
-                    if force_packed or self._place_bits(cur, unit, member.bit_size) != cur:
+                    if self._place_bits(cur, unit, member.bit_size) != cur:
                         packed = True
                 items.append(self._item(member, member.name or "", packed))
                 cur = target + member.bit_size
@@ -255,7 +256,7 @@ class Planner:
                 continue
             target = member.offset
             here = (cur + 7) // 8
-            packed = force_packed or target % a != 0
+            packed = (force_packed and a > 1) or target % a != 0
             if target < here:
                 raise InputError(
                     f"cannot reproduce the layout of {struct.kind} {struct.name or '(anonymous)'}: "
@@ -316,7 +317,7 @@ class Planner:
         items = []
         align, biggest = 1, 0
         for member in union.members:
-            packed = force_packed
+            packed = force_packed and self.align_of(member.type) > 1
             items.append(self._item(member, member.name or "", packed))
             if not packed and (member.name or member.bit_size is None):
                 align = max(align, self.align_of(member.type))

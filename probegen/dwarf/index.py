@@ -3,7 +3,8 @@
 Only the top-level DIEs of each compilation unit are read (types defined
 inside functions are not reachable by name); subtrees are skipped through
 DW_AT_sibling, which pyelftools follows. The index maps a name to its
-definitions, one per distinct fingerprint (tag, size, declaration line):
+definitions, one per distinct fingerprint (tag, size, declaring file and
+line):
 the same header type repeated in every unit collapses to one entry, and
 two different types with one name stay apart so they can be reported.
 """
@@ -58,6 +59,7 @@ class TypeIndex:
         seen: set[tuple] = set()
         for cu in dwarfinfo.iter_CUs():
             top = cu.get_top_DIE()
+            files = None
             for die in cu.iter_DIE_children(top):
                 kind = _TAGS.get(die.tag)
                 if kind is None:
@@ -70,7 +72,11 @@ class TypeIndex:
                 line = attrs.get("DW_AT_decl_line")
                 text = name.value.decode("utf-8", "replace")
                 row = (kind, cu.cu_offset, die.offset, size.value if size else -1, line.value if line else 0)
-                fingerprint = (text, kind, row[3], row[4])
+                if files is None:
+                    files = _file_names(dwarfinfo, cu)
+                decl_file = attrs.get("DW_AT_decl_file")
+                where = files.get(decl_file.value, "") if decl_file else ""
+                fingerprint = (text, kind, row[3], row[4], where)
                 if fingerprint in seen:
                     continue
                 seen.add(fingerprint)
@@ -79,3 +85,23 @@ class TypeIndex:
             cu._dielist = cu._dielist[:1]
             cu._diemap = cu._diemap[:1]
         return cls(names)
+
+
+def _file_names(dwarfinfo, cu) -> dict[int, str]:
+    """DW_AT_decl_file index -> file path, from the unit's line table header."""
+    program = dwarfinfo.line_program_for_CU(cu)
+    if program is None:
+        return {}
+    header = program.header
+    dirs = [d.decode("utf-8", "replace") if isinstance(d, bytes) else str(d) for d in header["include_directory"]]
+    base = 0 if header["version"] >= 5 else 1  # DWARF 5 counts files from 0
+    names = {}
+    for i, entry in enumerate(header["file_entry"]):
+        name = entry.name.decode("utf-8", "replace") if isinstance(entry.name, bytes) else str(entry.name)
+        d = entry.dir_index
+        if header["version"] < 5:
+            d -= 1  # DWARF 4: directory 0 is the unit's own, not in the list
+        if 0 <= d < len(dirs) and not name.startswith("/"):
+            name = f"{dirs[d]}/{name}"
+        names[i + base] = name
+    return names
