@@ -54,12 +54,12 @@ def sdt_include_dir(directory: Path) -> Path:
     return directory
 
 
-def compile_c(arch: str, sources, output: Path, *, includes=(), defines=(), flags=()) -> Path:
+def compile_c(arch: str, sources, output: Path, *, includes=(), defines=(), flags=(), libs=()) -> Path:
     compiler, package = COMPILERS[arch]
     require_tool(compiler, package)
     command = [compiler, "-O2", "-g0", "-Wall", "-Werror", *flags]
     command += [f"-I{d}" for d in includes] + [f"-D{d}" for d in defines]
-    command += [str(s) for s in sources] + ["-o", str(output)]
+    command += [str(s) for s in sources] + list(libs) + ["-o", str(output)]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         raise AssertionError(f"{' '.join(command)} failed:\n{result.stderr}")

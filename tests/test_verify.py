@@ -1,0 +1,210 @@
+"""`probegen verify`: a test catalog, binaries built from it with the
+generated header, and drifted builds that must each give their finding at
+the catalog's file:line:col."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from elf_helpers import (
+    C_DIR, PGTEST_CATALOG, REPO, build_pgtest, compile_c, line_of, run_cli, sdt_include_dir, write_pgtest,
+)
+from probegen.catalog import load_catalog
+from probegen.elf import read_binary
+from probegen.verify import verify_binaries
+
+VARIANTS = {
+    "good": (),
+    "types": ("DRIFT_TYPES",),
+    "arg0": ("DRIFT_ARG0",),
+    "count": ("DRIFT_COUNT",),
+    "missing": ("DRIFT_MISSING",),
+    "extra": ("DRIFT_EXTRA",),
+    "all": ("DRIFT_TYPES", "DRIFT_MISSING", "DRIFT_EXTRA"),
+}
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    out = tmp_path_factory.mktemp("verify")
+    catalog = write_pgtest(out / "src")
+    sdt = sdt_include_dir(out / "sdt")
+    bins = {name: build_pgtest("x86_64", out, name, *defines) for name, defines in VARIANTS.items()}
+    bins["nousdt"] = build_pgtest("x86_64", out, "nousdt", usdt=False)
+    bins["nosem"] = build_pgtest("x86_64", out, "nosem", semaphores=False)
+    bins["aarch64"] = build_pgtest("aarch64", out, "aarch64", sdt=sdt)
+    bins["i686"] = build_pgtest("i686", out, "i686", sdt=sdt)
+    # Shared build: the probes live in lib/libpgtest.so, found through RUNPATH.
+    (out / "shared" / "lib").mkdir(parents=True)
+    (out / "shared" / "bin").mkdir()
+    lib = compile_c("x86_64", [C_DIR / "elf_verify.c"], out / "shared" / "lib" / "libpgtest.so",
+                    includes=[out / "src"], defines=["PGTEST_USDT", "PG_LIBRARY"], flags=["-fPIC", "-shared"])
+    link = [f"-L{lib.parent}", "-lpgtest"]
+    bins["shared"] = compile_c("x86_64", [C_DIR / "elf_main.c"], out / "shared" / "bin" / "app",
+                               libs=[*link, "-Wl,-rpath,$ORIGIN/../lib"])
+    (out / "norpath").mkdir()
+    bins["norpath"] = compile_c("x86_64", [C_DIR / "elf_main.c"], out / "norpath" / "app", libs=link)
+    bins["lib"] = lib
+    return {"catalog": catalog, "text": catalog.read_text(), "bins": bins, "dir": out}
+
+
+def verify(work, *names, **kwargs):
+    catalog = load_catalog(work["catalog"])
+    return verify_binaries(catalog, [read_binary(work["bins"][n]) for n in names], **kwargs)
+
+
+def test_generated_header_build_passes(work, capsys):
+    report = verify(work, "good")
+    assert report.ok and report.probes_checked == 3
+    code, out, err = run_cli(capsys, "verify", "-c", work["catalog"], work["bins"]["good"])
+    assert code == 0 and not err
+    assert out.strip() == "verify: OK, 3 probes checked (3 sites in 1 binary)"
+
+
+@pytest.mark.parametrize("arch", ["aarch64", "i686"])
+def test_cross_targets_pass(work, arch):
+    """aarch64 registers and constants; i686 where pointers are 4 bytes."""
+    binary = read_binary(work["bins"][arch])
+    assert binary.pointer_size == (4 if arch == "i686" else 8)
+    report = verify_binaries(load_catalog(work["catalog"]), [binary])
+    assert report.ok, [str(f) for f in report.findings]
+
+
+def test_type_drift_is_reported_at_the_argument(work):
+    text = work["text"]
+    catalog = str(work["catalog"])
+    findings = verify(work, "types").findings
+    assert sorted(f.check for f in findings) == ["arg-type", "arg-type"]
+    qid, state = sorted(findings, key=lambda f: f.location.line)
+    assert qid.location.line == line_of(text, "{name: qid") and qid.location.column == 9
+    assert qid.location.path == catalog
+    assert str(qid).startswith(f"{catalog}:{qid.location.line}:9: error: probe 'qpair_add' argument 2 'qid': "
+                               "catalog says uint16_t (2 bytes, unsigned), binary ")
+    assert "has -4@" in str(qid) and "(4 bytes, signed)" in str(qid)
+    assert state.location.line == line_of(text, "{name: state,")
+    assert "catalog says int (4 bytes, signed)" in state.message and "(8 bytes, signed)" in state.message
+
+
+def test_arg0_drift(work):
+    (finding,) = verify(work, "arg0").findings
+    assert finding.check == "arg0" and finding.probe == "qpair_add"
+    assert finding.location.line == line_of(work["text"], "- name: qpair_add")
+    assert "8-byte clock" in finding.message and "-4@$0" in finding.message
+
+
+def test_argument_count_drift(work):
+    (finding,) = verify(work, "count").findings
+    assert finding.check == "arg-count"
+    assert "catalog says 3 arguments (arg0 plus 2)" in finding.message and "has 2" in finding.message
+
+
+def test_missing_and_undocumented_probes(work):
+    (missing,) = verify(work, "missing").findings
+    assert missing.check == "missing-probe" and missing.probe == "tick"
+    assert missing.location.line == line_of(work["text"], "- name: tick")
+    (extra,) = verify(work, "extra").findings
+    assert extra.check == "undocumented-probe" and extra.probe == "secret"
+    assert extra.location.path == str(work["bins"]["extra"])
+    assert verify(work, "extra", allow_extra=True).ok
+
+
+def test_all_findings_at_once_exit_1(work, capsys):
+    code, out, err = run_cli(capsys, "verify", "-c", work["catalog"], work["bins"]["all"])
+    assert code == 1 and not err
+    lines = out.strip().splitlines()
+    assert len(lines) == 5
+    assert lines[-1] == "verify: 4 findings in 1 binary (3 probes checked)"
+    assert all(": error: " in line for line in lines[:-1])
+
+
+def test_no_usdt_build(work, capsys):
+    code, out, _ = run_cli(capsys, "verify", "-c", work["catalog"], work["bins"]["nousdt"])
+    assert code == 1
+    first = out.splitlines()[0]
+    assert first.startswith(f"{work['bins']['nousdt']}: error: no .note.stapsdt section")
+    assert "./configure --with-usdt" in first
+
+
+def test_missing_semaphores(work):
+    findings = verify(work, "nosem").findings
+    assert {f.check for f in findings} == {"semaphore"} and len(findings) == 3
+
+
+def test_follow_shared_libraries(work, capsys):
+    catalog = work["catalog"]
+    code, out, _ = run_cli(capsys, "verify", "-c", catalog, work["bins"]["shared"])
+    assert code == 1 and "no .note.stapsdt section" in out
+    code, out, err = run_cli(capsys, "verify", "-c", catalog, "--follow", work["bins"]["shared"])
+    assert code == 0, out + err
+    assert "2 binaries" in out
+    # Without RPATH the library is found only through --lib-dir.
+    code, out, err = run_cli(capsys, "verify", "-c", catalog, "--follow", work["bins"]["norpath"])
+    assert code == 1 and "libpgtest.so not found" in err
+    code, out, err = run_cli(capsys, "verify", "-c", catalog, "--follow", "--lib-dir",
+                             work["bins"]["lib"].parent, work["bins"]["norpath"])
+    assert code == 0, out + err
+
+
+def test_unreadable_file_exit_2_others_checked(work, tmp_path, capsys):
+    missing = tmp_path / "nope"
+    code, out, err = run_cli(capsys, "verify", "-c", work["catalog"], missing, work["bins"]["types"])
+    assert code == 2
+    assert err == f"{missing}: error: no such file\n"
+    assert "argument 2 'qid'" in out and "1 file(s) could not be read" in out
+
+
+def test_bad_catalog_exit_2(work, tmp_path, capsys):
+    code, _, err = run_cli(capsys, "verify", "-c", tmp_path / "none.yaml", work["bins"]["good"])
+    assert code == 2 and "no such catalog file" in err and "Traceback" not in err
+
+
+def test_json_report(work, capsys):
+    code, out, _ = run_cli(capsys, "verify", "-c", work["catalog"], "--format", "json", work["bins"]["all"])
+    assert code == 1
+    data = json.loads(out)
+    assert data["ok"] is False and data["probes_checked"] == 3 and len(data["findings"]) == 4
+    qid = next(f for f in data["findings"] if f["probe"] == "qpair_add")
+    assert qid["check"] == "arg-type" and qid["line"] == line_of(work["text"], "{name: qid")
+    assert qid["binary"] == str(work["bins"]["all"])
+
+
+def test_junit_report(work, tmp_path, capsys):
+    report = tmp_path / "verify.xml"
+    code, _, _ = run_cli(capsys, "verify", "-c", work["catalog"], "--format", "junit", "-o", report,
+                         work["bins"]["all"], tmp_path / "missing")
+    assert code == 2
+    suite = ET.parse(report).getroot().find("testsuite")
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    assert set(cases) == {"qpair_add", "state_change", "tick", str(work["bins"]["all"]), str(tmp_path / "missing")}
+    assert cases["qpair_add"].find("failure") is not None
+    assert cases["tick"].find("failure").get("type") == "missing-probe"
+    assert "secret" in cases[str(work["bins"]["all"])].find("failure").text
+    assert cases[str(tmp_path / "missing")].find("error") is not None
+    assert suite.get("failures") == "4" and suite.get("errors") == "1"
+
+
+def test_real_spdk_catalog(tmp_path, capsys):
+    """The project's probes.yaml against tests/c/spdk_fire_all.c built with
+    the generated SPDK header (every SPDK probe, SPDK's macros)."""
+    from probegen.generators.header import render_header
+
+    source = C_DIR / "spdk_fire_all.c"
+    if not source.exists():
+        pytest.skip("tests/c/spdk_fire_all.c not there yet")
+    catalog = load_catalog(REPO / "probes.yaml")
+    (tmp_path / "spdk_internal").mkdir()
+    (tmp_path / "spdk_internal" / "usdt.h").write_text(render_header(catalog))
+    (tmp_path / "spdk").mkdir()
+    (tmp_path / "spdk" / "config.h").write_text("#define SPDK_CONFIG_USDT 1\n")
+    (tmp_path / "spdk" / "env.h").write_text("#include <stdint.h>\nuint64_t spdk_get_ticks(void);\n")
+    try:
+        binary = compile_c("x86_64", [source], tmp_path / "fire_all", includes=[tmp_path])
+    except AssertionError as exc:
+        pytest.skip(f"spdk_fire_all.c does not build on its own: {str(exc)[:200]}")
+    code, out, _ = run_cli(capsys, "verify", "-c", REPO / "probes.yaml", binary)
+    assert code == 0, out
+    assert f"{len(catalog.probes)} probes checked" in out
