@@ -57,7 +57,7 @@ def _is_zero(arg: NoteArg) -> bool:
 
 
 def _is_clock(arg: NoteArg) -> bool:
-    return arg.size == 8 and not isinstance(arg.operand, Constant) and not arg.floating
+    return arg.size == 8 and not arg.floating
 
 
 def _spdk_arg0(probes: dict[str, list[ProbeSite]]) -> dict[str, bool] | None:

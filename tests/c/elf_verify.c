@@ -16,9 +16,12 @@ struct qp {
 __extension__ volatile unsigned short pgtest_secret_semaphore __attribute__((section(".probes"), used));
 #endif
 
-uint64_t pg_ticks(void)
+/* Not inlined into a constant: a clock, like spdk_get_ticks(), is read at run time. */
+volatile uint64_t pg_clock = 42;
+
+__attribute__((noinline)) uint64_t pg_ticks(void)
 {
-	return 42;
+	return pg_clock;
 }
 
 #ifdef PG_LIBRARY
