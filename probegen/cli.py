@@ -20,6 +20,10 @@ COMMANDS = {
     "header": "probegen.commands.header",
     "generate": "probegen.commands.generate",
     "check": "probegen.commands.check",
+    "bpftrace": "probegen.commands.bpftrace",
+    "bcc": "probegen.commands.bcc",
+    "trace": "probegen.commands.trace",
+    "lint": "probegen.commands.lint",
     "structs": "probegen.commands.structs",
     "list": "probegen.commands.list",
     "verify": "probegen.commands.verify",
@@ -28,7 +32,9 @@ COMMANDS = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; given the command being run, only its module is imported
+    (the others get bare entries), which keeps start-up short."""
     parser = argparse.ArgumentParser(
         prog="probegen",
         description="USDT probes from one YAML catalog: C header, bpftrace and BCC scripts, "
@@ -37,15 +43,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"probegen {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, module_name in COMMANDS.items():
+        if command is not None and name != command:
+            sub.add_parser(name)
+            continue
         module = importlib.import_module(module_name)
-        command = sub.add_parser(name, help=module.HELP, description=module.__doc__)
-        module.configure(command)
-        command.set_defaults(run=module.run)
+        subparser = sub.add_parser(name, help=module.HELP, description=module.__doc__)
+        module.configure(subparser)
+        subparser.set_defaults(run=module.run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    command = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser(command if command in COMMANDS else None).parse_args(argv)
     try:
         return args.run(args)
     except InputError as exc:

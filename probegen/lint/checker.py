@@ -1,0 +1,314 @@
+"""Walk a parsed script with the catalog and report where it drifted.
+
+Each probe block is walked once per catalog probe it attaches to, since
+``argN`` means a different argument in each. ``$variables`` carry the
+value assigned to them (flow-insensitively through if/else: where two
+branches disagree the type becomes unknown). Wherever the checker does not
+know a value's type it says nothing: a finding must be certain.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import fnmatch
+import re
+
+from probegen.catalog.model import Catalog, Probe
+from probegen.ctypes import CTypeError, Kind, parse_ctype
+from probegen.errors import Diagnostic, InputError, Location
+from probegen.lint import syntax
+from probegen.lint.cdefs import StructDef, struct_definitions
+from probegen.lint.formats import mismatch, parse_format, suggest
+from probegen.lint.values import Value
+
+_ARG = re.compile(r"arg([0-9]+)\Z")
+_WILDCARD = re.compile(r"[*?\[]")
+_USDT = ("usdt", "U")
+# bpftrace's integer type names in casts -> the C spelling probegen.ctypes reads.
+_CAST_INTEGERS = {f"{s}int{w}": f"{s}int{w}_t" for s in ("", "u") for w in (8, 16, 32, 64)}
+# Hints for conversions bpftrace 0.17 does not know.
+_UNKNOWN_CONVERSION_HINTS = {"i": "use %d", "#": "write 0x%lx", "+": "drop the flag", " ": "drop the flag"}
+
+
+def _start(node) -> tuple[int, int]:
+    """Where an expression starts in the script."""
+    while True:
+        if isinstance(node, (syntax.Member, syntax.Index)):
+            node = node.base
+        elif isinstance(node, syntax.Binary):
+            node = node.left
+        elif isinstance(node, syntax.Ternary):
+            node = node.condition
+        elif isinstance(node, syntax.Unary) and node.op.startswith("post"):
+            node = node.operand
+        else:
+            return node.line, node.column
+
+
+def _merge(first: dict, second: dict) -> dict:
+    merged = {}
+    for name in first.keys() | second.keys():
+        if name in first and name in second:
+            merged[name] = first[name] if first[name] == second[name] else None
+        else:
+            merged[name] = first.get(name, second.get(name))
+    return merged
+
+
+class Checker:
+    def __init__(self, catalog: Catalog, script: syntax.Script, types=None, types_name: str = "the binary"):
+        self.catalog = catalog
+        self.script = script
+        self.types = types  # a probegen.typeinfo.TypeSource, or None
+        self.types_name = types_name
+        self.structs: dict[str, StructDef] = struct_definitions(
+            script.definitions, script.path, catalog.typedefs)
+        self.findings: dict[Diagnostic, None] = {}  # ordered set
+        self.probe: Probe | None = None  # the probe the block is walked for
+
+    def report(self, line: int, column: int, message: str):
+        self.findings[Diagnostic(Location(self.script.path, line, column), message)] = None
+
+    def run(self) -> list[Diagnostic]:
+        for block in self.script.blocks:
+            probes: list[Probe] = []
+            for point in block.attach_points:
+                for probe in self.attach_point(point):
+                    if probe not in probes:
+                        probes.append(probe)
+            for probe in probes or [None]:
+                self.probe = probe
+                env: dict = {}
+                if block.predicate is not None:
+                    self.value(block.predicate, env)
+                self.statements(block.body, env)
+        return sorted(self.findings)
+
+    # -- attach points -----------------------------------------------------
+    def attach_point(self, point: syntax.AttachPoint) -> list[Probe]:
+        """The catalog probes a usdt attach point names; checks the name
+        and the provider on the way."""
+        fields = point.fields
+        if fields[0][0] not in _USDT or len(fields) not in (3, 4):
+            return []
+        name, name_column = fields[-1]
+        provider, provider_column = fields[2] if len(fields) == 4 else (None, 0)
+        ours = self.catalog.provider
+        if _WILDCARD.search(name):
+            if provider is not None and not fnmatch.fnmatchcase(ours, provider):
+                return []
+            matched = [p for p in self.catalog.probes if fnmatch.fnmatchcase(p.name, name)]
+            if not matched:
+                self.report(point.line, name_column, f"'{name}' matches no probe in {self.catalog_name}")
+            return matched
+        probe = self.catalog.probe(name)
+        if provider is not None and not fnmatch.fnmatchcase(ours, provider):
+            if probe is None:
+                return []  # another library's probe, not this catalog's
+            self.report(point.line, provider_column,
+                        f"provider '{provider}' for probe '{name}': {self.catalog_name} says '{ours}'")
+            return [probe]
+        if probe is None:
+            close = difflib.get_close_matches(name, [p.name for p in self.catalog.probes], n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            self.report(point.line, name_column, f"unknown probe '{name}': not in {self.catalog_name}{hint}")
+            return []
+        return [probe]
+
+    @property
+    def catalog_name(self) -> str:
+        return self.catalog.path.name
+
+    # -- statements --------------------------------------------------------
+    def statements(self, statements, env: dict):
+        for statement in statements:
+            if isinstance(statement, syntax.Assign):
+                value = self.value(statement.value, env)
+                if isinstance(statement.target, syntax.Var):
+                    env[statement.target.name] = value if statement.op == "=" else None
+                else:
+                    self.value(statement.target, env)
+            elif isinstance(statement, syntax.ExprStatement):
+                self.value(statement.expr, env)
+            elif isinstance(statement, syntax.If):
+                self.value(statement.condition, env)
+                then, otherwise = dict(env), dict(env)
+                self.statements(statement.then, then)
+                self.statements(statement.otherwise, otherwise)
+                env.update(_merge(then, otherwise))
+            elif isinstance(statement, syntax.Loop):
+                self.value(statement.condition, env)
+                body = dict(env)
+                self.statements(statement.body, body)
+                env.update(_merge(env, body))
+
+    # -- expressions -------------------------------------------------------
+    def value(self, node, env: dict) -> Value | None:
+        """Check an expression; return what is known about its value."""
+        if isinstance(node, syntax.Ident):
+            match = _ARG.match(node.name)
+            return self.argument(node, int(match.group(1))) if match else None
+        if isinstance(node, syntax.Var):
+            known = env.get(node.name)
+            if known is None:
+                return None
+            return dataclasses.replace(known, describe=f"{node.name} ({known.describe})", expression=node.name)
+        if isinstance(node, syntax.Call):
+            values = [self.value(arg, env) for arg in node.args]
+            if node.name == "str" and node.args:
+                return self.str_call(node, values[0])
+            if node.name == "printf":
+                self.printf(node, values)
+            return None
+        if isinstance(node, syntax.Cast):
+            return self.cast(node, self.value(node.operand, env))
+        if isinstance(node, syntax.Member):
+            return self.member(node, self.value(node.base, env))
+        if isinstance(node, syntax.Map):
+            for key in node.keys:
+                self.value(key, env)
+            return None
+        for child in self.children(node):
+            self.value(child, env)
+        return None
+
+    @staticmethod
+    def children(node):
+        if isinstance(node, syntax.Index):
+            return (node.base, node.index)
+        if isinstance(node, syntax.Unary):
+            return (node.operand,)
+        if isinstance(node, syntax.Binary):
+            return (node.left, node.right)
+        if isinstance(node, syntax.Ternary):
+            return (node.condition, node.then, node.otherwise)
+        if isinstance(node, syntax.Tuple):
+            return node.items
+        return ()
+
+    def argument(self, node: syntax.Ident, index: int) -> Value | None:
+        probe = self.probe
+        if probe is None:
+            return None
+        count = self.catalog.note_arg_count(probe)
+        if index >= count:
+            have = f"arg0..arg{count - 1}" if count else "no arguments"
+            why = ""
+            if self.catalog.arg0:
+                why = " (arg0 is the leading 0 or tick count; the catalog's first argument is arg1)"
+            self.report(node.line, node.column, f"{node.name} is past the arguments of {probe.name}: "
+                        f"it has {have}{why}")
+            return None
+        offset = self.catalog.arg_offset
+        if index < offset:
+            ctype = parse_ctype("uint64_t" if probe.ticks else "int")
+            what = "the tick count" if probe.ticks else "the constant 0"
+            return Value(f"{node.name} of {probe.name} ({what}, {ctype.spelling})", ctype,
+                         expression=node.name)
+        arg = probe.args[index - offset]
+        return Value(f"{node.name} of {probe.name} ({arg.name}, {arg.ctype.spelling})", arg.ctype,
+                     struct=arg.ctype.struct_name, expression=node.name)
+
+    def str_call(self, node: syntax.Call, value: Value | None) -> Value:
+        inner = value.expression if value and value.expression else "..."
+        result = Value(f"str({inner})", text=True)
+        if value is None or value.text:
+            return result if value is None else dataclasses.replace(result, describe=f"str({value.describe})")
+        ctype = value.ctype
+        if ctype is not None and ctype.kind is not Kind.STRING:
+            line, column = _start(node.args[0])
+            self.report(line, column, f"str() of {value.describe}, which is not a string: "
+                        f"print it with {suggest(value)}")
+            return Value(f"str({inner})", text=True)
+        return dataclasses.replace(result, describe=f"{value.describe} read by str()")
+
+    def printf(self, node: syntax.Call, values: list):
+        if not node.args or not isinstance(node.args[0], syntax.Str):
+            return
+        text = node.args[0]
+        conversions, unknown = parse_format(text.raw)
+        for bad in unknown:
+            flag = bad.text[1:2]
+            hint = _UNKNOWN_CONVERSION_HINTS.get(bad.text[-1] if bad.text[-1] == "i" else flag)
+            self.report(text.line, text.column + 1 + bad.offset,
+                        f"'{bad.text}' is not a conversion bpftrace knows: it prints as text and takes "
+                        f"no argument" + (f"; {hint}" if hint else ""))
+        if unknown:
+            return  # the arguments no longer pair with conversions
+        given = len(node.args) - 1
+        if given != len(conversions):
+            self.report(node.line, node.column,
+                        f"printf format has {len(conversions)} conversion(s) but {given} "
+                        f"argument(s) follow it")
+        for conversion, arg, value in zip(conversions, node.args[1:], values[1:]):
+            if value is None:
+                continue
+            problem = mismatch(conversion, value)
+            if problem:
+                line, column = _start(arg)
+                self.report(line, column, problem)
+
+    def cast(self, node: syntax.Cast, value: Value | None) -> Value | None:
+        if node.struct_name is None:
+            spelling = _CAST_INTEGERS.get(node.type_text)
+            if spelling is None:
+                return None
+            try:
+                return Value(f"({node.type_text}) value", parse_ctype(spelling))
+            except CTypeError:
+                return None
+        if not node.pointer:
+            return None
+        if value is not None and value.ctype is not None and not value.text:
+            ctype = value.ctype
+            problem = None
+            if ctype.kind in (Kind.ENUM, Kind.BOOL) or (
+                    ctype.kind is Kind.INTEGER and not ctype.pointer_sized):
+                problem = "it is an integer, not an address"
+            elif ctype.kind is Kind.STRING:
+                problem = "it is a string"
+            elif ctype.struct_name and ctype.struct_name != node.struct_name:
+                problem = f"the catalog says it points to struct {ctype.struct_name}"
+            if problem:
+                line, column = _start(node.operand)
+                self.report(line, column, f"cast of {value.describe} to '{node.type_text}': {problem}")
+        describe = value.describe if value else "a pointer"
+        return Value(describe, struct=node.struct_name)
+
+    def member(self, node: syntax.Member, base: Value | None) -> Value | None:
+        if base is None or base.struct is None:
+            return None
+        struct = base.struct
+        described = f"{node.name} of struct {struct}"
+        result: Value | None = None
+        definition = self.structs.get(struct)
+        if definition is not None:
+            info = definition.members.get(node.name)
+            if info is None:
+                where = f" (defined at {definition.location})" if definition.location.line else ""
+                self.report(node.line, node.column,
+                            f"struct {struct} has no member '{node.name}'{where}{self.close(node.name, definition.members)}")
+            else:
+                result = Value(described, info.ctype, info.text, info.struct)
+        if self.types is not None:
+            try:
+                ctype = self.types.member_ctype(struct, node.name)
+            except InputError as exc:
+                self.report(node.line, node.column,
+                            f"struct {struct} has no member '{node.name}' in {self.types_name}: {exc}")
+                return None
+            if result is None and definition is None:
+                text = ctype.kind is Kind.STRING and "[" in ctype.spelling
+                result = Value(described, None if text else ctype, text, ctype.struct_name)
+        return result
+
+    @staticmethod
+    def close(name: str, members) -> str:
+        close = difflib.get_close_matches(name, list(members), n=1)
+        return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def check_script(catalog: Catalog, script: syntax.Script, types=None, types_name: str = "the binary"):
+    """Findings for a parsed script, sorted by position."""
+    return Checker(catalog, script, types, types_name).run()
