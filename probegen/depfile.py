@@ -8,10 +8,7 @@ make both read the ``target: prerequisites`` form written here.
 
 from __future__ import annotations
 
-from importlib import resources
-from pathlib import Path
-
-from probegen.output import GeneratedFile, write_if_changed
+import os
 
 
 def escape(path: str) -> str:
@@ -27,8 +24,9 @@ def escape(path: str) -> str:
     return "".join(out)
 
 
-def template_path(template: str) -> Path:
-    return Path(str(resources.files("probegen.templates").joinpath(template)))
+def template_path(template: str) -> str:
+    import probegen.templates
+    return os.path.join(os.path.dirname(probegen.templates.__file__), template)
 
 
 def render(target: str, prerequisites: list[str]) -> str:
@@ -46,6 +44,10 @@ def add_argument(parser) -> None:
     )
 
 
-def write(depfile: str | Path, target: str | Path, catalog: Path, template: str) -> None:
+def write(depfile, target, catalog, template: str) -> None:
+    from pathlib import Path
+
+    from probegen.output import GeneratedFile, write_if_changed
+
     text = render(str(target), [str(catalog), str(template_path(template))])
     write_if_changed(GeneratedFile(Path(depfile), text))

@@ -1,20 +1,20 @@
 """Errors that reach the user as messages, never as tracebacks.
 
+Plain named tuples, not dataclasses: every command imports this module,
+so it stays cheap to import.
+
 ``InputError`` and its subclasses mean bad input or usage: exit code 2.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import namedtuple
 
 
-@dataclass(frozen=True, order=True)
-class Location:
+class Location(namedtuple("Location", "path line column", defaults=(0, 0))):
     """A place in an input file, 1-based, as compilers print it."""
 
-    path: str
-    line: int = 0
-    column: int = 0
+    __slots__ = ()
 
     def __str__(self) -> str:
         if self.line <= 0:
@@ -24,11 +24,10 @@ class Location:
         return f"{self.path}:{self.line}:{self.column}"
 
 
-@dataclass(frozen=True, order=True)
-class Diagnostic:
-    location: Location
-    message: str
-    severity: str = "error"
+class Diagnostic(namedtuple("Diagnostic", "location message severity", defaults=("error",))):
+    """One problem at one place; sorts by place."""
+
+    __slots__ = ()
 
     def __str__(self) -> str:
         return f"{self.location}: {self.severity}: {self.message}"

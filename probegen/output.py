@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +37,8 @@ def write_if_changed(file: GeneratedFile) -> bool:
     """Write the file atomically unless it is current; True if written."""
     if is_current(file):
         return False
+    import tempfile  # only when writing: costly to import
+
     file.path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{file.path.name}.", suffix=".tmp", dir=file.path.parent)
     try:
