@@ -118,3 +118,27 @@ def test_installed_entry_point_runs_outside_the_source_tree(tmp_path):
 def test_no_command_is_a_usage_error():
     result = cli(cwd=REPO)
     assert result.returncode == 2 and "usage:" in result.stderr
+
+
+def test_stamp_cache_never_hides_a_change(project, tmp_path_factory):
+    """The fast path for an unchanged catalog still notices an edited
+    catalog and a hand-edited or deleted output."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path_factory.mktemp("cache"))}
+    env.pop("PROBEGEN_NO_CACHE", None)
+    header = project / "out.h"
+
+    def header_cmd():
+        result = subprocess.run([sys.executable, "-m", "probegen", "header", "-o", "out.h"], cwd=project,
+                                env=env, capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        return header.read_text()
+
+    original = header_cmd()
+    assert any((Path(env["XDG_CACHE_HOME"]) / "probegen" / "stamps").iterdir())
+    header.write_text("edited by hand\n")
+    assert header_cmd() == original
+    header.unlink()
+    assert header_cmd() == original
+    catalog = project / "probes.yaml"
+    catalog.write_text(catalog.read_text().replace("A reactor runs an event's function.", "New doc."))
+    assert "New doc." in header_cmd()
