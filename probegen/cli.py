@@ -20,6 +20,8 @@ COMMANDS = {
     "header": "probegen.commands.header",
     "generate": "probegen.commands.generate",
     "check": "probegen.commands.check",
+    "bpftrace": "probegen.commands.bpftrace",
+    "trace": "probegen.commands.trace",
     "lint": "probegen.commands.lint",
     "structs": "probegen.commands.structs",
     "list": "probegen.commands.list",

@@ -13,6 +13,7 @@ from probegen.output import GeneratedFile
 
 GENERATORS = {
     "header": "probegen.generators.header",
+    "bpftrace": "probegen.generators.bpftrace",
     "docs": "probegen.generators.docs",
 }
 

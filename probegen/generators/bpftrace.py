@@ -1,0 +1,169 @@
+"""bpftrace scripts from the catalog: one per group, one with every probe,
+and one counting hits.
+
+Probes are written ``usdt:__EXE__:NAME``, SPDK's marker convention:
+``probegen trace`` (or SPDK's scripts/bpftrace.sh) puts in the file that
+holds each probe for the traced process. Targets bpftrace 0.17.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+
+from probegen.catalog import Catalog
+from probegen.escape import c_string, printf_literal
+from probegen.generators.lines import (
+    BPFTRACE_STRLEN_LIMIT, DEFAULT_STRLEN, UNKNOWN_ENUM, Field, ProbeLine, Style,
+    enum_tables, probe_lines, script_groups,
+)
+from probegen.output import GeneratedFile
+from probegen.render import render
+from probegen.typeinfo import TypeSource
+
+TEMPLATE = "bpftrace.bt.j2"
+COUNT_TEMPLATE = "bpftrace_count.bt.j2"
+COUNT_SCRIPT = "counts"
+# bpftrace 0.17 reads USDT arguments arg0..arg5 only on x86_64
+# ("x86_64 doesn't support arg6"); later ones print as this.
+MAX_ARG_INDEX = 5
+UNREADABLE = "?"
+# A script comment `probegen trace` reads to raise bpftrace's string size.
+STRLEN_MARKER = "BPFTRACE_STRLEN="
+# bpftrace 0.17 gives every str() of a script a BPFTRACE_STRLEN-byte buffer
+# on the 512-byte BPF stack; measured: the strings of one printf load up to
+# 384 bytes in all (6 x 64, 3 x 100, 1 x 200) and fail from 400.
+STRING_STACK_BUDGET = 384
+
+
+@dataclass(frozen=True)
+class Printf:
+    conditions: tuple[str, ...]  # all must hold for this printf to run
+    format: str  # body of the format string literal, escaped
+    args: tuple[str, ...]
+
+
+def name_map(enum_name: str) -> str:
+    return f"@pg_{enum_name}_name"
+
+
+def known_map(enum_name: str) -> str:
+    return f"@pg_{enum_name}_known"
+
+
+def _readable(field: Field) -> bool:
+    return field.index <= MAX_ARG_INDEX
+
+
+def _value(field: Field) -> str:
+    """bpftrace expression of the field's value."""
+    arg = f"arg{field.index}"
+    if field.is_member:
+        return f"((struct {field.struct} *){arg})->{field.member}"
+    return arg
+
+
+def _piece(field: Field, known: bool | None, strlen: int) -> tuple[str, list[str]]:
+    """Format text and printf arguments of one ``name=value``."""
+    label = printf_literal(field.label) + "="
+    if not _readable(field):
+        return label + UNREADABLE, []
+    value = _value(field)
+    style = field.style
+    if style is Style.STRING:
+        if field.is_member:  # a char array member: bpftrace reads it as a string
+            return label + "%s", [value]
+        return label + "%s", [f"str({value}, {min(field.max_len, strlen - 1)})"]
+    if style is Style.POINTER:
+        return label + "%p", [value]
+    if style is Style.HEX:
+        # Cast to the unsigned type of the width, so a negative value prints
+        # its own bits rather than a sign-extended 64-bit pattern.
+        return label + field.ctype.bpftrace_format(hex=True), [f"(uint{field.size * 8}){value}"]
+    if style is Style.ENUM:
+        if known:
+            return label + "%s", [f"{name_map(field.enum.name)}[{value}]"]
+        return label + printf_literal(UNKNOWN_ENUM) + "(%d)", [value]
+    signed = style is Style.SIGNED
+    conversion = ("%ld" if signed else "%lu") if field.size == 8 else ("%d" if signed else "%u")
+    return label + conversion, [value]
+
+
+def printfs(line: ProbeLine, strlen: int = DEFAULT_STRLEN) -> list[Printf]:
+    """The printf statements of a probe: one, or one per combination of
+    known and unknown values of its enum fields (bpftrace 0.17 can neither
+    compare map strings nor turn a number into a string)."""
+    enums = [f for f in line.fields if f.style is Style.ENUM and _readable(f)]
+    result = []
+    for combination in itertools.product((True, False), repeat=len(enums)):
+        known = dict(zip((id(f) for f in enums), combination))
+        text = [printf_literal(line.probe.name)]
+        args = ["$t / 1000000000", "$t % 1000000000 / 1000"]
+        for field in line.fields:
+            piece, piece_args = _piece(field, known.get(id(field)), strlen)
+            text.append(piece)
+            args.extend(piece_args)
+        conditions = tuple(
+            ("" if k else "!") + f"{known_map(f.enum.name)}[{_value(f)}]" for f, k in zip(enums, combination)
+        )
+        result.append(Printf(conditions, "%llu.%06llu: " + " ".join(text) + "\\n", tuple(args)))
+    return result
+
+
+def script_strlen(lines: list[ProbeLine]) -> int:
+    """BPFTRACE_STRLEN for a script: what its longest max_len asks for, but
+    no more than lets every probe's strings fit on bpftrace's stack (the
+    default 64 always does: at most 6 arguments are readable). A string
+    prints at most BPFTRACE_STRLEN - 1 characters."""
+    wanted = max((f.max_len + 1 for l in lines for f in l.fields if _reads_string(f)), default=DEFAULT_STRLEN)
+    limit = min([BPFTRACE_STRLEN_LIMIT] + [
+        STRING_STACK_BUDGET // count for count in (sum(map(_reads_string, l.fields)) for l in lines) if count
+    ])
+    return max(DEFAULT_STRLEN, min(wanted, limit))
+
+
+def _reads_string(field: Field) -> bool:
+    return field.style is Style.STRING and not field.is_member and _readable(field)
+
+
+def render_script(catalog: Catalog, group: str, probes, types: TypeSource | None = None) -> str:
+    lines = probe_lines(catalog, probes, types)
+    strlen = script_strlen(lines)
+    structs = list(dict.fromkeys(s for l in lines for s in l.structs))
+    return render(
+        TEMPLATE,
+        catalog=catalog,
+        group=group,
+        lines=[{"line": l, "printfs": printfs(l, strlen), "unreadable": _unreadable(l)} for l in lines],
+        enums=[
+            {"name_map": name_map(t.name), "known_map": known_map(t.name),
+             "names": [(v, c_string(n)) for v, n in t.names]}
+            for t in enum_tables(lines)
+        ],
+        definitions=types.definitions(structs) if types is not None and structs else "",
+        strlen=strlen,
+        cut=[f"{l.probe.name} {f.label}" for l in lines for f in l.fields if _reads_string(f) and f.max_len >= strlen],
+        strlen_marker=STRLEN_MARKER,
+        default_strlen=DEFAULT_STRLEN,
+        max_arg=MAX_ARG_INDEX,
+    )
+
+
+def _unreadable(line: ProbeLine) -> list[str]:
+    return [f.label for f in line.fields if not _readable(f)]
+
+
+def render_counts(catalog: Catalog) -> str:
+    return render(COUNT_TEMPLATE, catalog=catalog, probes=catalog.probes)
+
+
+def render_files(catalog: Catalog, output: Path, types: TypeSource | None = None) -> list[GeneratedFile]:
+    """``GROUP.bt`` per group, ``all.bt``, and ``counts.bt``, in ``output``."""
+    output = Path(output)
+    files = [
+        GeneratedFile(output / f"{stem}.bt", render_script(catalog, stem, probes, types), executable=True)
+        for stem, probes in script_groups(catalog, reserved=("all", COUNT_SCRIPT))
+    ]
+    files.append(GeneratedFile(output / f"{COUNT_SCRIPT}.bt", render_counts(catalog), executable=True))
+    return files

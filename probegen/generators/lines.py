@@ -1,0 +1,184 @@
+"""The one-line-per-hit output that bpftrace scripts and BCC tools share.
+
+Every hit prints ``SECONDS.MICROSECONDS: PROBE name=value ...``; this module
+decides, once for both tools, which fields a probe's line has, in which
+order, and how each is styled (signed or unsigned integer of a width, hex,
+pointer, bounded string, enum by name). The generators only translate
+these fields into bpftrace ``printf`` arguments or BCC reads and Python
+formatting, so the two tools cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from probegen.catalog.model import Arg, Catalog, Probe
+from probegen.ctypes import CType, Kind, parse_ctype
+from probegen.errors import InputError
+from probegen.typeinfo import TypeSource
+
+# A string argument's max_len is the most characters printed. bpftrace
+# 0.17's str() keeps one byte of its BPFTRACE_STRLEN buffer (default 64)
+# for the NUL, so 63 print without raising BPFTRACE_STRLEN.
+DEFAULT_MAX_LEN = 63
+DEFAULT_STRLEN = DEFAULT_MAX_LEN + 1
+# bpftrace 0.17 refuses BPFTRACE_STRLEN above 200.
+BPFTRACE_STRLEN_LIMIT = 200
+# Each enum argument printed by name doubles the printf statements of a
+# bpftrace probe (a known or unknown value each); keep scripts small.
+MAX_NAMED_ENUMS = 4
+# Printed for an enum value the enum has no name for, with the number.
+UNKNOWN_ENUM = "UNKNOWN"
+# SPDK's arg0 of _TICKS probes: the clock, a plain integer.
+TICKS = parse_ctype("uint64_t")
+
+
+class Style(enum.Enum):
+    SIGNED = "signed"  # decimal integer, sign-extended from its width
+    UNSIGNED = "unsigned"  # decimal integer, zero-extended
+    HEX = "hex"  # 0x..., the value's bits at its width
+    POINTER = "pointer"  # %p: 0x... or (nil)
+    STRING = "string"  # NUL-terminated, at most max_len characters
+    ENUM = "enum"  # the enumerator's name, or UNKNOWN(number)
+
+
+@dataclass(frozen=True)
+class EnumTable:
+    """Names an enum's values print as (strip_prefix applied)."""
+
+    name: str
+    names: tuple[tuple[int, str], ...]  # (value, display name), values unique
+    signed: bool  # any negative value: the note records it as signed
+
+
+@dataclass(frozen=True)
+class Field:
+    label: str  # "qid", "ticks", "qpair->qid"
+    style: Style
+    index: int  # N of argN holding the value (or the struct pointer)
+    ctype: CType  # the value's type (the member's, for a member field)
+    max_len: int = DEFAULT_MAX_LEN  # most characters a string prints
+    enum: EnumTable | None = None
+    struct: str | None = None  # a member field: the struct the pointer points to
+    member: str | None = None  # ... and the member path in it
+
+    @property
+    def size(self) -> int:
+        """Bytes of the value as the note (or the struct) carries it."""
+        return self.ctype.size_on(8)
+
+    @property
+    def is_member(self) -> bool:
+        return self.member is not None
+
+    @property
+    def signed(self) -> bool:
+        if self.style is Style.ENUM:
+            return self.enum.signed
+        return self.style is Style.SIGNED
+
+
+@dataclass(frozen=True)
+class ProbeLine:
+    probe: Probe
+    fields: tuple[Field, ...]
+    arg_count: int  # arguments in the note (arg0 included)
+
+    @property
+    def structs(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(f.struct for f in self.fields if f.struct))
+
+
+def enum_table(catalog: Catalog, enum_name: str, types: TypeSource | None) -> EnumTable | None:
+    """Names from the binary's DWARF when known, else from the catalog."""
+    decl = catalog.enum(enum_name)
+    enumerators = types.enumerators(enum_name) if types is not None else None
+    if not enumerators and decl is not None:
+        enumerators = decl.enumerators
+    if not enumerators:
+        return None
+    names: dict[int, str] = {}
+    for enumerator in enumerators:
+        shown = decl.display_name(enumerator.name) if decl else enumerator.name
+        names.setdefault(enumerator.value, shown)  # an alias keeps the first name
+    return EnumTable(enum_name, tuple(names.items()), any(v < 0 for v in names))
+
+
+def _style(ctype: CType, hex_: bool) -> Style:
+    if hex_:
+        return Style.HEX
+    if ctype.kind is Kind.STRING:
+        return Style.STRING
+    if ctype.kind in (Kind.POINTER, Kind.FUNCTION_POINTER):
+        return Style.POINTER
+    if ctype.kind is Kind.ENUM:
+        return Style.ENUM
+    # Plain char (sign None) is signed on x86_64, the target scripts run on.
+    return Style.UNSIGNED if ctype.signed is False else Style.SIGNED
+
+
+def _field(catalog, label, ctype, index, hex_=False, max_len=None, types=None, **member) -> Field:
+    style = _style(ctype, hex_)
+    table = None
+    if style is Style.ENUM:
+        table = enum_table(catalog, ctype.enum_name, types)
+        if table is None:  # no names anywhere: the number is all we have
+            style = Style.SIGNED
+    return Field(label, style, index, ctype, max_len or DEFAULT_MAX_LEN, table, **member)
+
+
+def arg_fields(catalog: Catalog, probe: Probe, arg: Arg, types: TypeSource | None) -> list[Field]:
+    index = catalog.script_index(probe, arg)
+    fields = [_field(catalog, arg.name, arg.ctype, index, arg.hex, arg.max_len, types)]
+    if types is not None:
+        for member in arg.members:
+            ctype = types.member_ctype(arg.ctype.struct_name, member)
+            fields.append(_field(
+                catalog, f"{arg.name}->{member}", ctype, index, types=types,
+                struct=arg.ctype.struct_name, member=member,
+            ))
+    return fields
+
+
+def probe_line(catalog: Catalog, probe: Probe, types: TypeSource | None = None) -> ProbeLine:
+    """The fields of a probe's line: the clock for ticks probes (SPDK's arg0),
+    then each argument and the struct members it asks for."""
+    fields: list[Field] = []
+    if probe.ticks and catalog.arg0:
+        fields.append(Field("ticks", Style.UNSIGNED, 0, TICKS))
+    for arg in probe.args:
+        fields.extend(arg_fields(catalog, probe, arg, types))
+    named = sum(1 for f in fields if f.style is Style.ENUM)
+    if named > MAX_NAMED_ENUMS:
+        raise InputError(
+            f"{probe.location}: error: probe '{probe.name}' has {named} enum arguments printed by name; "
+            f"scripts print at most {MAX_NAMED_ENUMS} by name: mark the others 'hex: true'"
+        )
+    return ProbeLine(probe, tuple(fields), catalog.note_arg_count(probe))
+
+
+def probe_lines(catalog: Catalog, probes, types: TypeSource | None = None) -> list[ProbeLine]:
+    return [probe_line(catalog, p, types) for p in probes]
+
+
+def enum_tables(lines: list[ProbeLine]) -> list[EnumTable]:
+    """The enum tables these lines use, each once, in first-use order."""
+    tables: dict[str, EnumTable] = {}
+    for line in lines:
+        for field in line.fields:
+            if field.enum is not None:
+                tables.setdefault(field.enum.name, field.enum)
+    return list(tables.values())
+
+
+def script_groups(catalog: Catalog, reserved: tuple[str, ...]) -> list[tuple[str, tuple[Probe, ...]]]:
+    """(file stem, probes) for one script per group plus ``all``; a group
+    named like a file the generator writes anyway is an error."""
+    for group in catalog.groups:
+        if group in reserved:
+            raise InputError(
+                f"{catalog.path}: error: group '{group}' would overwrite the generated "
+                f"'{group}' script; rename the group"
+            )
+    return [(g, catalog.probes_in(g)) for g in catalog.groups] + [("all", catalog.probes)]

@@ -1,0 +1,146 @@
+"""Generated bpftrace scripts, run for real against programs firing every
+probe with known values (through `probegen trace`)."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+
+import pytest
+
+from probegen.catalog import load_catalog
+from probegen.errors import InputError
+from probegen.generators import bpftrace
+from probegen.output import write_all
+from tests.tracing_helpers import (
+    C_DIR, CATALOGS, build_program, expected_lines, probegen_argv, require_bpftrace,
+    run_traced, tracer_lines,
+)
+
+TYPES = CATALOGS / "tracing_types.yaml"
+MOST_UNREADABLE = ("a6", "a7", "a8", "a9", "a10", "a11")
+
+
+def bpftrace_view(line: str, strlen: int) -> str:
+    """What bpftrace 0.17 prints of an expected line: arg6 and later as '?',
+    strings cut to BPFTRACE_STRLEN - 1 characters."""
+    if line.startswith("most "):
+        for label in MOST_UNREADABLE:
+            line = re.sub(rf"\b{label}=\S*", f"{label}=?", line)
+    if line.startswith("big_string "):
+        line = line[:len("big_string wide_bound=") + strlen - 1]
+    return line
+
+
+def script_strlen(text: str) -> int:
+    found = re.findall(r"BPFTRACE_STRLEN=(\d+)", text)
+    return int(found[0]) if found else 64
+
+
+@pytest.fixture(scope="module")
+def types_run(tmp_path_factory):
+    require_bpftrace()
+    directory = tmp_path_factory.mktemp("bt_types")
+    catalog = load_catalog(TYPES)
+    scripts = directory / "scripts"
+    write_all(bpftrace.render_files(catalog, scripts))
+    binary = build_program(C_DIR / "tracing_types.c", TYPES, "tracing_types.h", directory, defines=["PGTEST_USDT"])
+    names = ["all", "ints", "misc", "big", "counts"]
+    groups = {g: {p.name for p in catalog.probes_in(g)} for g in catalog.groups}
+
+    def count(name, expected):
+        if name == "counts":
+            return 0
+        probes = groups.get(name)
+        return sum(1 for e in expected if probes is None or e.split()[0] in probes)
+
+    program, tracers = run_traced(
+        [binary],
+        {n: (lambda pid, n=n: probegen_argv("trace", pid, scripts / f"{n}.bt")) for n in names},
+        count_done=count,
+    )
+    return catalog, scripts, program, tracers, groups
+
+
+def test_every_value_printed_by_all_bt(types_run):
+    _, scripts, program, tracers, _ = types_run
+    strlen = script_strlen((scripts / "all.bt").read_text())
+    assert strlen == 76  # raised for wide_bound, capped by the 5 strings of 'strings'
+    expected = [bpftrace_view(e, strlen) for e in expected_lines(program)]
+    assert tracer_lines(tracers["all"].lines) == expected
+    assert "Tracing 10 probes (all). Hit Ctrl-C to end." in tracers["all"].lines
+
+
+def test_group_scripts_print_their_probes(types_run):
+    _, scripts, program, tracers, groups = types_run
+    for group in ("ints", "misc", "big"):
+        strlen = script_strlen((scripts / f"{group}.bt").read_text())
+        expected = [bpftrace_view(e, strlen) for e in expected_lines(program) if e.split()[0] in groups[group]]
+        assert tracer_lines(tracers[group].lines) == expected, group
+    # big.bt alone raises BPFTRACE_STRLEN far enough for the whole string
+    assert script_strlen((scripts / "big.bt").read_text()) == 101
+    assert any(l.startswith("big_string ") and len(l) == len("big_string wide_bound=") + 100
+               for l in tracer_lines(tracers["big"].lines))
+
+
+def test_timestamps_are_seconds_and_microseconds(types_run):
+    _, _, _, tracers, _ = types_run
+    stamps = [tuple(map(int, re.match(r"(\d+)\.(\d{6}): ", l).groups()))
+              for l in tracers["all"].lines if re.match(r"\d+\.\d{6}: ", l)]
+    assert stamps == sorted(stamps)
+    assert stamps[0][0] > 0
+
+
+def test_counts_script_counts_every_probe(types_run):
+    catalog, _, program, tracers, _ = types_run
+    hits = {}
+    for line in tracers["counts"].lines:
+        match = re.match(r"@hits\[(\w+)\]: (\d+)$", line)
+        if match:
+            hits[match[1]] = int(match[2])
+    fired = {}
+    for line in expected_lines(program):
+        fired[line.split()[0]] = fired.get(line.split()[0], 0) + 1
+    assert hits == fired
+    assert set(hits) == {p.name for p in catalog.probes}
+
+
+def test_scripts_are_executable_with_shebang_and_docs(types_run):
+    catalog, scripts, *_ = types_run
+    for path in scripts.iterdir():
+        text = path.read_text()
+        assert text.startswith("#!/usr/bin/env bpftrace\n")
+        assert path.stat().st_mode & stat.S_IXUSR
+    text = (scripts / "ints.bt").read_text()
+    # a doc with %, quotes and a trailing backslash is a comment and loaded (above)
+    assert '// narrow: Widths up to 32 bits; doc with 100% "quotes" and a back\\slash \\ .' in text
+
+
+def test_generation_is_deterministic(tmp_path):
+    catalog = load_catalog(TYPES)
+    first = bpftrace.render_files(catalog, tmp_path)
+    again = bpftrace.render_files(load_catalog(TYPES), tmp_path)
+    assert [(f.path, f.text) for f in first] == [(f.path, f.text) for f in again]
+    assert sorted(f.path.name for f in first) == ["all.bt", "big.bt", "counts.bt", "ints.bt", "misc.bt"]
+
+
+def test_group_named_all_is_an_error(tmp_path):
+    text = TYPES.read_text().replace("group: big", "group: all")
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError, match="group 'all' would overwrite"):
+        bpftrace.render_files(load_catalog(path), tmp_path)
+
+
+def test_command_writes_scripts(tmp_path):
+    out = tmp_path / "bt"
+    result = subprocess.run(probegen_argv("bpftrace", "--catalog", TYPES, "-o", out), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert (out / "all.bt").exists() and os.access(out / "all.bt", os.X_OK)
+    again = subprocess.run(probegen_argv("bpftrace", "--catalog", TYPES, "-o", out), capture_output=True, text=True)
+    assert "wrote" not in again.stdout
+    missing = subprocess.run(probegen_argv("bpftrace", "--catalog", tmp_path / "nope.yaml", "-o", out),
+                             capture_output=True, text=True)
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
