@@ -5,13 +5,12 @@ the catalog's file:line:col."""
 from __future__ import annotations
 
 import json
-import shutil
 import xml.etree.ElementTree as ET
 
 import pytest
 
 from elf_helpers import (
-    C_DIR, PGTEST_CATALOG, REPO, build_pgtest, compile_c, line_of, run_cli, sdt_include_dir, write_pgtest,
+    C_DIR, REPO, build_pgtest, compile_c, line_of, run_cli, sdt_include_dir, write_pgtest,
 )
 from probegen.catalog import load_catalog
 from probegen.elf import read_binary
