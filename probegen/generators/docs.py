@@ -100,6 +100,8 @@ def context(catalog: Catalog, output: Path | None = None) -> dict:
         "output": output.name if output else "",
         "groups": [(group, [p for p in probes if p["probe"].group == group]) for group in catalog.groups],
         "probe_count": len(probes),
+        # Enums whose names come from the binary's DWARF have none to list here.
+        "enums": [e for e in catalog.enums if e.enumerators],
         "placeholder": PLACEHOLDER,
         "md_text": md_text,
         "md_cell": md_cell,
