@@ -174,3 +174,39 @@ def _raise_memlock():
         resource.setrlimit(resource.RLIMIT_MEMLOCK, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
     except (ValueError, OSError):
         pass
+
+
+def trace_first_line(script: str, program: list[str], tmp: Path, needle: str, timeout: float = 60) -> str:
+    """Run a script that does not exit by itself; the first output line
+    containing ``needle`` (bpftrace is then stopped)."""
+    need("bpftrace")
+    if os.geteuid() != 0:
+        pytest.skip("bpftrace needs root")
+    path = tmp / "trace.bt"
+    path.write_text(script)
+    tracer = subprocess.Popen(
+        ["bpftrace", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_raise_memlock,
+    )
+    target = None
+    try:
+        first = tracer.stdout.readline()
+        if not first.startswith("Attaching"):
+            tracer.kill()
+            raise AssertionError(f"bpftrace did not attach:\n{first}{tracer.stdout.read()}\n{tracer.stderr.read()}")
+        target = subprocess.Popen(program, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        seen = []
+        while time.monotonic() < deadline:
+            line = tracer.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            if needle in line:
+                return line
+        raise AssertionError(f"no line with {needle!r} from bpftrace:\n{''.join(seen)}")
+    finally:
+        for proc in (tracer, target):
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()

@@ -12,6 +12,7 @@ import pytest
 
 from dwarf_helpers import (
     C_DIR, checker_source, gcc, layout_checks, need, pahole_layout, run_bpftrace_with, run_checker,
+    trace_first_line,
 )
 from probegen.cli import main
 from probegen.ctypes import Kind
@@ -112,7 +113,7 @@ def test_annotate_and_typedefs(binaries):
         plain = types.render(["spdk_nvmf_qpair"])
         annotated = types.render(["spdk_nvmf_qpair"], annotate=True)
         assert plain == types.render(["spdk_nvmf_qpair"])  # deterministic
-    assert "typedef" not in plain  # bpftrace 0.17 rejects every typedef
+    assert "\ntypedef" not in plain  # bpftrace 0.17 rejects every typedef
     assert "struct spdk_nvmf_tgt;" in plain  # reached through a pointer only
     assert "enum spdk_nvmf_subsystem_state {" in plain
     assert "short unsigned int qid;\t/*     8    2 */" in annotated
@@ -301,3 +302,45 @@ def test_cli_writes_file(binaries, tmp_path):
     result = subprocess.run([sys.executable, "-m", "probegen", "structs", str(binaries["dwarf5"]), "-t", "holder"],
                             capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout == out.read_text()
+
+
+E2E_CATALOG = """\
+provider: test
+header:
+  guard: T_H
+  enable_macro: T_USDT
+enums:
+  - name: spdk_nvmf_subsystem_state
+    strip_prefix: SPDK_NVMF_SUBSYSTEM_
+probes:
+  - name: subsys
+    group: nvmf
+    doc: a subsystem and a qpair
+    args:
+      - name: subsystem
+        type: struct spdk_nvmf_subsystem *
+        members: [subnqn, id.nsid, id.hi, state]
+      - name: qpair
+        type: struct spdk_nvmf_qpair *
+        members: [qid]
+"""
+
+
+def test_bpftrace_script_prints_members_from_dwarf(binaries, tmp_path, capsys):
+    """Catalog members + `probegen bpftrace --binary`: the generated script
+    carries the DWARF definitions and prints the live struct's members,
+    enum states by the binary's names."""
+    binary = binaries["dwarf4"]
+    catalog = tmp_path / "probes.yaml"
+    catalog.write_text(E2E_CATALOG)
+    out = tmp_path / "bt"
+    assert main(["bpftrace", "-c", str(catalog), "-o", str(out), "--binary", str(binary), "-q"]) == 0
+    script = (out / "nvmf.bt").read_text()
+    assert "struct spdk_nvmf_subsystem {" in script and "\ntypedef" not in script
+    line = trace_first_line(script.replace("__EXE__", str(binary)), [str(binary), "run"], tmp_path, " subsys ")
+    assert "subsystem->subnqn=nqn.2016-06.io.spdk:cnode1" in line, line
+    assert "subsystem->id.nsid=7" in line and "subsystem->id.hi=11259375" in line, line
+    assert "subsystem->state=PAUSED" in line and "qpair->qid=42" in line, line
+    # Without debug info: one clear line, exit 2.
+    assert main(["bpftrace", "-c", str(catalog), "-o", str(out), "--binary", "/bin/true", "-q"]) == 2
+    assert "build it with -g" in capsys.readouterr().err
