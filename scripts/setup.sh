@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--test" ]; then
     packages=(gcc g++ make binutils systemtap-sdt-dev bpftrace python3-bpfcc bpfcc-tools
               linux-headers-amd64 dwarves gcc-aarch64-linux-gnu gcc-i686-linux-gnu valgrind
-              python3-venv)
+              python3-venv openjdk-17-jre-headless python3.11-minimal)
     missing=()
     for p in "${packages[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
