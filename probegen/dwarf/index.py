@@ -81,9 +81,12 @@ class TypeIndex:
                     continue
                 seen.add(fingerprint)
                 names.setdefault(text, []).append(row)
-            # Parsed DIEs are cached on the CU; drop them, only the index stays.
-            cu._dielist = cu._dielist[:1]
-            cu._diemap = cu._diemap[:1]
+            # pyelftools caches every parsed DIE on its CU; on a big binary
+            # that is gigabytes. Keep only the top DIE (pyelftools 0.29-0.33
+            # layout; skipped if it changes).
+            if isinstance(getattr(cu, "_dielist", None), list) and isinstance(getattr(cu, "_diemap", None), list):
+                cu._dielist = cu._dielist[:1]
+                cu._diemap = cu._diemap[:1]
         return cls(names)
 
 
