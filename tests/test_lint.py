@@ -59,11 +59,8 @@ def test_corpus_has_every_kind_of_drift():
     assert CLEAN and (CORPUS / "broken.bt").exists()
 
 
-@pytest.mark.parametrize("script", DRIFT, ids=lambda p: p.name)
-def test_drift_script_findings_exactly_as_marked(script, catalog):
-    expected = expected_findings(script)
-    assert expected, f"{script.name} marks no finding"
-    findings = lint_file(script, catalog)
+def assert_findings(findings, expected, script):
+    """Every expected (line, column, fragment) found once; nothing else."""
     unmatched = list(findings)
     for line, column, text in expected:
         match = next((d for d in unmatched if d.location.line == line and d.location.column == column
@@ -73,6 +70,14 @@ def test_drift_script_findings_exactly_as_marked(script, catalog):
             + "\n".join(map(str, findings)))
         unmatched.remove(match)
     assert not unmatched, "findings not marked in the script:\n" + "\n".join(map(str, unmatched))
+
+
+@pytest.mark.parametrize("script", DRIFT, ids=lambda p: p.name)
+def test_drift_script_findings_exactly_as_marked(script, catalog):
+    expected = expected_findings(script)
+    assert expected, f"{script.name} marks no finding"
+    findings = lint_file(script, catalog)
+    assert_findings(findings, expected, script)
     for finding in findings:
         assert str(finding).startswith(f"{script}:{finding.location.line}:{finding.location.column}: error: ")
 
@@ -121,6 +126,70 @@ def test_bpftrace_rejects_unquoted_plus_in_path_and_so_does_lint(tmp_path, catal
     assert _bpftrace_verdict(script) == "syntax error at line 1"
     with pytest.raises(ScriptSyntaxError, match=r"plus.bt:1:22: error: cannot parse: unexpected '\+'"):
         lint_file(script, catalog)
+
+
+# -- struct members against a binary's DWARF (--binary) ----------------------
+@pytest.fixture(scope="module")
+def sched_binary(tmp_path_factory):
+    """A binary whose DWARF has the scheduler structs as the C headers
+    have them now (threads_count, not thread_count)."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed: no binary with DWARF to check against")
+    binary = tmp_path_factory.mktemp("lint") / "sched_types"
+    subprocess.run(["gcc", "-g", "-O0", "-o", str(binary), str(CORPUS / "sched_types.c")], check=True)
+    return binary
+
+
+@pytest.fixture(scope="module")
+def sched_types(sched_binary):
+    from probegen.dwarf import DwarfTypes
+
+    with DwarfTypes.open(sched_binary, use_cache=False) as types:
+        yield types
+
+
+def test_binary_agrees_with_clean_script_copies(catalog, sched_types, sched_binary):
+    assert lint_file(CORPUS / "clean_sched.bt", catalog, sched_types, str(sched_binary)) == []
+
+
+def test_binary_finds_the_stale_hand_copied_struct_member(catalog, sched_types, sched_binary):
+    script = CORPUS / "drift_sched.bt"
+    findings = lint_file(script, catalog, sched_types, str(sched_binary))
+    expected = expected_findings(script) + [
+        (9, 14, f"member 'thread_count' of the script's copy of struct spdk_scheduler_core_info "
+                f"is not in {sched_binary}"),
+    ]
+    assert_findings(findings, expected, script)
+
+
+def test_binary_types_members_of_structs_the_script_does_not_define(catalog, sched_types):
+    text = """usdt:__EXE__:dynsched_core_info
+{
+    $core = (struct spdk_scheduler_core_info *)arg2;
+    printf("%lu %u %p\\n", $core->total_idle_tsc, $core->threads_count, $core->thread_infos);
+    printf("%d %u\\n", $core->total_idle_tsc, $core->thread_count);
+    printf("%p\\n", $core->thread_infos->current_stats.busy_tsc);
+    printf("%lu\\n", $core->thread_infos->total_stats.idle_tsc);
+}
+usdt:__EXE__:nvmf_ctrlr_create
+{
+    printf("%s\\n", ((struct spdk_nvmf_ctrlr *)arg1)->hostnqn);
+}
+"""
+    findings = lint_text(text, "nodef.bt", catalog, sched_types, "sched_types")
+    assert_findings(findings, [
+        (5, 23, "%d prints 32 of the 64 bits of total_idle_tsc of struct spdk_scheduler_core_info"),
+        (5, 53, "in the debug info of sched_types: struct spdk_scheduler_core_info has no member "
+                "'thread_count'"),
+        (6, 20, "%p for current_stats.busy_tsc of struct spdk_scheduler_thread_info, an integer"),
+    ], Path("nodef.bt"))
+
+
+def test_cli_binary(capsys, sched_binary, tmp_path):
+    code, out, err = run_cli(capsys, str(CORPUS / "drift_sched.bt"), "--binary", str(sched_binary))
+    assert code == 1 and out.splitlines()[-1] == "5 findings in 1 script"
+    code, out, err = run_cli(capsys, str(CORPUS / "clean_sched.bt"), "--binary", str(tmp_path / "none"))
+    assert code == 2 and err.count("\n") == 1 and str(tmp_path / "none") in err
 
 
 # -- the command line -------------------------------------------------------

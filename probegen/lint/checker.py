@@ -46,6 +46,14 @@ def _start(node) -> tuple[int, int]:
             return node.line, node.column
 
 
+def _no_member(error: InputError) -> bool:
+    """Whether a TypeSource's error says the member is missing, rather than
+    the struct (a struct of the kernel's, say) or a type scripts cannot
+    print: only the first is the script's mistake. The protocol has one
+    exception type for all three, so this reads probegen.dwarf's wording."""
+    return "has no member" in str(error)
+
+
 def _merge(first: dict, second: dict) -> dict:
     merged = {}
     for name in first.keys() | second.keys():
@@ -71,6 +79,8 @@ class Checker:
         self.findings[Diagnostic(Location(self.script.path, line, column), message)] = None
 
     def run(self) -> list[Diagnostic]:
+        if self.types is not None:
+            self.copied_structs()
         for block in self.script.blocks:
             probes: list[Probe] = []
             for point in block.attach_points:
@@ -277,31 +287,53 @@ class Checker:
         return Value(describe, struct=node.struct_name)
 
     def member(self, node: syntax.Member, base: Value | None) -> Value | None:
+        """A struct member: checked against the script's own definition of
+        the struct when it has one (what bpftrace compiles against; that
+        copy is checked against the binary in ``copied_structs``), else
+        against the binary's debug info when given."""
         if base is None or base.struct is None:
             return None
         struct = base.struct
         described = f"{node.name} of struct {struct}"
-        result: Value | None = None
         definition = self.structs.get(struct)
         if definition is not None:
             info = definition.members.get(node.name)
             if info is None:
-                where = f" (defined at {definition.location})" if definition.location.line else ""
                 self.report(node.line, node.column,
-                            f"struct {struct} has no member '{node.name}'{where}{self.close(node.name, definition.members)}")
-            else:
-                result = Value(described, info.ctype, info.text, info.struct)
-        if self.types is not None:
-            try:
-                ctype = self.types.member_ctype(struct, node.name)
-            except InputError as exc:
-                self.report(node.line, node.column,
-                            f"struct {struct} has no member '{node.name}' in {self.types_name}: {exc}")
+                            f"struct {struct} has no member '{node.name}' (defined at "
+                            f"{definition.location}){self.close(node.name, definition.members)}")
                 return None
-            if result is None and definition is None:
-                text = ctype.kind is Kind.STRING and "[" in ctype.spelling
-                result = Value(described, None if text else ctype, text, ctype.struct_name)
-        return result
+            return Value(described, info.ctype, info.text, info.struct)
+        if self.types is None:
+            return None
+        path = f"{base.path}.{node.name}" if base.path else node.name
+        try:
+            ctype = self.types.member_ctype(struct, path)
+        except InputError as exc:
+            if _no_member(exc):
+                self.report(node.line, node.column, f"in the debug info of {self.types_name}: {exc}")
+                return None
+            # No such struct in the binary (nothing to say), or a member
+            # scripts cannot print, such as a struct held by value: the path
+            # from the outer struct still reaches what is inside it.
+            return Value(described, struct=struct, path=path)
+        text = ctype.kind is Kind.STRING and "[" in ctype.spelling
+        return Value(f"{path} of struct {struct}", None if text else ctype, text, ctype.struct_name)
+
+    def copied_structs(self):
+        """The script's copies of structs, member by member against the
+        binary: SPDK's sched.bt keeps such copies by hand."""
+        for definition in self.structs.values():
+            for name, info in definition.members.items():
+                try:
+                    self.types.member_ctype(definition.name, name)
+                except InputError as exc:
+                    if not _no_member(exc):
+                        continue  # not in the binary at all (a kernel struct), or unprintable
+                    where = info.location or definition.location
+                    self.report(where.line, where.column,
+                                f"member '{name}' of the script's copy of struct {definition.name} "
+                                f"is not in {self.types_name}: {exc}")
 
     @staticmethod
     def close(name: str, members) -> str:

@@ -15,3 +15,4 @@ class Value:
     text: bool = False  # bpftrace holds the characters: str() result, char array
     struct: str | None = None  # the struct pointed to (or held), for member checks
     expression: str | None = None  # how the script reaches it: "arg1", "$nqn"
+    path: str | None = None  # a struct held inside ``struct``: its member path there
