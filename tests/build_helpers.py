@@ -68,13 +68,6 @@ def usdt_probes(binary: Path) -> set[tuple[str, str]]:
     return set(_NOTE_PROBE.findall(out))
 
 
-def set_mtime_back(path: Path, seconds: int = 10) -> None:
-    """Age a file, so a later rewrite is visible in its mtime whatever the
-    file system's timestamp granularity."""
-    stat = path.stat()
-    os.utime(path, ns=(stat.st_atime_ns - seconds * 10**9, stat.st_mtime_ns - seconds * 10**9))
-
-
 def touch(path: Path) -> None:
     """Make a file newer than everything built so far."""
     os.utime(path, None)
