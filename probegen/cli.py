@@ -20,6 +20,7 @@ COMMANDS = {
     "header": "probegen.commands.header",
     "generate": "probegen.commands.generate",
     "check": "probegen.commands.check",
+    "bcc": "probegen.commands.bcc",
     "bpftrace": "probegen.commands.bpftrace",
     "trace": "probegen.commands.trace",
     "lint": "probegen.commands.lint",

@@ -14,6 +14,7 @@ from probegen.output import GeneratedFile
 GENERATORS = {
     "header": "probegen.generators.header",
     "bpftrace": "probegen.generators.bpftrace",
+    "bcc": "probegen.generators.bcc",
     "docs": "probegen.generators.docs",
 }
 
