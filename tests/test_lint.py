@@ -304,9 +304,18 @@ def test_conversions_of_strings_bpftrace_has_read():
 
 
 def test_format_parsing_matches_bpftrace_0_17():
-    conversions, unknown = parse_format("%% %08lx %-5s %.3d %hhu %zu %jd %td %rx %i %#x %+d %f")
+    conversions, unknown = parse_format("%% %08lx %-5s %.3d %hhu %zu %jd %td %rx %i %#x %+d %f %Ld")
     assert [c.text for c in conversions] == ["%08lx", "%-5s", "%.3d", "%hhu", "%zu", "%jd", "%td", "%rx"]
-    assert [u.text for u in unknown] == ["%i", "%#x", "%+d", "%f"]
+    assert [u.text for u in unknown] == ["%i", "%#x", "%+d", "%f", "%Ld"]
+
+
+def test_percent_signs_meant_as_text_are_not_findings(catalog):
+    # As SPDK's sched.bt writes it: "busy:%2d% core:%2d%\n" has two
+    # conversions; bpftrace prints the other '%' signs as they are.
+    conversions, unknown = parse_format("busy:%2d% core:%2d%\\n 100%")
+    assert [c.text for c in conversions] == ["%2d", "%2d"] and unknown == []
+    text = 'usdt:__EXE__:dynsched_move { printf("core:%2d% busy:%2d%\\n", arg2, arg2); }'
+    assert lint_text(text, "pct.bt", catalog) == []
 
 
 # -- the parser -------------------------------------------------------------

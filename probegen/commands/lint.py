@@ -26,44 +26,24 @@ def configure(parser):
     )
 
 
-def open_types(binary: str):
-    """The binary's TypeSource (probegen.dwarf), or an InputError saying
-    why there is none."""
-    from probegen.errors import InputError
-
-    try:
-        from probegen import dwarf
-    except ImportError:
-        raise InputError("probegen lint: --binary needs probegen.dwarf, which is not installed") from None
-    opener = getattr(dwarf, "open_types", None) or getattr(getattr(dwarf, "DwarfTypes", None), "open", None)
-    if opener is None:
-        raise InputError("probegen lint: --binary: this probegen.dwarf provides no TypeSource")
-    return opener(binary)
-
-
 def run(args) -> int:
     from probegen.catalog import load_catalog
-    from probegen.errors import InputError
-    from probegen.lint import lint_file
+    from probegen.lint import lint_paths
 
     catalog = load_catalog(args.catalog)
-    types = open_types(args.binary) if args.binary else None
-    findings = failed = 0
-    for script in args.scripts:
-        try:
-            diagnostics = lint_file(script, catalog, types, args.binary or "the binary")
-        except InputError as exc:
-            print(exc, file=sys.stderr)
-            failed += 1
-            continue
-        for diagnostic in diagnostics:
-            print(diagnostic)
-        findings += len(diagnostics)
-    checked = len(args.scripts) - failed
-    summary = f"{findings} finding{'s' if findings != 1 else ''} in {checked} script{'s' if checked != 1 else ''}"
-    if failed:
-        summary += f"; {failed} script{'s' if failed != 1 else ''} could not be read or parsed"
-    print(summary)
-    if failed:
-        return 2
-    return 1 if findings else 0
+    types = None
+    if args.binary:
+        from probegen.dwarf import DwarfTypes
+
+        types = DwarfTypes.open(args.binary)
+    try:
+        report = lint_paths(args.scripts, catalog, types, args.binary or "the binary")
+    finally:
+        if types is not None:
+            types.close()
+    for error in report.errors:
+        print(error, file=sys.stderr)
+    for finding in report.findings:
+        print(finding)
+    print(report.summary())
+    return report.exit_code

@@ -7,6 +7,7 @@ with one compiler-style message.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from probegen.catalog.model import Catalog
@@ -43,4 +44,37 @@ def lint_file(path: str | Path, catalog: Catalog, types=None,
     return lint_text(text, shown, catalog, types, types_name)
 
 
-__all__ = ["lint_file", "lint_text", "ScriptSyntaxError"]
+@dataclass
+class LintReport:
+    """Findings of several scripts; ``errors`` holds one message per script
+    that could not be read or parsed (the others are still checked)."""
+
+    findings: list[Diagnostic] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    checked: int = 0
+
+    @property
+    def exit_code(self) -> int:
+        return 2 if self.errors else 1 if self.findings else 0
+
+    def summary(self) -> str:
+        def count(n, word):
+            return f"{n} {word}{'s' if n != 1 else ''}"
+        text = f"{count(len(self.findings), 'finding')} in {count(self.checked, 'script')}"
+        if self.errors:
+            text += f"; {count(len(self.errors), 'script')} could not be read or parsed"
+        return text
+
+
+def lint_paths(paths, catalog: Catalog, types=None, types_name: str = "the binary") -> LintReport:
+    report = LintReport()
+    for path in paths:
+        try:
+            report.findings += lint_file(path, catalog, types, types_name)
+            report.checked += 1
+        except InputError as exc:
+            report.errors.append(str(exc))
+    return report
+
+
+__all__ = ["LintReport", "ScriptSyntaxError", "lint_file", "lint_paths", "lint_text"]

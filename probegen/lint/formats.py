@@ -7,7 +7,9 @@ from documentation):
   [length: ``hh h l ll j z t``] then one of ``d u x X o c s p``, or ``r``,
   ``rx``, ``rh`` for buffers. Anything else after ``%`` (``%i``, ``%#x``,
   ``%+d``, ``%f``) is printed literally and takes no argument, so the
-  argument count no longer matches and bpftrace refuses the script.
+  argument count no longer matches and bpftrace refuses the script. Such
+  a sequence is a finding; a ``%`` followed by a space, an escape or the
+  end of the string is taken as a percent sign meant as text.
 * The length modifier decides how many bits are printed, as in C:
   ``%d``/``%u``/``%x`` read 32 bits (``printf("%d", 5000000000)`` prints
   705032704), ``%hd`` 16, ``%hhd`` 8, ``%ld``/``%lld``/``%jd``/``%zd``/
@@ -45,6 +47,7 @@ _CONVERSION = re.compile(
     r"%(?P<flags>[-0]*)(?P<width>[0-9]*)(?:\.(?P<precision>[0-9]+))?"
     r"(?P<length>hh|h|ll|l|j|z|t)?(?P<conv>r[xh]?|[duxXocsp])"
 )
+_INTENDED = re.compile(r"%[-+#0-9.]*(?:hh|h|ll|l|L|q|j|z|t)?[A-Za-z]")
 _LENGTH_BYTES = {None: 4, "hh": 1, "h": 2, "l": 8, "ll": 8, "j": 8, "z": 8, "t": 8}
 _INTEGER_CONVERSIONS = frozenset("duxXoc")
 
@@ -55,10 +58,6 @@ class Conversion:
     conv: str  # "u"
     length: str | None
     offset: int  # in the raw format string
-
-    @property
-    def takes_argument(self) -> bool:
-        return True
 
     @property
     def bytes(self) -> int:
@@ -88,9 +87,14 @@ def parse_format(raw: str) -> tuple[list[Conversion], list[UnknownConversion]]:
             conversions.append(Conversion(match.group(), match["conv"], match["length"], pos))
             pos = match.end()
         else:
-            tail = re.compile(r"%[^A-Za-z%]*[A-Za-z]?").match(raw, pos).group()
-            unknown.append(UnknownConversion(tail, pos))
-            pos += len(tail)
+            # A '%' before a space, an escape or the end is a percent sign
+            # meant as text ("busy:%2d% core"), not a conversion gone wrong.
+            intended = _INTENDED.match(raw, pos)
+            if intended:
+                unknown.append(UnknownConversion(intended.group(), pos))
+                pos = intended.end()
+            else:
+                pos += 1
 
 
 def suggest(value: Value) -> str:
