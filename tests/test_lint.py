@@ -390,3 +390,12 @@ usdt:__EXE__:nvmf_ctrlr_create {
     assert lint_text(text, "vars.bt", catalog) == []
     findings = lint_text(text.replace("%p %s %lu", "%s %d %d"), "vars.bt", catalog)
     assert [(d.location.line, d.location.column) for d in findings] == [(4, 26), (4, 34), (4, 40)]
+
+
+def test_scripts_probegen_generates_lint_clean(catalog):
+    """The generator and the linter agree on how each argument prints."""
+    from probegen.generators.bpftrace import render_script
+
+    for group in catalog.groups:
+        text = render_script(catalog, group, catalog.probes_in(group))
+        assert lint_text(text, f"{group}.bt", catalog) == [], group

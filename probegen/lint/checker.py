@@ -221,17 +221,17 @@ class Checker:
                      struct=arg.ctype.struct_name, expression=node.name)
 
     def str_call(self, node: syntax.Call, value: Value | None) -> Value:
-        inner = value.expression if value and value.expression else "..."
-        result = Value(f"str({inner})", text=True)
-        if value is None or value.text:
-            return result if value is None else dataclasses.replace(result, describe=f"str({value.describe})")
+        """str() always gives bpftrace a string; of a value known not to
+        be one (an integer, a pointer), it is a finding."""
+        if value is None:
+            return Value("str(...)", text=True)
         ctype = value.ctype
-        if ctype is not None and ctype.kind is not Kind.STRING:
+        if not value.text and ctype is not None and ctype.kind is not Kind.STRING:
             line, column = _start(node.args[0])
             self.report(line, column, f"str() of {value.describe}, which is not a string: "
                         f"print it with {suggest(value)}")
-            return Value(f"str({inner})", text=True)
-        return dataclasses.replace(result, describe=f"{value.describe} read by str()")
+            return Value(f"str({value.expression or '...'})", text=True)
+        return Value(f"{value.describe} read by str()", text=True)
 
     def printf(self, node: syntax.Call, values: list):
         if not node.args or not isinstance(node.args[0], syntax.Str):
