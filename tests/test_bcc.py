@@ -101,3 +101,19 @@ def test_generation_is_deterministic(tmp_path):
     again = bcc.render_files(load_catalog(TYPES), tmp_path)
     assert [(f.path, f.text) for f in first] == [(f.path, f.text) for f in again]
     assert sorted(f.path.name for f in first) == ["all.py", "big.py", "ints.py", "misc.py"]
+
+
+def test_spdk_catalog_tool_prints_what_spdk_passes(tmp_path):
+    """The default SPDK catalog's all.py against a program firing SPDK's
+    probes as SPDK's sources do (untyped SPDK_DTRACE_PROBEn macros)."""
+    from tests.tracing_helpers import SPDK_CATALOG, build_spdk_program
+
+    require_bcc()
+    catalog = load_catalog(SPDK_CATALOG)
+    tools = tmp_path / "bcc"
+    write_all(bcc.render_files(catalog, tools))
+    binary = build_spdk_program(tmp_path)
+    program, tracers = run_traced([binary], {"all": lambda pid: [SYSTEM_PYTHON, tools / "all.py", "-p", pid]})
+    expected = expected_lines(program)
+    assert {e.split()[0] for e in expected} == {p.name for p in catalog.probes}
+    assert tracer_lines(tracers["all"].lines) == expected

@@ -144,3 +144,25 @@ def test_command_writes_scripts(tmp_path):
     missing = subprocess.run(probegen_argv("bpftrace", "--catalog", tmp_path / "nope.yaml", "-o", out),
                              capture_output=True, text=True)
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
+
+
+def test_spdk_catalog_scripts_print_what_spdk_passes(tmp_path):
+    """The default SPDK catalog's all.bt and nvmf.bt against a program firing
+    SPDK's probes as SPDK's sources do (untyped SPDK_DTRACE_PROBEn macros)."""
+    from tests.tracing_helpers import SPDK_CATALOG, build_spdk_program
+
+    require_bpftrace()
+    catalog = load_catalog(SPDK_CATALOG)
+    scripts = tmp_path / "bpf"
+    write_all(bpftrace.render_files(catalog, scripts))
+    binary = build_spdk_program(tmp_path)
+    nvmf = {p.name for p in catalog.probes_in("nvmf")}
+    program, tracers = run_traced([binary], {
+        "all": lambda pid: probegen_argv("trace", pid, scripts / "all.bt"),
+        "nvmf": lambda pid: probegen_argv("trace", pid, scripts / "nvmf.bt"),
+    }, count_done=lambda name, expected: len(expected) if name == "all" else
+        sum(1 for e in expected if e.split()[0] in nvmf))
+    expected = expected_lines(program)
+    assert {e.split()[0] for e in expected} == {p.name for p in catalog.probes}
+    assert tracer_lines(tracers["all"].lines) == expected
+    assert tracer_lines(tracers["nvmf"].lines) == [e for e in expected if e.split()[0] in nvmf]

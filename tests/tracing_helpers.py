@@ -214,3 +214,16 @@ def run_traced(program_argv, tracers: dict, header_prefix: str = "Tracing ", *, 
     for process in (program, *running.values()):
         process.drain()
     return program, running
+
+
+SPDK_CATALOG = REPO / "probes.yaml"
+
+
+def build_spdk_program(directory: Path) -> Path:
+    """tracing_spdk.c against the header of the default SPDK catalog, with
+    USDT configured on as SPDK's configure does."""
+    from tests.cbuild import STUBS, spdk_config
+
+    config = spdk_config(directory / "config", usdt=True)
+    return build_program(C_DIR / "tracing_spdk.c", SPDK_CATALOG, "spdk_internal/usdt.h", directory,
+                         include_dirs=[config, STUBS])
