@@ -1,0 +1,94 @@
+"""`probegen trace`: markers resolved per process (a probe in a shared
+library), bpftrace run on the result, and clear errors."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from probegen import trace
+from probegen.errors import InputError
+from tests.cbuild import compile_c
+from tests.tracing_helpers import (
+    C_DIR, Process, expected_lines, probegen_argv, require_bpftrace, run_traced, tracer_lines,
+)
+
+SCRIPT = """#!/usr/bin/env bpftrace
+BEGIN { printf("Tracing 1 probe. pid __PID__\\n"); }
+usdt:__EXE__:lib_hit { printf("%llu.%06llu: lib_hit value=%d\\n", nsecs / 1000000000, nsecs % 1000000000 / 1000, arg0); }
+"""
+
+
+@pytest.fixture(scope="module")
+def lib_program(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("trace_lib")
+    library = compile_c([C_DIR / "tracing_lib.c"], directory / "libtracing_lib.so", extra=["-shared", "-fPIC"])
+    binary = compile_c([C_DIR / "tracing_lib_main.c", library], directory / "tracing_lib_main",
+                       extra=[f"-Wl,-rpath,{directory}"])
+    script = directory / "lib.bt"
+    script.write_text(SCRIPT)
+    return library, binary, script
+
+
+def test_probe_in_shared_library_is_traced(lib_program):
+    require_bpftrace()
+    library, binary, script = lib_program
+    program, tracers = run_traced([binary], {"bt": lambda pid: probegen_argv("trace", pid, script)})
+    assert tracer_lines(tracers["bt"].lines) == expected_lines(program) == ["lib_hit value=-42"]
+    assert f"Tracing 1 probe. pid {program.pid}" in tracers["bt"].lines
+
+
+def test_dry_run_names_the_library_and_pid(lib_program):
+    library, binary, script = lib_program
+    program = Process([binary], stdin=True)
+    try:
+        program.wait_line("READY")
+        result = subprocess.run(probegen_argv("trace", program.pid, script, "--dry-run"),
+                                capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        assert f"usdt:{library}:lib_hit" in result.stdout
+        assert f"pid {program.pid}" in result.stdout
+        assert "#!" not in result.stdout
+        with pytest.raises(InputError, match="has no probe nope"):
+            missing = trace.Script("x.bt", "usdt:__EXE__:nope { }")
+            trace.resolve(missing, program.pid, trace.probe_files(program.pid), str(binary))
+        with pytest.raises(InputError, match="each have a BEGIN block"):
+            trace.combine([trace.Script("a", ""), trace.Script("b", "")], ["BEGIN {}", "BEGIN {}"])
+    finally:
+        program.kill()
+
+
+def test_dead_pid_is_exit_2(lib_program, tmp_path):
+    _, _, script = lib_program
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    result = subprocess.run(probegen_argv("trace", dead.pid, script), capture_output=True, text=True)
+    assert result.returncode == 2
+    assert f"no process with pid {dead.pid}" in result.stderr and "Traceback" not in result.stderr
+    missing = subprocess.run(probegen_argv("trace", os.getpid(), tmp_path / "no.bt"), capture_output=True, text=True)
+    assert missing.returncode == 2 and "no such script" in missing.stderr
+
+
+def test_missing_bpftrace_is_exit_2(lib_program, tmp_path):
+    _, _, script = lib_program
+    env = dict(os.environ, PATH=str(tmp_path))  # no bpftrace there
+    result = subprocess.run(probegen_argv("trace", os.getpid(), script), capture_output=True, text=True, env=env)
+    if os.geteuid() != 0:
+        assert result.returncode == 2 and "needs root" in result.stderr
+        return
+    assert result.returncode == 2
+    assert "bpftrace not found on PATH" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_non_root_is_exit_2(lib_program):
+    _, _, script = lib_program
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() == 0 and setpriv is None:
+        pytest.skip("setpriv not found (util-linux) to drop root")
+    prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
+    result = subprocess.run(prefix + probegen_argv("trace", os.getpid(), script), capture_output=True, text=True)
+    assert result.returncode == 2, result.stderr
+    assert "needs root" in result.stderr and "Traceback" not in result.stderr
