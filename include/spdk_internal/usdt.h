@@ -22,10 +22,11 @@
 #ifndef _SDT_HAS_SEMAPHORES
 #define _SDT_HAS_SEMAPHORES 1
 #endif
-/* On aarch64 sdt.h's default operand constraint lets the compiler pick
- * memory operands that tracers cannot decode; keep arguments in registers
- * or constants. */
-#if defined(__aarch64__) && !defined(STAP_SDT_ARG_CONSTRAINT)
+/* sdt.h's default operand constraint lets the compiler pass memory
+ * operands that tracers misread: on aarch64 (SPDK's fix), and on x86_64 a
+ * global passed by name (8@g_state(%rip)), which bpftrace 0.17 reads
+ * wrongly and BCC refuses. Keep arguments in registers or constants. */
+#if (defined(__aarch64__) || defined(__x86_64__)) && !defined(STAP_SDT_ARG_CONSTRAINT)
 #define STAP_SDT_ARG_CONSTRAINT nr
 #endif
 #include <sys/sdt.h>

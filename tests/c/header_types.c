@@ -38,6 +38,7 @@ int main(int argc, char **argv)
 		PGTEST_OTHERS(text, PGTEST_STATE_DONE, &obj, &obj, cb, fp, 'x', 0x5u);
 		PGTEST_TIMED(narrow);
 		PGTEST_DTRACE_PROBE1_TICKS(timed, narrow);
+		PGTEST_PGTEST(PGTEST_STATE_BUSY, narrow, wide);
 	}
 	printf("ENABLED %d\n", PGTEST_TIMED_ENABLED());
 	printf("CLOCK %d\n", g_clock_reads);
