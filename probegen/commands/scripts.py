@@ -1,10 +1,35 @@
-"""What the bpftrace and bcc commands share: pick the output directory,
-render, write what changed."""
+"""What the bpftrace and bcc commands share: their options, the optional
+DWARF type source, picking the output directory, writing what changed."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from probegen.cli import add_catalog_argument
+
+
+def configure(parser, kind: str) -> None:
+    add_catalog_argument(parser)
+    parser.add_argument(
+        "-o", "--output", metavar="DIR",
+        help=f"directory to write to (default: the catalog's outputs.{kind})",
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="print nothing")
+    parser.add_argument(
+        "--binary", metavar="BINARY",
+        help="built binary whose DWARF gives enum names, struct definitions and members to print",
+    )
+    parser.add_argument("--debug-file", metavar="FILE", help="separate debug file of --binary")
+
+
+def run(args, kind: str, render_files) -> int:
+    if not args.binary:
+        return write_scripts(args, kind, render_files)
+    from probegen.dwarf import DwarfTypes
+
+    with DwarfTypes.open(args.binary, args.debug_file) as types:
+        return write_scripts(args, kind, lambda catalog, out: render_files(catalog, out, types))
 
 
 def write_scripts(args, kind: str, render_files) -> int:
