@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -62,15 +61,13 @@ def try_compile(sources, output: Path, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess([], 0, "", "")
 
 
-_READELF_NAME = re.compile(r"Provider: (\S+)\s*\n\s+Name: (\S+)\s*\n\s+Location: (0x[0-9a-f]+), Base: (0x[0-9a-f]+), Semaphore: (0x[0-9a-f]+)\s*\n(?:\s+Arguments: ([^\n]*))?", re.M)
-
-
 def readelf_probes(binary: Path) -> list[dict]:
-    """Probes as binutils' readelf -n lists them (the reference)."""
-    require("readelf", "binutils")
-    text = subprocess.run(["readelf", "-n", "-W", str(binary)], capture_output=True, text=True, check=True).stdout
+    """Probes as binutils' readelf -n lists them (the reference), with the
+    arguments split into specs."""
+    from elf_helpers import readelf_notes
+
     return [
-        {"provider": m[1], "name": m[2], "pc": int(m[3], 16), "base": int(m[4], 16),
-         "semaphore": int(m[5], 16), "args": (m[6] or "").split()}
-        for m in _READELF_NAME.finditer(text)
+        {"provider": n["provider"], "name": n["name"], "pc": n["address"], "base": n["base"],
+         "semaphore": n["semaphore"], "args": n["args"].split()}
+        for n in readelf_notes(binary)
     ]

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from cbuild import C_DIR, REPO, SDT_H, STUBS, compile_c, readelf_probes, require, spdk_config, try_compile
+from cbuild import C_DIR, REPO, STUBS, compile_c, readelf_probes, require, spdk_config, try_compile
+from elf_helpers import sdt_include_dir
 from probegen.catalog import load_catalog
 from probegen.generators.header import render_header
 
@@ -245,13 +244,11 @@ def test_aarch64_arguments_are_registers_or_constants(tmp_path, spdk_include):
     compiler = require("aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu")
     require("aarch64-linux-gnu-readelf", "binutils-aarch64-linux-gnu")
     config = spdk_config(tmp_path / "config", True)
-    # systemtap-sdt-dev installs sdt.h (one file for every architecture,
-    # with its config) under the host's multiarch directory only.
-    (tmp_path / "sdt" / "sys").mkdir(parents=True)
-    for name in ("sdt.h", "sdt-config.h"):
-        shutil.copy(SDT_H.with_name(name), tmp_path / "sdt" / "sys" / name)
+    # systemtap-sdt-dev installs sdt.h (one file for every architecture)
+    # under the host's multiarch directory only.
+    sdt = sdt_include_dir(tmp_path / "sdt")
     obj = compile_c([C_DIR / "spdk_fire_all.c"], tmp_path / "fire_all.o", compiler=compiler, link=False,
-                    include_dirs=[config, STUBS, spdk_include, tmp_path / "sdt"])
+                    include_dirs=[config, STUBS, spdk_include, sdt])
     text = subprocess.run(["aarch64-linux-gnu-readelf", "-n", "-W", str(obj)], capture_output=True,
                           text=True, check=True).stdout
     specs = [s for line in text.splitlines() if "Arguments:" in line for s in line.split(":", 1)[1].split()]
