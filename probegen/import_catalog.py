@@ -138,7 +138,7 @@ def render_catalog(imported: ImportedCatalog) -> str:
 
 def import_catalog(binaries: list[Binary], provider: str, file_name: str = "probes.yaml") -> str:
     """The catalog YAML for one provider's probes, checked by the loader."""
-    from probegen.catalog import parse_catalog
+    from probegen.catalog.load import parse_catalog
 
     text = render_catalog(infer_catalog(binaries, provider))
     try:

@@ -3,22 +3,55 @@
 from __future__ import annotations
 
 import functools
+import gc
+import hashlib
+import os
 from importlib import resources
 
 import jinja2
 
-from probegen import escape
+from probegen import cache, escape
+
+_OPTIONS = dict(
+    undefined=jinja2.StrictUndefined,
+    keep_trailing_newline=True,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    autoescape=False,
+)
+
+
+class _CompiledTemplates(jinja2.FileSystemBytecodeCache):
+    """Templates compiled by an earlier run: compiling one costs more than
+    rendering it. jinja2 keys entries on the template's source; the file
+    names add the environment's options and jinja2's version, which shape
+    the compiled code too. Unwritable means uncached."""
+
+    def dump_bytecode(self, bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+
+def _template_cache() -> jinja2.BytecodeCache | None:
+    where = cache.directory("templates")
+    if where is None:
+        return None
+    try:
+        os.makedirs(where, exist_ok=True)
+    except OSError:
+        return None
+    shape = hashlib.sha256(f"{jinja2.__version__} {sorted(_OPTIONS.items(), key=str)}".encode()).hexdigest()[:16]
+    return _CompiledTemplates(where, f"{shape}-%s.cache")
 
 
 @functools.lru_cache(maxsize=None)
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resources.files("probegen.templates"))),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
+        bytecode_cache=_template_cache(),
+        **_OPTIONS,
     )
     env.filters.update(
         c_comment=escape.c_comment,
@@ -31,4 +64,12 @@ def environment() -> jinja2.Environment:
 
 
 def render(template: str, **context) -> str:
-    return environment().get_template(template).render(**context)
+    # Rendering builds many short-lived lists and no cycles: collecting
+    # meanwhile only costs time.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return environment().get_template(template).render(**context)
+    finally:
+        if collecting:
+            gc.enable()

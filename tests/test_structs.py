@@ -281,7 +281,7 @@ def test_cache_and_unwritable_cache(binaries, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "c"))
     with DwarfTypes.open(binary) as cold:
         text = cold.render(["spdk_nvmf_subsystem"])
-    entries = list((tmp_path / "c" / "probegen").iterdir())
+    entries = list((tmp_path / "c" / "probegen" / "types").iterdir())
     assert len(entries) == 1 and cold.info.build_id in entries[0].name
     with DwarfTypes.open(binary) as warm:
         assert warm._dwarf is None  # index from the cache: no scan

@@ -1,13 +1,67 @@
-"""The probe catalog: its model and its loader."""
+"""The probe catalog: its model and its loader.
 
-from probegen.catalog.load import load_catalog, parse_catalog
+``load_catalog`` keeps each model it builds in probegen's cache, keyed by
+the catalog's bytes, its path and probegen's code. Commands that only read
+the model (verify, scripts, docs) then start without PyYAML or the loader.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import sys
+from pathlib import Path
+
+from probegen import cache
 from probegen.catalog.model import (
     Arg, Catalog, EnumDecl, Enumerator, HeaderConfig, OUTPUT_KINDS, Probe, SDT_MAX_ARGS,
 )
+from probegen.errors import InputError
 
 DEFAULT_CATALOG = "probes.yaml"
+_MODELS = "catalogs"
 
 __all__ = [
     "Arg", "Catalog", "DEFAULT_CATALOG", "EnumDecl", "Enumerator", "HeaderConfig",
-    "OUTPUT_KINDS", "Probe", "SDT_MAX_ARGS", "load_catalog", "parse_catalog",
+    "OUTPUT_KINDS", "Probe", "SDT_MAX_ARGS", "load_catalog", "read_catalog",
 ]
+
+
+def read_catalog(path: Path) -> bytes:
+    """The catalog file's bytes; InputError names what is wrong with it."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{path}: error: no such catalog file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: error: is a directory, not a catalog file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: error: cannot read: {exc.strerror}") from None
+
+
+def load_catalog(path: str | Path) -> Catalog:
+    """Read, check and model a catalog. Raises InputError or CatalogError."""
+    path = Path(path)
+    data = read_catalog(path)
+    key = hashlib.sha256(b"\0".join([
+        str(path).encode(), str(path.resolve()).encode(), sys.version.encode(),
+        cache.code_fingerprint().encode(), data,
+    ])).hexdigest()
+    catalog = _cached(key)
+    if catalog is None:
+        from probegen.catalog.load import parse_catalog
+
+        catalog = parse_catalog(data, path)  # raises on a bad catalog: nothing is cached
+        cache.write(_MODELS, key, pickle.dumps(catalog, pickle.HIGHEST_PROTOCOL))
+    return catalog
+
+
+def _cached(key: str) -> Catalog | None:
+    data = cache.read(_MODELS, key)
+    if data is None:
+        return None
+    try:
+        catalog = pickle.loads(data)
+    except Exception:  # a damaged entry is rebuilt, whatever unpickling raised
+        return None
+    return catalog if isinstance(catalog, Catalog) else None
