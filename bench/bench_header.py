@@ -9,39 +9,27 @@
    from valgrind's callgrind (target: generated == raw; the semaphore-guarded
    ticks probe costs less than SPDK's always-read one).
 
-Whole processes, best of N wall-clock runs, each pair measured in the same run.
-"cold" disables the stamp cache (YAML is loaded and jinja2 renders);
-"unchanged catalog" is what a build sees when the catalog was touched but
-not changed.
+Whole processes, each measured against its reference in the same run
+(see timing.py), in three cases: first run (no cache), catalog edited and
+catalog unchanged (see scenarios()).
 """
 
 from __future__ import annotations
 
-import os
+import itertools
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-PYTHON = sys.executable
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import PYTHON, REPO, Command, compile_probegen, env_with, race  # noqa: E402
+
 PROBEGEN = [PYTHON, "-m", "probegen"]
 TYPES = ["int", "uint64_t", "const char *", "uint16_t", "void *", "int8_t"]
-
-
-COLD = {**os.environ, "PROBEGEN_NO_CACHE": "1"}  # no stamp cache: full load and render
-
-
-def best_of(command: list[str], runs: int, env=None) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
-        times.append(time.perf_counter() - start)
-    return min(times)
+_edits = itertools.count()
 
 
 def synthetic(directory: Path, count: int) -> tuple[Path, Path]:
@@ -64,30 +52,62 @@ def synthetic(directory: Path, count: int) -> tuple[Path, Path]:
     return catalog, d_file
 
 
+def scenarios(catalog: Path, output: Path, tmp: Path) -> list[Command]:
+    """probegen header three ways:
+    - first run: no cache at all (PROBEGEN_NO_CACHE=1), templates compiled;
+    - catalog edited: the catalog's content is new each run (what a build
+      sees after an edit), probegen's cache otherwise warm;
+    - catalog unchanged: touched but not changed, the stamp cache answers.
+    """
+    edited = tmp / f"edited-{catalog.name}"
+    original = catalog.read_text()
+
+    def edit() -> None:
+        edited.write_text(f"{original}# edit {next(_edits)}\n")
+
+    edit()
+    cache_env = env_with(XDG_CACHE_HOME=str(tmp / "cache"), PROBEGEN_NO_CACHE=None)
+    return [
+        Command("first run", PROBEGEN + ["header", "-c", str(catalog), "-o", str(output)],
+                env_with(PROBEGEN_NO_CACHE="1")),
+        Command("catalog edited", PROBEGEN + ["header", "-c", str(edited), "-o", str(output)], cache_env,
+                before=edit),
+        Command("catalog unchanged", PROBEGEN + ["header", "-c", str(catalog), "-o", str(output)], cache_env),
+    ]
+
+
+def report(reference: Command, ours: list[Command], target: float, unit: str) -> None:
+    print(f"   {reference.label:28} {reference.best_ms:7.1f} ms")
+    for command in ours:
+        ratio = command.best_ms / reference.best_ms
+        verdict = "met" if ratio <= target else "MISSED"
+        print(f"   probegen, {command.label:18} {command.best_ms:7.1f} ms  {ratio:5.2f}{unit}  "
+              f"(target <= {target}{unit}: {verdict})")
+
+
 def bench_large(tmp: Path) -> None:
     dtrace = shutil.which("dtrace")
     if dtrace is None:
         print("1. skipped: SystemTap's dtrace not found (apt-get install systemtap-sdt-dev)")
         return
     catalog, d_file = synthetic(tmp, 2000)
-    command = PROBEGEN + ["header", "--catalog", str(catalog), "-o", str(tmp / "ours.h")]
-    cold = best_of(command, 5, env=COLD)
-    warm = best_of(command, 5)
-    theirs = best_of([dtrace, "-h", "-s", str(d_file), "-o", str(tmp / "theirs.h")], 5)
-    print(f"1. 2,000-probe header: dtrace -h {theirs * 1000:.0f} ms; probegen cold {cold * 1000:.0f} ms "
-          f"(ratio {cold / theirs:.2f}), unchanged catalog {warm * 1000:.0f} ms (ratio {warm / theirs:.2f}); "
-          "target <= 0.3")
+    reference = Command("dtrace -h -s (2,000 probes)", [dtrace, "-h", "-s", str(d_file), "-o", str(tmp / "theirs.h")])
+    ours = scenarios(catalog, tmp / "ours.h", tmp)
+    race([reference, *ours], rounds=7)
+    print("1. 2,000-probe header against SystemTap's dtrace -h, best of 7:")
+    report(reference, ours, 0.3, "")
 
 
 def bench_default(tmp: Path) -> None:
-    output = tmp / "usdt.h"
-    command = PROBEGEN + ["header", "--catalog", str(REPO / "probes.yaml"), "-o", str(output)]
-    baseline = best_of([PYTHON, "-c", "pass"], 20)
-    cold = best_of(command, 20, env=COLD)
-    warm = best_of(command, 20)
-    print(f"2. default catalog header: python -c pass {baseline * 1000:.1f} ms; probegen cold "
-          f"{cold * 1000:.1f} ms ({cold / baseline:.2f}x), unchanged catalog {warm * 1000:.1f} ms "
-          f"({warm / baseline:.2f}x); target <= 2.5x")
+    reference = Command("python -c pass", [PYTHON, "-c", "pass"])
+    floors = [Command(f"python -c 'import {m}'", [PYTHON, "-c", f"import {m}"]) for m in ("jinja2", "yaml, jinja2")]
+    ours = scenarios(REPO / "probes.yaml", tmp / "usdt.h", tmp)
+    race([reference, *floors, *ours], rounds=20)
+    print("2. default catalog header against python -c pass, best of 20:")
+    report(reference, ours, 2.5, "x")
+    for floor in floors:
+        print(f"   floor: {floor.label:24} {floor.best_ms:7.1f} ms  {floor.best_ms / reference.best_ms:5.2f}x "
+              "(any run that renders imports this)")
 
 
 LOOP = r"""
@@ -158,6 +178,7 @@ def bench_probe_cost(tmp: Path) -> None:
 
 
 def main() -> int:
+    compile_probegen()
     with tempfile.TemporaryDirectory(prefix="probegen-bench-") as tmp:
         tmp = Path(tmp)
         bench_large(tmp)

@@ -10,6 +10,7 @@ by build id). Target: at most 5x pahole.
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -51,8 +52,7 @@ def main() -> int:
         pahole_times, cold, warm = [], [], []
         for _ in range(RUNS):
             pahole_times.append(timed(pahole))
-            for entry in Path(cache, "probegen").glob("*"):
-                entry.unlink()
+            shutil.rmtree(Path(cache, "probegen"), ignore_errors=True)
             cold.append(timed(probegen, env))
             warm.append(timed(probegen, env))
     reference = statistics.median(pahole_times)

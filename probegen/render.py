@@ -6,10 +6,10 @@ import functools
 import gc
 import hashlib
 import os
-from importlib import resources
 
 import jinja2
 
+import probegen.templates
 from probegen import cache, escape
 
 _OPTIONS = dict(
@@ -49,7 +49,8 @@ def _template_cache() -> jinja2.BytecodeCache | None:
 @functools.lru_cache(maxsize=None)
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(resources.files("probegen.templates"))),
+        # Package data, next to the package's __init__ (see pyproject.toml).
+        loader=jinja2.FileSystemLoader(os.path.dirname(probegen.templates.__file__)),
         bytecode_cache=_template_cache(),
         **_OPTIONS,
     )

@@ -9,12 +9,10 @@ is built.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import gc
 import json
 import re
-from importlib import resources
 from pathlib import Path
 
 import yaml
@@ -43,29 +41,23 @@ _ENUMERATOR = re.compile(r"\s*(?P<name>[A-Za-z_]\w*)\s*(?:=\s*(?P<value>-?(?:0[x
 _STR = "tag:yaml.org,2002:str"
 
 
+# Tags depend only on (kind, value, implicit) since no path resolvers are
+# registered. Catalogs repeat the same types and flags thousands of times,
+# and resolving is PyYAML's slowest step; lru_cache answers repeats in C.
+_resolve = functools.lru_cache(maxsize=8192)(yaml.resolver.Resolver().resolve)
+
+
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
-    """Safe loading (libyaml's parser where PyYAML has it) whose tag
-    resolution is remembered per distinct scalar: catalogs repeat the same
-    types and flags thousands of times, and resolving is PyYAML's slowest
-    step."""
+    """Safe loading (libyaml's parser where PyYAML has it) with remembered
+    tag resolution and none of PyYAML's per-node path bookkeeping."""
 
-    def __init__(self, stream):
-        super().__init__(stream)
-        self._resolved: dict = {}
+    resolve = staticmethod(_resolve)
 
-    # No path resolvers are registered: skip PyYAML's per-node bookkeeping.
     def descend_resolver(self, current_node, current_index):
         pass
 
     def ascend_resolver(self):
         pass
-
-    def resolve(self, kind, value, implicit):
-        key = (kind, value, implicit)
-        tag = self._resolved.get(key)
-        if tag is None:
-            tag = self._resolved[key] = super().resolve(kind, value, implicit)
-        return tag
 
 
 def _compose(text: str):
@@ -77,7 +69,9 @@ def _compose(text: str):
 
 
 def load_schema() -> dict:
-    text = resources.files("probegen.catalog").joinpath(SCHEMA_FILE).read_text("utf-8")
+    # Package data sits next to the modules (importlib.resources would cost
+    # more start-up time than the whole load of a small catalog).
+    text = Path(__file__).with_name(SCHEMA_FILE).read_text("utf-8")
     return json.loads(text)
 
 
@@ -204,7 +198,9 @@ class _Builder:
             if key in known:
                 ok &= self.check(value_node, known[key], f"'{key}'")
             elif extra is False:
-                close = difflib.get_close_matches(key, known, n=1)
+                from difflib import get_close_matches  # only on this error
+
+                close = get_close_matches(key, known, n=1)
                 hint = f"; did you mean '{close[0]}'?" if close else f"; expected one of: {', '.join(known)}"
                 self.error(key_node, f"{what}: unknown key '{key}'{hint}")
                 ok = False

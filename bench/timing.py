@@ -1,0 +1,61 @@
+"""Wall-clock timing of whole processes for the benchmarks.
+
+Commands are run in turns (each once per round) so that a slow spell of a
+shared machine hits all of them alike; each keeps its best round.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+
+
+def compile_probegen() -> None:
+    """Write probegen's .pyc files first: with PYTHONDONTWRITEBYTECODE set
+    (or a read-only checkout) every run would compile it from source."""
+    subprocess.run([PYTHON, "-m", "compileall", "-q", str(REPO / "probegen"), str(REPO / "templates")],
+                   check=True, stdout=subprocess.DEVNULL)
+
+
+class Command:
+    def __init__(self, label: str, argv: list[str], env: dict | None = None, before=None):
+        self.label, self.argv, self.env, self.before = label, argv, env, before
+        self.times: list[float] = []
+
+    def run(self) -> None:
+        if self.before:
+            self.before()  # untimed set-up, e.g. editing the catalog
+        start = time.perf_counter()
+        subprocess.run(self.argv, check=True, env=self.env, stdout=subprocess.DEVNULL)
+        self.times.append(time.perf_counter() - start)
+
+    @property
+    def best_ms(self) -> float:
+        return min(self.times) * 1000
+
+
+def race(commands: list[Command], rounds: int, warmup: int = 2) -> None:
+    for _ in range(warmup):
+        for command in commands:
+            command.run()
+    for command in commands:
+        command.times.clear()
+    for _ in range(rounds):
+        for command in commands:
+            command.run()
+
+
+def env_with(**changes) -> dict:
+    env = dict(os.environ)
+    for key, value in changes.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
