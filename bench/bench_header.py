@@ -67,12 +67,14 @@ def scenarios(catalog: Path, output: Path, tmp: Path) -> list[Command]:
 
     edit()
     cache_env = env_with(XDG_CACHE_HOME=str(tmp / "cache"), PROBEGEN_NO_CACHE=None)
+    # One output each: a stamp holds only while its output is as written.
     return [
-        Command("first run", PROBEGEN + ["header", "-c", str(catalog), "-o", str(output)],
+        Command("first run", PROBEGEN + ["header", "-c", str(catalog), "-o", f"{output}.first"],
                 env_with(PROBEGEN_NO_CACHE="1")),
-        Command("catalog edited", PROBEGEN + ["header", "-c", str(edited), "-o", str(output)], cache_env,
+        Command("catalog edited", PROBEGEN + ["header", "-c", str(edited), "-o", f"{output}.edited"], cache_env,
                 before=edit),
-        Command("catalog unchanged", PROBEGEN + ["header", "-c", str(catalog), "-o", str(output)], cache_env),
+        Command("catalog unchanged", PROBEGEN + ["header", "-c", str(catalog), "-o", f"{output}.unchanged"],
+                cache_env),
     ]
 
 

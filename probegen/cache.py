@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import os
-import tempfile
 
 # Entries kept per subdirectory: each catalog edit adds one.
 KEEP = 64
@@ -44,9 +43,10 @@ def write(kind: str, name: str, data: bytes) -> None:
         return
     try:
         os.makedirs(where, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=where)
+        # Not tempfile: importing it costs more than a small command's work.
+        tmp = os.path.join(where, f".{name}.{os.getpid()}.tmp")
         try:
-            with os.fdopen(fd, "wb") as f:
+            with open(tmp, "wb") as f:
                 f.write(data)
             os.replace(tmp, os.path.join(where, name))
         except BaseException:

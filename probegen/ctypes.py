@@ -31,7 +31,8 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 def is_identifier(name: str) -> bool:
     """A C identifier that is not a C or C++ keyword."""
-    return bool(_IDENTIFIER.match(name)) and name not in C_KEYWORDS
+    # For ASCII text, Python's identifiers are C's: [A-Za-z_][A-Za-z0-9_]*.
+    return name.isascii() and name.isidentifier() and name not in C_KEYWORDS
 
 
 class Kind(enum.Enum):

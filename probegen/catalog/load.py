@@ -358,7 +358,7 @@ class _Builder:
         probes: list[Probe] = []
         if not isinstance(node, yaml.SequenceNode):
             return probes
-        names: dict[str, Location] = {}
+        names: dict[str, yaml.Node] = {}  # name -> its node, for a duplicate's message
         uppers: dict[str, str] = {}
         max_args = SDT_MAX_ARGS - (1 if arg0 else 0)
         for item in node.value:
@@ -368,12 +368,12 @@ class _Builder:
             name = self.get(fields, "name")
             named = self.keyword_check(fields.get("name"), name, "probe")
             if named and name in names:
-                self.error(fields["name"], f"duplicate probe name '{name}' (first defined at {names[name]})")
+                self.error(fields["name"], f"duplicate probe name '{name}' (first defined at {self.loc(names[name])})")
                 named = False
             elif named and name.upper() in uppers:
                 self.error(fields["name"], f"probe '{name}' and '{uppers[name.upper()]}' give the same macro name {name.upper()}")
             if named:
-                names[name] = self.loc(fields["name"])
+                names[name] = fields["name"]
                 uppers[name.upper()] = name
             group = self.get(fields, "group")
             self.keyword_check(fields.get("group"), group, "group")
@@ -417,12 +417,14 @@ class _Builder:
             max_len = self.get(fields, "max_len")
             if max_len is not None and ctype.kind is not Kind.STRING:
                 self.error(fields["max_len"], f"argument '{name}': 'max_len' applies to strings (char pointers)")
-            members = tuple(str(m) for m in self.get(fields, "members", ()) or ())
-            if members and ctype.struct_name is None:
-                self.error(fields["members"], f"argument '{name}': 'members' needs a struct or union pointer type")
-            for member_node in getattr(fields.get("members"), "value", ()):
-                if not _MEMBER_PATH.fullmatch(str(member_node.value)):
-                    self.error(member_node, f"argument '{name}': member '{member_node.value}' is not a member path like 'qid' or 'id.nsid'")
+            members = ()
+            if "members" in fields:
+                members = tuple(str(m) for m in self.get(fields, "members", ()) or ())
+                if members and ctype.struct_name is None:
+                    self.error(fields["members"], f"argument '{name}': 'members' needs a struct or union pointer type")
+                for member_node in getattr(fields["members"], "value", ()):
+                    if not _MEMBER_PATH.fullmatch(str(member_node.value)):
+                        self.error(member_node, f"argument '{name}': member '{member_node.value}' is not a member path like 'qid' or 'id.nsid'")
             args.append(Arg(
                 name=name, ctype=ctype, location=self.loc(item), doc=str(self.get(fields, "doc", "")),
                 hex=hex_, max_len=max_len if isinstance(max_len, int) else None, members=members,

@@ -12,12 +12,15 @@ Knows nothing of catalogs: it reports what the binary holds.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from probegen.elf.argspec import ArgSpecError, NoteArg, parse_args
 from probegen.errors import InputError
+
+_NAME = re.compile(r"[A-Za-z0-9_]+\Z")  # provider and probe names in a note
 
 NOTE_SECTION = ".note.stapsdt"
 BASE_SECTION = ".stapsdt.base"
@@ -197,7 +200,7 @@ def _decode(note, elf, shown: str, stapsdt_base: int | None) -> tuple[str, str, 
         raise ElfError(shown, f"{where}: provider, name and arguments are not three NUL-terminated strings")
     provider, name, args_text = (_text(s, shown, where, what) for s, what in zip(strings, ("provider", "name", "arguments")))
     for value, what in ((provider, "provider"), (name, "name")):
-        if not value or not all(c.isalnum() or c == "_" for c in value):
+        if not _NAME.match(value):
             raise ElfError(shown, f"{where}: {what} {value!r} is not a C identifier")
     # Prelinking moves sections but not the addresses inside notes; tracers
     # shift pc (and the semaphore) by how far .stapsdt.base moved.
