@@ -11,6 +11,9 @@ The rules, for the catalog's provider:
 - each argument's size and sign are the declared C type's, at every site;
 - with arg0, a ticks probe's arg0 is the 8-byte clock, another's the 0;
 - with semaphores in the header, every site has one.
+
+``verify_absent`` checks the opposite, for a build configured without USDT:
+no probe of the provider is in the binaries.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     probes_checked: int = 0
     sites_checked: int = 0
+    expect_none: bool = False  # the build should carry no probe of the provider
 
     @property
     def ok(self) -> bool:
@@ -53,6 +57,8 @@ class Report:
         count = len(self.findings)
         nbin = len(self.binaries)
         files = f"{nbin} binar{'y' if nbin == 1 else 'ies'}"
+        if not count and self.expect_none:
+            return f"verify: OK, no probe of provider '{self.catalog.provider}' in {files}, as expected"
         if not count:
             return f"verify: OK, {self.probes_checked} probes checked ({self.sites_checked} sites in {files})"
         return (f"verify: {count} finding{'s' if count != 1 else ''} in {files} "
@@ -156,6 +162,25 @@ def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bo
                     f"the catalog {catalog_path}: document it there (or pass --allow-extra)",
                     "undocumented-probe", name, binary.path,
                 ))
+    report.findings.sort(key=lambda f: (f.location, f.message))
+    return report
+
+
+def verify_absent(catalog: Catalog, binaries: list[Binary]) -> Report:
+    """Every probe of the catalog's provider found in the binaries, as a
+    finding: the build was meant to have USDT off."""
+    report = Report(catalog, list(binaries), expect_none=True)
+    for name, occurrences in _group(binaries, catalog.provider).items():
+        for binary, bprobe in occurrences:
+            report.sites_checked += len(bprobe.sites)
+            report.findings.append(Finding(
+                Location(binary.path),
+                f"probe '{catalog.provider}:{name}' is in the binary (site {_hex(bprobe.sites[0].address)}"
+                f"{f' and {len(bprobe.sites) - 1} more' if len(bprobe.sites) > 1 else ''}), but this build "
+                f"should have USDT off ({catalog.header.enable_macro} not defined)",
+                "unexpected-probe", name, binary.path,
+            ))
+    report.probes_checked = len(catalog.probes)
     report.findings.sort(key=lambda f: (f.location, f.message))
     return report
 

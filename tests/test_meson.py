@@ -71,7 +71,9 @@ def test_usdt_disabled_compiles_probes_out_and_meson_test_checks_none(project):
     for binary in binaries(build_dir):
         assert usdt_probes(binary) == set()
     result = meson_test(build_dir)
-    assert "no probes" in result.stdout and "Fail:              0" in result.stdout
+    assert ":probes" in result.stdout and "Fail:              0" in result.stdout
+    log = (build_dir / "meson-logs" / "testlog.txt").read_text()
+    assert "--expect-none" in log and "no probe of provider 'counter' in 2 binaries, as expected" in log
     assert "#undef COUNTER_CONFIG_USDT" in (build_dir / "counter_config.h").read_text()
 
 

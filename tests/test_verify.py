@@ -128,6 +128,21 @@ def test_no_usdt_build(work, capsys):
     assert "./configure --with-usdt" in first
 
 
+def test_expect_none(work, capsys):
+    """A build configured without USDT passes --expect-none; one with probes
+    fails it, one finding per probe, and the JSON says which check."""
+    code, out, _ = run_cli(capsys, "verify", "--expect-none", "-c", work["catalog"], work["bins"]["nousdt"])
+    assert (code, out.strip()) == (0, "verify: OK, no probe of provider 'pgtest' in 1 binary, as expected")
+    good = work["bins"]["good"]
+    code, out, _ = run_cli(capsys, "verify", "--expect-none", "-c", work["catalog"], good)
+    lines = out.splitlines()
+    assert code == 1 and len(lines) == 4 and lines[-1] == "verify: 3 findings in 1 binary (3 probes checked)"
+    assert all(line.startswith(f"{good}: error: probe 'pgtest:") and "should have USDT off (PGTEST_USDT not defined)"
+               in line for line in lines[:-1])
+    code, out, _ = run_cli(capsys, "verify", "--expect-none", "--format", "json", "-c", work["catalog"], good)
+    assert code == 1 and {f["check"] for f in json.loads(out)["findings"]} == {"unexpected-probe"}
+
+
 def test_missing_semaphores(work):
     findings = verify(work, "nosem").findings
     assert {f.check for f in findings} == {"semaphore"} and len(findings) == 3

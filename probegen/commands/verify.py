@@ -24,6 +24,9 @@ def configure(parser):
                         "RPATH/RUNPATH and --lib-dir)")
     parser.add_argument("--lib-dir", action="append", default=[], metavar="DIR",
                         help="directory to search for needed libraries with --follow (repeatable)")
+    parser.add_argument("--expect-none", action="store_true",
+                        help="check a build configured without USDT: any probe of the catalog's provider "
+                        "in the binaries is a finding")
     parser.add_argument("--format", choices=("text", "json", "junit"), default="text",
                         help="text (default), json, or junit XML for CI")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the json/junit report here instead of stdout")
@@ -34,7 +37,7 @@ def run(args) -> int:
 
     from probegen.catalog import load_catalog
     from probegen.elf import ElfError, read_binary, resolve_dependencies
-    from probegen.verify import report_json, report_junit, verify_binaries
+    from probegen.verify import report_json, report_junit, verify_absent, verify_binaries
 
     catalog = load_catalog(args.catalog)
     binaries, errors, followed, unresolved = [], [], set(), []
@@ -72,7 +75,10 @@ def run(args) -> int:
                     print(f"{path}: note: needed library {name} not found in RPATH/RUNPATH or --lib-dir; "
                           "its probes are not checked", file=sys.stderr)
 
-    report = verify_binaries(catalog, binaries, allow_extra=args.allow_extra, followed=frozenset(followed))
+    if args.expect_none:
+        report = verify_absent(catalog, binaries)
+    else:
+        report = verify_binaries(catalog, binaries, allow_extra=args.allow_extra, followed=frozenset(followed))
     if args.format == "text":
         for finding in report.findings:
             print(finding)
