@@ -4,7 +4,8 @@ It lives in $XDG_CACHE_HOME/probegen (default ~/.cache/probegen), one
 subdirectory per kind of entry (stamps, catalog models, compiled
 templates, type indexes). Everything in it can be rebuilt, so a cache
 that cannot be read or written only costs time, and PROBEGEN_NO_CACHE=1
-turns all of it off.
+turns all of it off. Catalog models are stored pickled, so the directory
+must be writable only by its user (as ~/.cache is).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def write(kind: str, name: str, data: bytes) -> None:
     if where is None:
         return
     try:
-        os.makedirs(where, exist_ok=True)
+        os.makedirs(where, mode=0o700, exist_ok=True)
         # Not tempfile: importing it costs more than a small command's work.
         tmp = os.path.join(where, f".{name}.{os.getpid()}.tmp")
         try:

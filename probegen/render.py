@@ -39,7 +39,7 @@ def _template_cache() -> jinja2.BytecodeCache | None:
     if where is None:
         return None
     try:
-        os.makedirs(where, exist_ok=True)
+        os.makedirs(where, mode=0o700, exist_ok=True)
     except OSError:
         return None
     shape = hashlib.sha256(f"{jinja2.__version__} {sorted(_OPTIONS.items(), key=str)}".encode()).hexdigest()[:16]
