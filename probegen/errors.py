@@ -39,6 +39,20 @@ class InputError(Exception):
     exit_code = 2
 
 
+def read_input(path, what: str) -> bytes:
+    """The bytes of a file the user named; InputError says what is wrong,
+    calling the file a ``what`` (e.g. "catalog file", "script")."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise InputError(f"{path}: error: no such {what}") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: error: is a directory, not a {what}") from None
+    except OSError as exc:
+        raise InputError(f"{path}: error: cannot read: {exc.strerror}") from None
+
+
 class CatalogError(InputError):
     """A catalog with one or more problems, all of them reported at once."""
 

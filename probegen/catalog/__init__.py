@@ -16,33 +16,21 @@ from probegen import cache
 from probegen.catalog.model import (
     Arg, Catalog, EnumDecl, Enumerator, HeaderConfig, OUTPUT_KINDS, Probe, SDT_MAX_ARGS,
 )
-from probegen.errors import InputError
+from probegen.errors import read_input
 
 DEFAULT_CATALOG = "probes.yaml"
 _MODELS = "catalogs"
 
 __all__ = [
     "Arg", "Catalog", "DEFAULT_CATALOG", "EnumDecl", "Enumerator", "HeaderConfig",
-    "OUTPUT_KINDS", "Probe", "SDT_MAX_ARGS", "load_catalog", "read_catalog",
+    "OUTPUT_KINDS", "Probe", "SDT_MAX_ARGS", "load_catalog",
 ]
-
-
-def read_catalog(path: Path) -> bytes:
-    """The catalog file's bytes; InputError names what is wrong with it."""
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{path}: error: no such catalog file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: error: is a directory, not a catalog file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: error: cannot read: {exc.strerror}") from None
 
 
 def load_catalog(path: str | Path) -> Catalog:
     """Read, check and model a catalog. Raises InputError or CatalogError."""
     path = Path(path)
-    data = read_catalog(path)
+    data = read_input(path, "catalog file")
     key = hashlib.sha256(b"\0".join([
         str(path).encode(), str(path.resolve()).encode(), sys.version.encode(),
         cache.code_fingerprint().encode(), data,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from probegen.catalog.model import Catalog
-from probegen.errors import Diagnostic, InputError
+from probegen.errors import Diagnostic, InputError, read_input
 from probegen.lint.checker import check_script
 from probegen.lint.lexer import ScriptSyntaxError
 from probegen.lint.parser import parse
@@ -27,14 +27,7 @@ def lint_text(text: str, path: str, catalog: Catalog, types=None,
 def lint_file(path: str | Path, catalog: Catalog, types=None,
               types_name: str = "the binary") -> list[Diagnostic]:
     shown = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{shown}: error: no such script") from None
-    except IsADirectoryError:
-        raise InputError(f"{shown}: error: is a directory, not a script") from None
-    except OSError as exc:
-        raise InputError(f"{shown}: error: cannot read: {exc.strerror}") from None
+    data = read_input(path, "script")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
