@@ -192,7 +192,7 @@ class CType:
 
     def declare(self, name: str) -> str:
         """A C declaration of a variable ``name`` of this type."""
-        match = _FUNCTION_POINTER.match(self.spelling)
+        match = "(" in self.spelling and _FUNCTION_POINTER.match(self.spelling)
         if match:
             return f"{match['ret'].rstrip()} (*{name})({match['params']})"
         if self.spelling.endswith("*"):
@@ -319,8 +319,8 @@ _DEFINING_HEADER = {
 def system_headers(ctypes) -> list[str]:
     """System headers that declare the types used (sorted, no duplicates)."""
     needed = set()
-    for ctype in ctypes:
-        for word in _TOKEN.findall(ctype.spelling):
+    for spelling in {ctype.spelling for ctype in ctypes}:
+        for word in _TOKEN.findall(spelling):
             if word in _DEFINING_HEADER:
                 needed.add(_DEFINING_HEADER[word])
     return sorted(needed)

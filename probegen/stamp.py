@@ -35,6 +35,10 @@ def stamp(*parts: str | bytes) -> str:
     return h.hexdigest()
 
 
+def enabled() -> bool:
+    return cache.directory(KIND) is not None
+
+
 def is_fresh(key: str) -> bool:
     """True when every output recorded for this stamp is still as written."""
     data = cache.read(KIND, key)

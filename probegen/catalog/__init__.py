@@ -31,15 +31,19 @@ def load_catalog(path: str | Path) -> Catalog:
     """Read, check and model a catalog. Raises InputError or CatalogError."""
     path = Path(path)
     data = read_input(path, "catalog file")
-    key = hashlib.sha256(b"\0".join([
-        str(path).encode(), str(path.resolve()).encode(), sys.version.encode(),
-        cache.code_fingerprint().encode(), data,
-    ])).hexdigest()
-    catalog = _cached(key)
-    if catalog is None:
-        from probegen.catalog.load import parse_catalog
+    caching = cache.directory(_MODELS) is not None
+    if caching:
+        key = hashlib.sha256(b"\0".join([
+            str(path).encode(), str(path.resolve()).encode(), sys.version.encode(),
+            cache.code_fingerprint().encode(), data,
+        ])).hexdigest()
+        catalog = _cached(key)
+        if catalog is not None:
+            return catalog
+    from probegen.catalog.load import parse_catalog
 
-        catalog = parse_catalog(data, path)  # raises on a bad catalog: nothing is cached
+    catalog = parse_catalog(data, path)  # raises on a bad catalog: nothing is cached
+    if caching:
         cache.write(_MODELS, key, pickle.dumps(catalog, pickle.HIGHEST_PROTOCOL))
     return catalog
 

@@ -2,7 +2,7 @@
 
 PyYAML composes the file into nodes, which keep line and column. The
 structure is checked against the shipped JSON Schema (the same file editors
-use) by a small walker over those nodes, so each message has a position;
+use) by schema_walk over those nodes, so each message has a position;
 the meaning (C names, types, counts, duplicates) is checked while the model
 is built.
 """
@@ -20,20 +20,11 @@ import yaml
 from probegen.catalog.model import (
     Arg, Catalog, EnumDecl, Enumerator, HeaderConfig, Probe, SDT_MAX_ARGS,
 )
+from probegen.catalog.schema_walk import SchemaWalker
 from probegen.ctypes import C_KEYWORDS, CTypeError, Kind, is_identifier, parse_ctype
 from probegen.errors import CatalogError, Diagnostic, InputError, Location
 
 SCHEMA_FILE = "catalog.schema.json"
-_YAML_TYPES = {
-    "tag:yaml.org,2002:str": "string",
-    "tag:yaml.org,2002:int": "integer",
-    "tag:yaml.org,2002:bool": "boolean",
-    "tag:yaml.org,2002:float": "number",
-    "tag:yaml.org,2002:null": "null",
-}
-# What one item of each list is called in messages.
-_ITEM_NOUNS = {"probes": "probe", "args": "argument", "enums": "enum", "enumerators": "enumerator",
-               "includes": "include", "members": "member"}
 _MEMBER_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*|->[A-Za-z_]\w*)*")
 _ENUMERATOR = re.compile(r"\s*(?P<name>[A-Za-z_]\w*)\s*(?:=\s*(?P<value>-?(?:0[xX][0-9a-fA-F]+|[0-9]+))\s*)?\Z")
 
@@ -127,6 +118,7 @@ class _Builder:
         self.diagnostics: list[Diagnostic] = []
         self._constructor = yaml.SafeLoader("")
         self._ctypes: dict = {}  # spelling -> CType: catalogs repeat a few types
+        self._structure = SchemaWalker(self.error, self.scalar)
 
     # -- positions and messages -------------------------------------------
 
@@ -135,82 +127,6 @@ class _Builder:
 
     def error(self, node: yaml.Node, message: str) -> None:
         self.diagnostics.append(Diagnostic(self.loc(node), message))
-
-    # -- structure, from the JSON Schema ------------------------------------
-
-    def check(self, node: yaml.Node, schema: dict, what: str) -> bool:
-        """Check node against a schema fragment; False if it is unusable."""
-        expected = schema.get("type")
-        if expected == "object":
-            if not isinstance(node, yaml.MappingNode):
-                self.error(node, f"{what}: expected a mapping")
-                return False
-            return self._check_mapping(node, schema, what)
-        if expected == "array":
-            if not isinstance(node, yaml.SequenceNode):
-                self.error(node, f"{what}: expected a list")
-                return False
-            ok = True
-            if len(node.value) < schema.get("minItems", 0):
-                self.error(node, f"{what}: expected at least {schema['minItems']} item(s), found none")
-                ok = False
-            noun = _ITEM_NOUNS.get(what.strip("'"), what)
-            for item in node.value:
-                ok &= self.check(item, schema.get("items", {}), noun)
-            return ok
-        if expected is None:
-            return True
-        actual = _YAML_TYPES.get(node.tag) if isinstance(node, yaml.ScalarNode) else None
-        if actual != expected:
-            shown = {"string": "a string", "boolean": "true or false", "integer": "an integer"}[expected]
-            found = f"'{node.value}'" if isinstance(node, yaml.ScalarNode) else (
-                "a mapping" if isinstance(node, yaml.MappingNode) else "a list")
-            self.error(node, f"{what}: expected {shown}, found {found}")
-            return False
-        if "pattern" not in schema and "minimum" not in schema and "maximum" not in schema:
-            return True
-        value = self.scalar(node)
-        if "pattern" in schema and not _pattern(schema["pattern"]).search(value):
-            self.error(node, f"{what}: '{value}' is not a C identifier" if "A-Za-z_" in schema["pattern"]
-                       else f"{what}: '{value}' is not of the form {schema['pattern']}")
-            return False
-        if "minimum" in schema and value < schema["minimum"] or "maximum" in schema and value > schema["maximum"]:
-            self.error(node, f"{what}: {value} is out of range {schema.get('minimum')}..{schema.get('maximum')}")
-            return False
-        return True
-
-    def _check_mapping(self, node: yaml.MappingNode, schema: dict, what: str) -> bool:
-        known = schema.get("properties", {})
-        extra = schema.get("additionalProperties", True)
-        seen: set[str] = set()
-        ok = True
-        for key_node, value_node in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-            if key is None:
-                self.error(key_node, f"{what}: keys must be plain names")
-                ok = False
-                continue
-            if key in seen:
-                self.error(key_node, f"{what}: duplicate key '{key}'")
-                ok = False
-                continue
-            seen.add(key)
-            if key in known:
-                ok &= self.check(value_node, known[key], f"'{key}'")
-            elif extra is False:
-                from difflib import get_close_matches  # only on this error
-
-                close = get_close_matches(key, known, n=1)
-                hint = f"; did you mean '{close[0]}'?" if close else f"; expected one of: {', '.join(known)}"
-                self.error(key_node, f"{what}: unknown key '{key}'{hint}")
-                ok = False
-            elif isinstance(extra, dict):
-                ok &= self.check(value_node, extra, f"'{key}'")
-        for required in schema.get("required", ()):
-            if required not in seen:
-                self.error(node, f"{what}: missing required key '{required}'")
-                ok = False
-        return ok
 
     def scalar(self, node: yaml.ScalarNode):
         if node.tag == _STR:
@@ -238,12 +154,13 @@ class _Builder:
     # -- the model -------------------------------------------------------------
 
     def build(self, root: yaml.Node) -> Catalog | None:
-        if not self.check(root, {"type": "object"}, "catalog"):
+        if not isinstance(root, yaml.MappingNode):
+            self.error(root, "catalog: expected a mapping")
             return None
         top_schema = self.schema["properties"]
         top = self.fields(root)
         # Check every part, even when another part is broken, to report all.
-        structure_ok = self._check_mapping(root, self.schema, "catalog")
+        structure_ok = self._structure.check(root, self.schema, "catalog")
         if not structure_ok and not all(
             k in top and isinstance(top[k], (yaml.ScalarNode, yaml.SequenceNode)) for k in ("provider", "probes")
         ):
@@ -441,11 +358,6 @@ class _Builder:
                         f"argument '{arg.name}' of '{probe.name}' is 'enum {arg.ctype.enum_name}', "
                         "which is not declared under 'enums:' (scripts print enums by name)",
                     ))
-
-
-@functools.lru_cache(maxsize=None)
-def _pattern(text: str) -> re.Pattern:
-    return re.compile(text)
 
 
 def _is_bool(node) -> bool:

@@ -54,6 +54,8 @@ def run(args) -> int:
 
 
 def _stamp(args) -> str | None:
+    if not stamp.enabled():
+        return None
     try:
         with open(args.catalog, "rb") as f:
             catalog = f.read()

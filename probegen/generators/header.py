@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,36 +35,40 @@ class ProbeMacros:
 
 def context(catalog: Catalog) -> dict:
     header = catalog.header
+    provider = catalog.provider
+    offset = catalog.arg_offset
     probes = []
     for probe in catalog.probes:
         macro = f"{header.typed_prefix}_{probe.upper}"
-        semaphore = f"{catalog.provider}_{probe.name}_semaphore"
+        semaphore = f"{provider}_{probe.name}_semaphore"
         locals_ = [f"_pg_{arg.name}" for arg in probe.args]
         passed = list(locals_)
         if catalog.arg0:
             passed.insert(0, f"(uint64_t)({header.clock})" if probe.ticks else "0")
         sdt_macro = f"DTRACE_PROBE{len(passed)}" if passed else "DTRACE_PROBE"
+        params = [arg.name for arg in probe.args]
         # A parameter named like a word of the expansion (an argument named
         # after its enum tag, the provider, the clock) would be substituted
         # there too; such parameters get a trailing underscore.
-        taken = set(_IDENTIFIER.findall(" ".join(
-            [catalog.provider, probe.name, semaphore, sdt_macro, macro, *passed[:1],
-             *(arg.ctype.spelling for arg in probe.args)])))
-        params = []
+        taken = {provider, probe.name, semaphore, sdt_macro, macro}
+        if passed:
+            taken.update(_words(passed[0]))
         for arg in probe.args:
-            param = arg.name
-            while param in taken:
-                param += "_"
-            params.append(param)
+            taken.update(_words(arg.ctype.spelling))
+        if not taken.isdisjoint(params):
+            for i, param in enumerate(params):
+                while param in taken:
+                    param += "_"
+                params[i] = param
         probes.append(ProbeMacros(
             probe=probe,
             macro=macro,
             params=", ".join(params),
-            args=list(enumerate(probe.args, catalog.arg_offset)),
+            args=list(enumerate(probe.args, offset)),
             locals=[(arg.ctype.declare(local), param, local)
                     for arg, local, param in zip(probe.args, locals_, params)],
             semaphore=semaphore,
-            sdt_call=f"{sdt_macro}({', '.join([catalog.provider, probe.name, *passed])})",
+            sdt_call=f"{sdt_macro}({', '.join([provider, probe.name, *passed])})",
             guarded=probe.ticks and catalog.arg0 and header.semaphores,
         ))
     catalog_name = catalog.path.name
@@ -76,6 +81,11 @@ def context(catalog: Catalog) -> dict:
         "system_headers": sorted({"stdint.h", *system_headers(a.ctype for p in catalog.probes for a in p.args)}),
         "compat_arities": range(1, catalog.max_args + 1),
     }
+
+
+@functools.lru_cache(maxsize=None)
+def _words(text: str) -> frozenset[str]:
+    return frozenset(_IDENTIFIER.findall(text))
 
 
 def render_header(catalog: Catalog) -> str:
