@@ -146,6 +146,15 @@ class CType:
         """The type as the catalog wrote it (a typedef name, or the C type)."""
         return self.alias or self.spelling
 
+    @property
+    def pointee(self) -> str | None:
+        """"struct NAME" or "union NAME" for a pointer to one: what scripts
+        cast the pointer to."""
+        if self.struct_name is None:
+            return None
+        keyword = "union" if "union" in self.spelling.split() else "struct"
+        return f"{keyword} {self.struct_name}"
+
     def size_on(self, pointer_size: int = 8) -> int:
         """Size in bytes on a target with this pointer size."""
         return pointer_size if self.pointer_sized else self.size

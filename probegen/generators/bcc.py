@@ -40,7 +40,9 @@ class EventField:
 
 def _bcc_type(field: Field) -> str:
     if field.style is Style.ENUM:
-        return "s32" if field.enum.signed else "u32"
+        # The enum's own width: a packed enum member is 1 byte, and reading
+        # 4 would take the next members' bytes into the value.
+        return f"{'s' if field.enum.signed else 'u'}{field.size * 8}"
     if field.style in (Style.POINTER, Style.STRING):
         return "u64"
     return field.ctype.bcc_type
@@ -50,8 +52,18 @@ def _read(field: Field, member: str) -> str:
     """C statements reading the field into ev->member."""
     arg = field.index + 1  # bpf_usdt_readarg counts from 1
     if field.is_member:
-        access = f"((struct {field.struct} *)ptr)->{field.member}"
-        if field.style is Style.STRING:
+        access = f"(({field.struct} *)ptr)->{field.member}"
+        if field.style is Style.STRING and field.ctype.pointer_sized:
+            # A char pointer member: read the pointer, then the string it
+            # points to (BPF cannot dereference a user pointer itself).
+            copy = (f"u64 str = 0; bpf_probe_read_user(&str, sizeof(str), &{access}); "
+                    f"if (bpf_probe_read_user_str(ev->{member}, sizeof(ev->{member}), (void *)str) < 0) ev->{member}[0] = 0;")
+        elif field.style is Style.STRING and field.ctype.size > 0:
+            # A char array: its bytes exactly (a string read could run past
+            # an array with no NUL), then the NUL the event has room for.
+            copy = (f"if (bpf_probe_read_user(ev->{member}, {field.max_len}, {access}) < 0) ev->{member}[0] = 0; "
+                    f"ev->{member}[{field.max_len}] = 0;")
+        elif field.style is Style.STRING:  # a flexible char array: a bounded string read
             copy = f"if (bpf_probe_read_user_str(ev->{member}, sizeof(ev->{member}), {access}) < 0) ev->{member}[0] = 0;"
         else:
             copy = f"if (bpf_probe_read_user(&ev->{member}, sizeof(ev->{member}), &{access}) < 0) ev->{member} = 0;"

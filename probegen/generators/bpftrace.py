@@ -56,12 +56,36 @@ def _readable(field: Field) -> bool:
     return field.index <= MAX_ARG_INDEX
 
 
+def _pointer_variable(field: Field) -> str:
+    """The variable holding a member field's struct pointer."""
+    return f"$pg_arg{field.index}"
+
+
 def _value(field: Field) -> str:
     """bpftrace expression of the field's value."""
-    arg = f"arg{field.index}"
     if field.is_member:
-        return f"((struct {field.struct} *){arg})->{field.member}"
-    return arg
+        value = f"{_pointer_variable(field)}->{field.member}"
+        if field.style is Style.ENUM and field.signed and field.size < 8:
+            # bpftrace 0.17 reads an enum member as unsigned: -2 would be
+            # 4294967294, a key no name is stored under.
+            return f"(int{field.size * 8}){value}"
+        return value
+    return f"arg{field.index}"
+
+
+def pointer_variables(line: ProbeLine) -> list[str]:
+    """Statements giving each struct pointer whose members the probe prints
+    a variable, read from its argument once. Reading the argument again in
+    every member access (and in every printf branch of enum names) lets
+    LLVM share one ctx + offset address that the verifier then refuses
+    ("dereference of modified ctx ptr") when bpftrace 0.17 loads the script."""
+    statements = {}
+    for field in line.fields:
+        if field.is_member and _readable(field):
+            statements.setdefault(
+                field.index, f"{_pointer_variable(field)} = ({field.struct} *)arg{field.index};"
+            )
+    return list(statements.values())
 
 
 def _piece(field: Field, known: bool | None, strlen: int) -> tuple[str, list[str]]:
@@ -72,7 +96,7 @@ def _piece(field: Field, known: bool | None, strlen: int) -> tuple[str, list[str
     value = _value(field)
     style = field.style
     if style is Style.STRING:
-        if field.is_member:  # a char array member: bpftrace reads it as a string
+        if _is_char_array(field):  # bpftrace reads a char array member as a string
             return label + "%s", [value]
         return label + "%s", [f"str({value}, {min(field.max_len, strlen - 1)})"]
     if style is Style.POINTER:
@@ -123,8 +147,14 @@ def script_strlen(lines: list[ProbeLine]) -> int:
     return max(DEFAULT_STRLEN, min(wanted, limit))
 
 
+def _is_char_array(field: Field) -> bool:
+    """A char array member, which bpftrace prints with %s as it is; a char
+    pointer (argument or member) is read with str()."""
+    return field.is_member and not field.ctype.pointer_sized
+
+
 def _reads_string(field: Field) -> bool:
-    return field.style is Style.STRING and not field.is_member and _readable(field)
+    return field.style is Style.STRING and not _is_char_array(field) and _readable(field)
 
 
 def render_script(catalog: Catalog, group: str, probes, types: TypeSource | None = None) -> str:
@@ -135,7 +165,8 @@ def render_script(catalog: Catalog, group: str, probes, types: TypeSource | None
         TEMPLATE,
         catalog=catalog,
         group=group,
-        lines=[{"line": l, "printfs": printfs(l, strlen), "unreadable": _unreadable(l)} for l in lines],
+        lines=[{"line": l, "printfs": printfs(l, strlen), "unreadable": _unreadable(l),
+                "variables": pointer_variables(l)} for l in lines],
         enums=[
             {"name_map": name_map(t.name), "known_map": known_map(t.name),
              "names": [(v, c_string(n)) for v, n in t.names]}

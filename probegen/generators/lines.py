@@ -60,7 +60,7 @@ class Field:
     ctype: CType  # the value's type (the member's, for a member field)
     max_len: int = DEFAULT_MAX_LEN  # most characters a string prints
     enum: EnumTable | None = None
-    struct: str | None = None  # a member field: the struct the pointer points to
+    struct: str | None = None  # a member field: what the pointer points to, "struct NAME" or "union NAME"
     member: str | None = None  # ... and the member path in it
 
     @property
@@ -134,9 +134,12 @@ def arg_fields(catalog: Catalog, probe: Probe, arg: Arg, types: TypeSource | Non
     if types is not None:
         for member in arg.members:
             ctype = types.member_ctype(arg.ctype.struct_name, member)
+            # bpftrace prints a char array member whole (up to its NUL):
+            # the BCC tool must not cut it shorter.
+            array = ctype.kind is Kind.STRING and not ctype.pointer_sized and ctype.size > 0
             fields.append(_field(
                 catalog, f"{arg.name}->{member}", ctype, index, types=types,
-                struct=arg.ctype.struct_name, member=member,
+                max_len=ctype.size if array else None, struct=arg.ctype.pointee, member=member,
             ))
     return fields
 
