@@ -112,6 +112,10 @@ def test_catalog_points_editors_at_the_schema():
     (GOOD.replace("{name: n, type: int}", "{name: n, type: int, max_len: 8}"), ["'max_len' applies to strings"]),
     (GOOD.replace("{name: n, type: int}", "{name: n, type: int, hex: yes please}"), ["'hex': expected true or false, found 'yes please'"]),
     (GOOD.replace("{name: n, type: int}", "{name: who, type: int}"), ["duplicate argument name 'who'"]),
+    (GOOD.replace("{name: n, type: int}", "{name: n, type: struct q *, members: [id.nsid, dev->name]}"),
+     ["probes.yaml:8:56: error: argument 'n': member 'dev->name' is not a member path like 'qid' or 'id.nsid'"]),
+    (GOOD.replace("{name: n, type: int}", "{name: n, type: int, members: [qid]}"),
+     ["'members' needs a struct or union pointer type"]),
 ])
 def test_bad_catalog_messages(tmp_path, text, expected):
     path = write(tmp_path, text)

@@ -25,7 +25,9 @@ from probegen.ctypes import C_KEYWORDS, CTypeError, Kind, is_identifier, parse_c
 from probegen.errors import CatalogError, Diagnostic, InputError, Location
 
 SCHEMA_FILE = "catalog.schema.json"
-_MEMBER_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*|->[A-Za-z_]\w*)*")
+# Members of the struct itself, through nested and anonymous members; not
+# through pointers ("->"), which the scripts would have to read again.
+_MEMBER_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _ENUMERATOR = re.compile(r"\s*(?P<name>[A-Za-z_]\w*)\s*(?:=\s*(?P<value>-?(?:0[xX][0-9a-fA-F]+|[0-9]+))\s*)?\Z")
 
 
