@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import gc
 import hashlib
 import os
 
@@ -11,6 +10,7 @@ import jinja2
 
 import probegen.templates
 from probegen import cache, escape
+from probegen.gcpause import gc_paused
 
 _OPTIONS = dict(
     undefined=jinja2.StrictUndefined,
@@ -67,10 +67,5 @@ def environment() -> jinja2.Environment:
 def render(template: str, **context) -> str:
     # Rendering builds many short-lived lists and no cycles: collecting
     # meanwhile only costs time.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return environment().get_template(template).render(**context)
-    finally:
-        if collecting:
-            gc.enable()

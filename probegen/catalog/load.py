@@ -10,7 +10,6 @@ is built.
 from __future__ import annotations
 
 import functools
-import gc
 import json
 import re
 from pathlib import Path
@@ -23,6 +22,7 @@ from probegen.catalog.model import (
 from probegen.catalog.schema_walk import SchemaWalker
 from probegen.ctypes import C_KEYWORDS, CTypeError, Kind, is_identifier, parse_ctype
 from probegen.errors import CatalogError, Diagnostic, InputError, Location
+from probegen.gcpause import gc_paused
 
 SCHEMA_FILE = "catalog.schema.json"
 # Members of the struct itself, through nested and anonymous members; not
@@ -83,13 +83,8 @@ def parse_catalog(data: bytes, path: Path) -> Catalog:
         )]) from None
     # The node tree is large and acyclic: collecting while it grows only
     # costs time (half the load of a 2,000-probe catalog).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return _parse_text(text, shown, path)
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _parse_text(text: str, shown: str, path: Path) -> Catalog:

@@ -9,6 +9,7 @@ import os
 import sys
 
 from probegen import depfile, stamp
+from probegen.gcpause import gc_paused
 from probegen.cli import add_catalog_argument
 
 HELP = "generate the C header of probe macros"
@@ -27,7 +28,12 @@ def run(args) -> int:
     key = None if args.output == "-" else _stamp(args)
     if key and stamp.is_fresh(key):
         return 0  # same inputs, outputs untouched since: nothing to do
+    # Imports, loading and rendering: bulk work with no cycles to collect.
+    with gc_paused():
+        return _generate(args, key)
 
+
+def _generate(args, key: str | None) -> int:
     from probegen.catalog import load_catalog
     from probegen.errors import InputError
     from probegen.generators.header import TEMPLATE, render_header
