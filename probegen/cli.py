@@ -54,7 +54,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    if argv is None:  # probegen is the program: the process ends with the command
+        from probegen.gcpause import process_ends_after_command
+
+        process_ends_after_command()
+        argv = sys.argv[1:]
     command = next((a for a in argv if not a.startswith("-")), None)
     args = build_parser(command if command in COMMANDS else None).parse_args(argv)
     try:
