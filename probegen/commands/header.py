@@ -9,8 +9,8 @@ import os
 import sys
 
 from probegen import depfile, stamp
-from probegen.gcpause import gc_paused
 from probegen.cli import add_catalog_argument
+from probegen.gcpause import gc_paused
 
 HELP = "generate the C header of probe macros"
 
