@@ -17,8 +17,11 @@ from pathlib import Path
 import yaml
 
 from probegen.catalog.model import (
-    Arg, Catalog, EnumDecl, Enumerator, HeaderConfig, Probe, SDT_MAX_ARGS,
+    MAX_NAMED_ENUMS, Arg, Catalog, EnumDecl, Enumerator, HeaderConfig, Probe, SDT_MAX_ARGS,
 )
+from probegen.catalog import constants
+from probegen.catalog.names import BPFTRACE_KEYWORDS, problems as name_problems
+from probegen.catalog.outputs import check_output_paths
 from probegen.catalog.schema_walk import SchemaWalker
 from probegen.ctypes import C_KEYWORDS, CTypeError, Kind, is_identifier, parse_ctype
 from probegen.errors import CatalogError, Diagnostic, InputError, Location
@@ -28,7 +31,8 @@ SCHEMA_FILE = "catalog.schema.json"
 # Members of the struct itself, through nested and anonymous members; not
 # through pointers ("->"), which the scripts would have to read again.
 _MEMBER_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
-_ENUMERATOR = re.compile(r"\s*(?P<name>[A-Za-z_]\w*)\s*(?:=\s*(?P<value>-?(?:0[xX][0-9a-fA-F]+|[0-9]+))\s*)?\Z")
+# NAME or NAME = VALUE; the value is read as C reads an integer constant.
+_ENUMERATOR = re.compile(r"\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*(?:=(?P<value>[^=]*))?\Z")
 
 
 _STR = "tag:yaml.org,2002:str"
@@ -115,6 +119,8 @@ class _Builder:
         self.diagnostics: list[Diagnostic] = []
         self._constructor = yaml.SafeLoader("")
         self._ctypes: dict = {}  # spelling -> CType: catalogs repeat a few types
+        self._reported: set[tuple[int, int]] = set()  # (line, column) of each problem
+        self._header_nodes: dict[str, yaml.Node] = {}  # 'header:' key (or 'provider') -> value node
         self._structure = SchemaWalker(self.error, self.scalar)
 
     # -- positions and messages -------------------------------------------
@@ -124,6 +130,12 @@ class _Builder:
 
     def error(self, node: yaml.Node, message: str) -> None:
         self.diagnostics.append(Diagnostic(self.loc(node), message))
+        self._reported.add((node.start_mark.line, node.start_mark.column))
+
+    def reported(self, node: yaml.Node) -> bool:
+        """Whether a problem was reported at the node's position (by the
+        schema walk, say): what is skipped without a message of its own."""
+        return (node.start_mark.line, node.start_mark.column) in self._reported
 
     def scalar(self, node: yaml.ScalarNode):
         if node.tag == _STR:
@@ -169,25 +181,38 @@ class _Builder:
         enums = self.build_enums(top.get("enums"))
         header = self.build_header(top.get("header"), top.get("outputs"))
         outputs = {}
+        output_nodes = {}
         if isinstance(top.get("outputs"), yaml.MappingNode):
             for key, value in self.fields(top["outputs"]).items():
                 if key in top_schema["outputs"]["properties"] and isinstance(value, yaml.ScalarNode):
                     outputs[key] = self.base_dir / str(self.scalar(value))
+                    output_nodes[key] = value
+        outside = top.get("allow_outside_outputs")
+        check_output_paths(self, output_nodes, _is_bool(outside) and self.scalar(outside) is True)
         probes = self.build_probes(top.get("probes"), typedefs, arg0)
         self.check_references(probes, enums)
         if header.clock is None and arg0 and any(p.ticks for p in probes):
             self.error(top.get("header") or root,
                        "ticks probes need 'clock:' under 'header:' (the C expression for arg0, e.g. spdk_get_ticks())")
-        return Catalog(
+        catalog = Catalog(
             path=self.path, provider=provider, arg0=arg0, header=header, probes=tuple(probes),
             enums=tuple(enums), typedefs=typedefs, outputs=outputs,
         )
+        if not self.diagnostics:  # names of a broken catalog would only repeat its problems
+            self._header_nodes.setdefault("provider", top.get("provider"))
+            for origin, message in name_problems(catalog):
+                where = self._header_nodes.get(origin, top.get("header") or root) if isinstance(origin, str) else origin
+                self.diagnostics.append(Diagnostic(where if isinstance(where, Location) else self.loc(where), message))
+        return catalog
 
     def keyword_check(self, node, name, what) -> bool:
         if node is not None and isinstance(name, str) and name in C_KEYWORDS:
             self.error(node, f"{what}: '{name}' is a C keyword and cannot name a {what}")
             return False
-        return node is not None and isinstance(name, str) and is_identifier(name)
+        usable = node is not None and isinstance(name, str) and is_identifier(name)
+        if node is not None and not usable and not self.reported(node):
+            self.error(node, f"{what}: {name!r} is not a C identifier")  # never dropped in silence
+        return usable
 
     def build_typedefs(self, node) -> dict:
         typedefs = {}
@@ -223,19 +248,36 @@ class _Builder:
                 continue
             enumerators: list[Enumerator] = []
             next_value = 0
+            widest, top = None, None  # the entry of the largest value, for a range message
             for entry in getattr(fields.get("enumerators"), "value", ()):
                 match = _ENUMERATOR.match(str(entry.value))
                 if not match:
-                    continue  # reported by the schema walk
+                    if not self.reported(entry):
+                        self.error(entry, f"enumerator: {entry.value!r} is not 'NAME' or 'NAME = VALUE'")
+                    continue
                 if match["name"] in C_KEYWORDS:
                     self.error(entry, f"enumerator '{match['name']}' is a C keyword")
                     continue
                 if match["value"] is not None:
-                    next_value = int(match["value"], 0)
+                    try:
+                        next_value = constants.c_integer(match["value"])
+                    except ValueError as exc:
+                        if not self.reported(entry):
+                            self.error(entry, f"enum '{name}': enumerator '{match['name']}': {exc}")
+                        continue
+                problem = constants.range_problem(next_value)
+                if problem:
+                    self.error(entry, f"enum '{name}': enumerator '{match['name']}' = {problem}")
+                    break  # the values after it would all be out of range too
                 if any(e.name == match["name"] for e in enumerators):
                     self.error(entry, f"enum '{name}': enumerator '{match['name']}' appears twice")
+                if top is None or next_value > top:
+                    widest, top = entry, next_value
                 enumerators.append(Enumerator(match["name"], next_value))
                 next_value += 1
+            mixed = constants.mixed_problem([e.value for e in enumerators])
+            if mixed:
+                self.error(widest, f"enum '{name}' {mixed}")
             enums.append(EnumDecl(name, self.loc(item), self.get(fields, "strip_prefix", ""), tuple(enumerators)))
         return enums
 
@@ -245,11 +287,14 @@ class _Builder:
         for key in ("guard", "enable_macro", "disable_macro", "compat_prefix", "typed_prefix"):
             if key in values:
                 self.keyword_check(fields[key], values[key], key)
+        self._header_nodes.update(fields)
         guard = values.get("guard")
         if guard is None:
             out = None
             if isinstance(outputs_node, yaml.MappingNode):
                 out = self.fields(outputs_node).get("header")
+                if out is not None:
+                    self._header_nodes["guard"] = out  # the guard is made from this path
             stem = str(out.value) if isinstance(out, yaml.ScalarNode) else "probes.h"
             guard = re.sub(r"[^A-Za-z0-9]+", "_", Path(stem).as_posix()).strip("_").upper()
             if not guard or guard[0].isdigit():
@@ -273,7 +318,6 @@ class _Builder:
         if not isinstance(node, yaml.SequenceNode):
             return probes
         names: dict[str, yaml.Node] = {}  # name -> its node, for a duplicate's message
-        uppers: dict[str, str] = {}
         max_args = SDT_MAX_ARGS - (1 if arg0 else 0)
         for item in node.value:
             if not isinstance(item, yaml.MappingNode):
@@ -284,17 +328,21 @@ class _Builder:
             if named and name in names:
                 self.error(fields["name"], f"duplicate probe name '{name}' (first defined at {self.loc(names[name])})")
                 named = False
-            elif named and name.upper() in uppers:
-                self.error(fields["name"], f"probe '{name}' and '{uppers[name.upper()]}' give the same macro name {name.upper()}")
             if named:
                 names[name] = fields["name"]
-                uppers[name.upper()] = name
             group = self.get(fields, "group")
             self.keyword_check(fields.get("group"), group, "group")
             ticks = self.get(fields, "ticks", False)
             if ticks is True and not arg0:
                 self.error(fields["ticks"], "'ticks: true' needs 'arg0: true' at the top: the clock is passed as arg0")
             args = self.build_args(fields.get("args"), typedefs, name)
+            named_enums = [a for a in args if a.ctype.kind is Kind.ENUM and not a.hex]
+            if len(named_enums) > MAX_NAMED_ENUMS:
+                self.diagnostics.append(Diagnostic(
+                    named_enums[MAX_NAMED_ENUMS].location,
+                    f"probe '{name}' has {len(named_enums)} enum arguments printed by name; scripts print "
+                    f"at most {MAX_NAMED_ENUMS} by name (each doubles the bpftrace probe's code): "
+                    "mark the others 'hex: true'"))
             if isinstance(fields.get("args"), yaml.SequenceNode) and len(args) > max_args:
                 why = " (one of <sys/sdt.h>'s 12 is arg0)" if arg0 else ""
                 self.error(fields["args"], f"probe '{name}' has {len(args)} arguments; at most {max_args} are allowed{why}")
@@ -339,6 +387,9 @@ class _Builder:
                 for member_node in getattr(fields["members"], "value", ()):
                     if not _MEMBER_PATH.fullmatch(str(member_node.value)):
                         self.error(member_node, f"argument '{name}': member '{member_node.value}' is not a member path like 'qid' or 'id.nsid'")
+                    elif not BPFTRACE_KEYWORDS.isdisjoint(str(member_node.value).split(".")):
+                        self.error(member_node, f"argument '{name}': member '{member_node.value}' has a bpftrace "
+                                                "keyword in its path; bpftrace scripts cannot name it")
             args.append(Arg(
                 name=name, ctype=ctype, location=self.loc(item), doc=str(self.get(fields, "doc", "")),
                 hex=hex_, max_len=max_len if isinstance(max_len, int) else None, members=members,

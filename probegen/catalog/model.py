@@ -13,6 +13,9 @@ from probegen.errors import Location
 
 # <sys/sdt.h> defines STAP_PROBE1..STAP_PROBE12.
 SDT_MAX_ARGS = 12
+# Each enum argument printed by name doubles the printf statements of a
+# bpftrace probe (a known or unknown value each); keep scripts small.
+MAX_NAMED_ENUMS = 4
 
 
 @dataclass(frozen=True)
@@ -124,5 +127,5 @@ class Catalog:
 
 __all__ = [
     "Arg", "Catalog", "EnumDecl", "Enumerator", "HeaderConfig", "Kind",
-    "OUTPUT_KINDS", "Probe", "SDT_MAX_ARGS",
+    "MAX_NAMED_ENUMS", "OUTPUT_KINDS", "Probe", "SDT_MAX_ARGS",
 ]

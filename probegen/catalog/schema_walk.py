@@ -27,6 +27,8 @@ _EXPECTED = {"string": "a string", "boolean": "true or false", "integer": "an in
 _ITEM_NOUNS = {"probes": "probe", "args": "argument", "enums": "enum", "enumerators": "enumerator",
                "includes": "include", "members": "member"}
 
+_IDENTIFIER_PATTERN = "^[A-Za-z_][A-Za-z0-9_]*$"
+
 Check = Callable[[yaml.Node, str], bool]  # (node, what it is) -> usable
 
 
@@ -126,8 +128,10 @@ class SchemaWalker:
         error, scalar = self._error, self._scalar
         tag = _TAGS[kind]
         expected = _EXPECTED.get(kind, f"a {kind}")
-        pattern = re.compile(schema["pattern"]) if "pattern" in schema else None
-        mismatch = ("is not a C identifier" if pattern is not None and "A-Za-z_" in pattern.pattern
+        pattern = _compile_pattern(schema["pattern"]) if "pattern" in schema else None
+        mismatch = ("is not a C identifier" if schema.get("pattern") == _IDENTIFIER_PATTERN
+                    else "is not 'NAME' or 'NAME = VALUE' (VALUE a C integer constant)"
+                    if pattern is not None and "A-Za-z_" in pattern.pattern
                     else f"is not of the form {schema.get('pattern')}")
         minimum, maximum = schema.get("minimum"), schema.get("maximum")
         plain = pattern is None and minimum is None and maximum is None
@@ -142,7 +146,7 @@ class SchemaWalker:
                 return True
             value = scalar(node)
             if pattern is not None and not pattern.search(value):
-                error(node, f"{what}: '{value}' {mismatch}")
+                error(node, f"{what}: '{_printable(value)}' {mismatch}")
                 return False
             if minimum is not None and value < minimum or maximum is not None and value > maximum:
                 error(node, f"{what}: {value} is out of range {minimum}..{maximum}")
@@ -154,3 +158,19 @@ class SchemaWalker:
 
 def _anything(node: yaml.Node, what: str) -> bool:
     return True
+
+
+def _printable(text: str) -> str:
+    """Text for a one-line message: control characters escaped (\\n)."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
+def _compile_pattern(pattern: str) -> re.Pattern:
+    r"""A JSON Schema pattern (ECMAScript) as a Python regex for search().
+
+    ECMAScript's ``$`` matches only at the very end of the text; Python's
+    also before a final newline, which would let "name\n" pass as a C
+    identifier. A closing ``$`` becomes ``\Z``."""
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + r"\Z"
+    return re.compile(pattern)

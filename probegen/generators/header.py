@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probegen.catalog import Catalog
+from probegen.catalog.names import enabled_macro, local, semaphore as semaphore_name, typed_macro
 from probegen.ctypes import system_headers
 from probegen.output import GeneratedFile
 from probegen.render import render
@@ -39,9 +40,9 @@ def context(catalog: Catalog) -> dict:
     offset = catalog.arg_offset
     probes = []
     for probe in catalog.probes:
-        macro = f"{header.typed_prefix}_{probe.upper}"
-        semaphore = f"{provider}_{probe.name}_semaphore"
-        locals_ = [f"_pg_{arg.name}" for arg in probe.args]
+        macro = typed_macro(header, probe.name)
+        semaphore = semaphore_name(provider, probe.name)
+        locals_ = [local(arg.name) for arg in probe.args]
         passed = list(locals_)
         if catalog.arg0:
             passed.insert(0, f"(uint64_t)({header.clock})" if probe.ticks else "0")
@@ -50,14 +51,16 @@ def context(catalog: Catalog) -> dict:
         # A parameter named like a word of the expansion (an argument named
         # after its enum tag, the provider, the clock) would be substituted
         # there too; such parameters get a trailing underscore.
-        taken = {provider, probe.name, semaphore, sdt_macro, macro}
+        taken = {provider, probe.name, semaphore, sdt_macro, macro, enabled_macro(header, probe.name)}
         if passed:
             taken.update(_words(passed[0]))
         for arg in probe.args:
             taken.update(_words(arg.ctype.spelling))
         if not taken.isdisjoint(params):
+            # Renamed ones must not meet another parameter either.
             for i, param in enumerate(params):
-                while param in taken:
+                others = params[:i] + params[i + 1:]
+                while param in taken or param in others:
                     param += "_"
                 params[i] = param
         probes.append(ProbeMacros(

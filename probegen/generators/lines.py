@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from probegen.catalog.model import Arg, Catalog, Probe
+from probegen.catalog.model import MAX_NAMED_ENUMS, Arg, Catalog, Probe
 from probegen.ctypes import CType, Kind, parse_ctype
 from probegen.errors import InputError
 from probegen.typeinfo import TypeSource
@@ -25,9 +25,6 @@ DEFAULT_MAX_LEN = 63
 DEFAULT_STRLEN = DEFAULT_MAX_LEN + 1
 # bpftrace 0.17 refuses BPFTRACE_STRLEN above 200.
 BPFTRACE_STRLEN_LIMIT = 200
-# Each enum argument printed by name doubles the printf statements of a
-# bpftrace probe (a known or unknown value each); keep scripts small.
-MAX_NAMED_ENUMS = 4
 # Printed for an enum value the enum has no name for, with the number.
 UNKNOWN_ENUM = "UNKNOWN"
 # SPDK's arg0 of _TICKS probes: the clock, a plain integer.

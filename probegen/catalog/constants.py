@@ -1,0 +1,56 @@
+"""Enumerator values as C writes integer constants, and the range scripts
+can read them in.
+
+Enum arguments are 4 bytes in every generated file (ctypes sizes ``enum X``
+as 4, as the note records it for an enum whose values fit int or unsigned
+int). Measured with bpftrace 0.17 and BCC: INT_MIN, INT_MAX, -1, 0,
+2147483648 and UINT32_MAX all print by name. A larger value makes the
+compiler widen the enum to 8 bytes, which the scripts would misread.
+"""
+
+from __future__ import annotations
+
+import re
+
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+UINT32_MAX = 2**32 - 1
+
+# Optional sign, then a decimal, octal (leading 0), hex or binary (C23)
+# constant, then an optional u/l/ll suffix in either order.
+_CONSTANT = re.compile(
+    r"(?P<sign>[-+]?)\s*(?P<digits>0[xX][0-9a-fA-F]+|0[bB][01]+|[0-9]+)"
+    r"(?:[uU](?:ll|LL|l|L)?|(?:ll|LL|l|L)[uU]?)?\Z"
+)
+
+
+def c_integer(text: str) -> int:
+    """The value of a C integer constant (with an optional sign); ValueError
+    says what is wrong."""
+    match = _CONSTANT.match(text.strip())
+    if not match:
+        raise ValueError(f"'{text.strip()}' is not a C integer constant (e.g. 12, -3, 0x1f, 017, 4u)")
+    digits = match["digits"]
+    if digits[0] == "0" and len(digits) > 1 and digits[1] not in "xXbB":
+        if not set(digits) <= set("01234567"):
+            raise ValueError(f"'{digits}' is not an octal constant (a leading 0 means octal in C)")
+        value = int(digits, 8)
+    else:
+        value = int(digits, 0)
+    return -value if match["sign"] == "-" else value
+
+
+def range_problem(value: int) -> str | None:
+    """Why an enumerator value cannot be read as a 4-byte enum, or None."""
+    if INT32_MIN <= value <= UINT32_MAX:
+        return None
+    return (f"{value} is outside {INT32_MIN}..{UINT32_MAX}: probegen reads enums as 4 bytes "
+            "(int or unsigned int)")
+
+
+def mixed_problem(values: list[int]) -> str | None:
+    """A 4-byte enum holds negative values or values above INT_MAX, not both."""
+    if values and min(values) < 0 and max(values) > INT32_MAX:
+        return (f"has negative values and {max(values)} (above {INT32_MAX}): the compiler would make it "
+                "8 bytes, which probegen does not read")
+    return None

@@ -1,0 +1,199 @@
+"""The names a catalog makes the generated header define and use, and the
+names no catalog may choose.
+
+The header generator forms every macro and symbol with the functions here
+(``typed_macro``, ``semaphore``, ...), and ``header_definitions`` lists all
+of them for a catalog, so the checks see exactly what the header defines.
+``problems`` gives each catalog name that would break a generated file:
+two names the header would define twice, reserved or predefined names, and
+words C++ or bpftrace read as operators or keywords.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterator, Union
+
+from probegen.catalog.model import SDT_MAX_ARGS, Catalog, HeaderConfig
+from probegen.errors import Location
+
+# Locals of the typed macros are this prefix and the argument's name.
+LOCAL_PREFIX = "_pg_"
+SEMAPHORE_SUFFIX = "_semaphore"
+ENABLED_SUFFIX = "_ENABLED"
+# Parameters of the untyped compatibility macros: PREFIXn(name, a1, ..., an).
+COMPAT_PARAMS = frozenset(["name", *(f"a{i}" for i in range(1, SDT_MAX_ARGS + 1))])
+
+# C++ spells operators with these words: not identifiers there, so no macro,
+# macro parameter or name pasted by <sys/sdt.h> may be one.
+CPP_ALTERNATIVE_TOKENS = frozenset(
+    "and and_eq bitand bitor compl not not_eq or or_eq xor xor_eq".split()
+)
+# Macros compilers predefine without a leading underscore (GNU C modes):
+# a provider or probe named so would be replaced by its value.
+PREDEFINED_MACROS = frozenset("linux unix i386 sun sparc mips vax m68k".split())
+# Object-like and function-like macros of the headers the generated header
+# includes (<stdint.h>, <stddef.h>, <stdbool.h>, <sys/sdt.h>).
+_SYSTEM_MACRO = re.compile(
+    r"(?:U?INT(?:8|16|32|64|PTR|MAX)|U?INT_(?:LEAST|FAST)(?:8|16|32|64)|PTRDIFF|SIG_ATOMIC|SIZE|WCHAR|WINT)"
+    r"_(?:MIN|MAX|WIDTH|C)|(?:STAP|DTRACE)_\w*|NULL|offsetof|bool|true|false"
+)
+# Words the header's own text uses (besides C keywords and each catalog's
+# types): a macro named so would rewrite them.
+HEADER_WORDS = frozenset("uint64_t weak visibility section used hidden".split())
+# bpftrace 0.17 keywords: a member path through one is a syntax error
+# (measured: $p->if fails, $p->pid, ->comm, ->count, ->BEGIN load).
+BPFTRACE_KEYWORDS = frozenset("if else unroll while return break continue offsetof sizeof".split())
+
+Origin = Union[Location, str]  # where a name comes from: a position, or a key under 'header:'
+
+
+def typed_macro(header: HeaderConfig, probe_name: str) -> str:
+    return f"{header.typed_prefix}_{probe_name.upper()}"
+
+
+def enabled_macro(header: HeaderConfig, probe_name: str) -> str:
+    return typed_macro(header, probe_name) + ENABLED_SUFFIX
+
+
+def semaphore(provider: str, probe_name: str) -> str:
+    return f"{provider}_{probe_name}{SEMAPHORE_SUFFIX}"
+
+
+def local(arg_name: str) -> str:
+    return LOCAL_PREFIX + arg_name
+
+
+def compat_macros(header: HeaderConfig, arg0: bool, max_args: int) -> list[str]:
+    """The untyped macros (as usdt.h.j2 writes them), or none."""
+    prefix = header.compat_prefix
+    if not prefix:
+        return []
+    suffixes = ["", "_TICKS"] if arg0 and header.clock else [""]
+    return [f"{prefix}{n or ''}{suffix}" for suffix in suffixes for n in range(max_args + 1)]
+
+
+@dataclass(frozen=True)
+class Definition:
+    name: str
+    what: str  # what defines it, for messages: "the _ENABLED() macro of probe 'foo'"
+    origin: Origin
+
+
+def header_definitions(catalog: Catalog) -> Iterator[Definition]:
+    """Every macro and global symbol the header defines, in the order a
+    reader meets their causes (a clash is reported at the later one)."""
+    header = catalog.header
+    yield Definition(header.guard, "the include guard", "guard")
+    for name in compat_macros(header, catalog.arg0, catalog.max_args):
+        yield Definition(name, "an untyped compat_prefix macro", "compat_prefix")
+    for probe in catalog.probes:
+        where = f"probe '{probe.name}'"
+        yield Definition(typed_macro(header, probe.name), f"the macro of {where}", probe.location)
+        yield Definition(enabled_macro(header, probe.name), f"the _ENABLED() macro of {where}", probe.location)
+        if header.semaphores:
+            yield Definition(semaphore(catalog.provider, probe.name), f"the semaphore of {where}", probe.location)
+
+
+def is_reserved(name: str) -> bool:
+    """Reserved to the implementation in C and C++ (a leading '__' or '_'
+    and a capital): __LINE__, _Pragma, _SDT_HAS_SEMAPHORES, ..."""
+    return name.startswith("__") or (len(name) > 1 and name[0] == "_" and name[1].isupper())
+
+
+def _unusable(name: str, *, macro: bool = False, expanded: bool = False) -> str | None:
+    """Why a name cannot be used; ``macro``: the header defines it (or tests
+    it), ``expanded``: it is passed through <sys/sdt.h>'s macros."""
+    if is_reserved(name):
+        return "is a reserved identifier (it starts with '__' or '_' and a capital letter)"
+    if name in CPP_ALTERNATIVE_TOKENS:
+        return "is an operator in C++ (the header must compile as C++)"
+    if (macro or expanded) and (name in PREDEFINED_MACROS or _SYSTEM_MACRO.fullmatch(name)):
+        return "is a macro compilers or system headers define"
+    if macro and name in HEADER_WORDS:
+        return "is a word the generated header uses"
+    return None
+
+
+def problems(catalog: Catalog) -> list[tuple[Origin, str]]:
+    """Every catalog name that would break the generated header, as
+    (origin, message)."""
+    found: list[tuple[Origin, str]] = []
+    header = catalog.header
+
+    def unusable(origin: Origin, what: str, name: str, **kinds) -> None:
+        why = _unusable(name, **kinds)
+        if why:
+            found.append((origin, f"{what} '{name}' {why}"))
+
+    unusable("provider", "provider", catalog.provider, expanded=True)
+    for key in ("guard", "enable_macro", "disable_macro", "compat_prefix", "typed_prefix"):
+        value = getattr(header, key)
+        if value:
+            unusable(key, key, value, macro=True)
+    for probe in catalog.probes:
+        unusable(probe.location, "probe", probe.name, expanded=True)
+        for arg in probe.args:
+            unusable(arg.location, f"probe '{probe.name}': argument", arg.name)
+            if arg.name.startswith(LOCAL_PREFIX):
+                found.append((arg.location, f"probe '{probe.name}': argument '{arg.name}': names starting "
+                                            f"with '{LOCAL_PREFIX}' are the header's own (its locals)"))
+
+    # Macros the user defines and the header only tests.
+    tested = {header.enable_macro: "enable_macro"}
+    if header.disable_macro:
+        if header.disable_macro == header.enable_macro:
+            found.append(("disable_macro", f"disable_macro '{header.disable_macro}' is also the enable_macro: "
+                                           "the probes could never be compiled in"))
+        tested.setdefault(header.disable_macro, "disable_macro")
+
+    seen: dict[str, Definition] = {}
+    clashes: set[tuple] = set()  # (origin, first origin): one message per pair
+    for definition in header_definitions(catalog):
+        name, origin = definition.name, definition.origin
+        first = seen.get(name)
+        if first is not None:
+            if (origin, first.origin) not in clashes:
+                clashes.add((origin, first.origin))
+                found.append((origin, f"{definition.what} is {name}, as is {first.what}{_at(first.origin)}"))
+            continue
+        seen[name] = definition
+        if name in tested:
+            found.append((tested[name], f"{tested[name]} '{name}' is also {definition.what}"))
+        if origin not in ("guard", "compat_prefix") and not name.endswith(SEMAPHORE_SUFFIX):
+            why = _unusable(name, macro=True)  # e.g. typed_prefix INT8 and probe 'max'
+            if why and (origin, "macro") not in clashes:
+                clashes.add((origin, "macro"))
+                found.append((origin, f"{definition.what} is {name}, which {why}"))
+
+    # Names <sys/sdt.h> receives are macro-expanded first: an object-like
+    # macro of the header (or one the user defines for it) would replace them.
+    object_macros = {header.guard: "the include guard", **tested}
+    type_words = {word for probe in catalog.probes for arg in probe.args
+                  for word in re.findall(r"[A-Za-z_]\w*", arg.ctype.spelling)}
+    for name, what in object_macros.items():
+        if name in type_words:
+            found.append(("guard" if what == "the include guard" else what,
+                          f"{what} '{name}' is a word of an argument's type: the macro would replace it"))
+    if catalog.provider in object_macros:
+        found.append(("provider", f"provider '{catalog.provider}' is also {object_macros[catalog.provider]}"))
+    for probe in catalog.probes:
+        if probe.name in object_macros:
+            found.append((probe.location, f"probe '{probe.name}' is also {object_macros[probe.name]}"))
+    if header.compat_prefix:
+        if catalog.provider in COMPAT_PARAMS:
+            found.append(("provider", f"provider '{catalog.provider}' is a parameter name of the "
+                                      "compat_prefix macros (name, a1, a2, ...)"))
+        if catalog.arg0 and header.clock:
+            for word in re.findall(r"[A-Za-z_]\w*", header.clock):
+                if word in COMPAT_PARAMS:
+                    found.append(("clock", f"clock: '{word}' is a parameter name of the compat_prefix "
+                                           "macros (name, a1, a2, ...): rename it or drop compat_prefix"))
+        if header.typed_prefix == header.compat_prefix:
+            found.append(("typed_prefix", f"typed_prefix '{header.typed_prefix}' is also the compat_prefix"))
+    return found
+
+
+def _at(origin: Origin) -> str:
+    return f" ({origin})" if isinstance(origin, Location) else f" ('{origin}' under 'header:')"

@@ -1,0 +1,59 @@
+"""Where a catalog's ``outputs:`` may write.
+
+Each output has a path of its own (a file output cannot sit in, or be, a
+script directory), and every path stays inside the catalog's directory
+unless the catalog says ``allow_outside_outputs: true``: generating from a
+catalog someone else wrote must not overwrite files elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# Outputs that are directories of scripts; the others are single files.
+DIRECTORY_KINDS = ("bpftrace", "bcc")
+
+
+def _inside(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def check_output_paths(builder, nodes: dict, allow_outside: bool) -> None:
+    """Report each bad path through ``builder.error(node, message)``;
+    ``nodes`` maps an output kind to its path's node."""
+    base = str(builder.base_dir)  # already resolved
+    placed: dict[str, tuple[str, str]] = {}  # kind -> (normalised path, as written)
+    for kind, node in nodes.items():
+        written = str(node.value)
+        if not written.strip():
+            builder.error(node, f"outputs: '{kind}' is empty; give a path relative to the catalog")
+            continue
+        path = os.path.normpath(os.path.join(base, written))
+        if not allow_outside:
+            if os.path.isabs(written):
+                builder.error(node, f"outputs: '{kind}' path '{written}' is absolute; outputs stay in the "
+                                    "catalog's directory (set 'allow_outside_outputs: true' to allow it)")
+                continue
+            if not _inside(path, base):
+                builder.error(node, f"outputs: '{kind}' path '{written}' leaves the catalog's directory "
+                                    "(set 'allow_outside_outputs: true' to allow it)")
+                continue
+            if not _inside(str(Path(path).resolve()), base):
+                builder.error(node, f"outputs: '{kind}' path '{written}' leads out of the catalog's directory "
+                                    "through a symbolic link (set 'allow_outside_outputs: true' to allow it)")
+                continue
+        if path == base and kind not in DIRECTORY_KINDS:
+            builder.error(node, f"outputs: '{kind}' path '{written}' is the catalog's directory, not a file")
+            continue
+        for other, (other_path, other_written) in placed.items():
+            if path == other_path:
+                builder.error(node, f"outputs: '{kind}' and '{other}' are both '{written}'; each output needs its own path")
+                continue
+            shown = {kind: written, other: other_written}
+            for inner, outer, inner_path, outer_path in ((kind, other, path, other_path), (other, kind, other_path, path)):
+                # Scripts directories may nest; nothing goes in, or under, a file.
+                if _inside(inner_path, outer_path) and not (inner in DIRECTORY_KINDS and outer in DIRECTORY_KINDS):
+                    builder.error(node, f"outputs: '{inner}' ('{shown[inner]}') is inside '{outer}' "
+                                        f"('{shown[outer]}'); each output needs its own path")
+        placed[kind] = (path, written)
