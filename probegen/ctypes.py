@@ -225,34 +225,215 @@ def _normalise(tokens: list[str]) -> str:
     return text.strip()
 
 
+# The tokens a type may be written with; any other character (quotes,
+# ';', '#', braces, control characters) is an error, not passed on.
+_TYPE_TOKEN = re.compile(r" *(?:([A-Za-z_][A-Za-z0-9_]*|[0-9]+|\.\.\.|[*()\[\],])| *\Z)")
+_INTEGER_WORDS = frozenset(("signed", "unsigned", "char", "short", "int", "long"))
+_OTHER_TYPE_WORDS = frozenset(("void", "bool", "_Bool", "float", "double"))
+_TAGS = ("struct", "union", "enum")
+_MAX_NESTING = 8  # function pointers taking function pointers...
+
+
+def _type_tokens(text: str) -> list[str]:
+    tokens = []
+    position = 0
+    while position < len(text):
+        match = _TYPE_TOKEN.match(text, position)
+        if match is None:
+            char = text[position:].lstrip(" ")[0]
+            raise CTypeError(f"unexpected {_shown_char(char)} in type '{_shown(text)}'")
+        if match[1]:
+            tokens.append(match[1])
+        position = match.end()
+    return tokens
+
+
+def _shown_char(char: str) -> str:
+    return f"'{char}'" if char.isprintable() else f"character U+{ord(char):04X}"
+
+
+def _shown(text: str) -> str:
+    """Text for a message: control characters as escapes, not raw."""
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
+
+
+def _integer_words_valid(words: list[str]) -> bool:
+    """Whether the integer keywords form a C integer type, in any order."""
+    signs = sum(w in ("signed", "unsigned") for w in words)
+    rest = sorted(w for w in words if w not in ("signed", "unsigned"))
+    return signs <= 1 and (rest in ([], ["char"], ["short"], ["int", "short"], ["int"], ["long"],
+                                     ["int", "long"], ["long", "long"], ["int", "long", "long"]))
+
+
+@dataclass(frozen=True)
+class _Shape:
+    words: list  # the specifiers, qualifiers left out: ["unsigned", "int"], ["struct", "s"]
+    stars: int  # pointer levels of the type (of the return type, for a function pointer)
+    function: bool  # a pointer to a function
+    tokens: list  # the type's tokens as C writes it, parameter names left out
+
+
+class _TypeParser:
+    """Recursive descent over the types a probe argument can have:
+
+        type        = specifiers pointer* [ "(" "*" qualifier* ")" "(" params ")" ]
+        params      = [ "void" | param { "," param } [ "," "..." ] ]
+        param       = specifiers pointer* [ NAME | "(" "*" qualifier* [NAME] ")" "(" params ")" ]
+        specifiers  = { qualifier } (integer words | void | bool | _Bool | float | [long] double
+                      | struct NAME | union NAME | enum NAME | TYPEDEF_NAME) { qualifier }
+        pointer     = "*" qualifier*
+
+    The tokens it accepts, parameter names left out, make the spelling
+    generated files use: nothing of the catalog's text but those tokens.
+    """
+
+    def __init__(self, tokens: list[str], text: str):
+        self.tokens = tokens
+        self.text = text
+        self.position = 0
+        self.depth = 0
+        self.kept: list[str] = []
+
+    def fail(self, why: str):
+        raise CTypeError(f"cannot read '{_shown(self.text)}' as a C type: {why}")
+
+    def peek(self) -> str | None:
+        return self.tokens[self.position] if self.position < len(self.tokens) else None
+
+    def take(self, keep: bool = True) -> str:
+        token = self.tokens[self.position]
+        self.position += 1
+        if keep:
+            self.kept.append(token)
+        return token
+
+    def expect(self, token: str) -> None:
+        if self.peek() != token:
+            found = self.peek()
+            self.fail(f"expected '{token}'" + (f" before '{found}'" if found else " at the end"))
+        self.take()
+
+    def type_name(self) -> _Shape:
+        words = self.specifiers()
+        stars = self.pointers()
+        function = self.peek() == "("
+        if function:
+            self.function_declarator(named=False)
+        if self.peek() is not None:
+            self.fail(f"unexpected '{self.peek()}'" + (
+                "; function pointers are written 'ret (*)(params)'" if self.peek() in "()" else ""))
+        return _Shape(words, stars, function, self.kept)
+
+    def specifiers(self) -> list[str]:
+        words: list[str] = []
+        while (token := self.peek()) is not None:
+            if token in _QUALIFIERS:
+                self.take()
+            elif token in _INTEGER_WORDS and all(w in _INTEGER_WORDS for w in words):
+                words.append(self.take())
+            elif token == "double" and words in ([], ["long"]):
+                words.append(self.take())
+            elif token == "long" and words == ["double"]:
+                words.insert(0, self.take())
+            elif words:
+                break  # a parameter's name, or what follows the type
+            elif token in _TAGS:
+                words.append(self.take())
+                if not is_identifier(self.peek() or ""):
+                    self.fail(f"expected a name after '{token}'")
+                words.append(self.take())
+            elif token in _OTHER_TYPE_WORDS or is_identifier(token):
+                words.append(self.take())
+            else:
+                break
+        if not words:
+            found = self.peek()
+            self.fail("expected a type" + (f", found '{found}'" if found else ""))
+        if all(w in _INTEGER_WORDS for w in words) and not _integer_words_valid(words):
+            self.fail(f"'{' '.join(words)}' is not a C integer type")
+        return words
+
+    def pointers(self) -> int:
+        stars = 0
+        while self.peek() == "*":
+            self.take()
+            stars += 1
+            while self.peek() in _QUALIFIERS:
+                self.take()
+        return stars
+
+    def function_declarator(self, named: bool) -> None:
+        self.depth += 1
+        if self.depth > _MAX_NESTING:
+            self.fail(f"function pointers nested more than {_MAX_NESTING} deep")
+        self.expect("(")
+        self.expect("*")
+        while self.peek() in _QUALIFIERS:
+            self.take()
+        if named and is_identifier(self.peek() or ""):
+            self.take(keep=False)
+        self.expect(")")
+        self.expect("(")
+        self.parameters()
+        self.expect(")")
+        self.depth -= 1
+
+    def parameters(self) -> None:
+        if self.peek() == ")":
+            return
+        if self.peek() == "void" and self.position + 1 < len(self.tokens) and self.tokens[self.position + 1] == ")":
+            self.take()
+            return
+        while True:
+            if self.peek() == "...":
+                if not self.kept or self.kept[-1] != ",":
+                    self.fail("'...' needs a parameter before it")
+                self.take()
+                return
+            words = self.specifiers()
+            stars = self.pointers()
+            if self.peek() == "(":
+                self.function_declarator(named=True)
+            else:
+                if words == ["void"] and not stars:
+                    self.fail("'void' must be the only parameter")
+                if is_identifier(self.peek() or ""):
+                    self.take(keep=False)  # a parameter's name says nothing about the type
+            if self.peek() != ",":
+                return
+            self.take()
+
+
+def is_type_name(tokens: list[str]) -> bool:
+    """Whether the tokens are one type of the grammar (a cast's type)."""
+    try:
+        _TypeParser(list(tokens), " ".join(tokens)).type_name()
+    except CTypeError:
+        return False
+    return bool(tokens)
+
+
 def parse_ctype(text: str, typedefs: dict[str, CType] | None = None) -> CType:
     """Parse a C type as the catalog writes it.
 
     ``typedefs`` maps typedef names declared in the catalog to their types.
-    Raises ``CTypeError`` for anything a probe argument cannot be.
+    Raises ``CTypeError`` for anything a probe argument cannot be: the
+    whole text must be one type of the grammar ``_TypeParser`` reads.
     """
     typedefs = typedefs or {}
-    tokens = _TOKEN.findall(text)
+    tokens = _type_tokens(text)
     if not tokens:
         raise CTypeError("empty type")
-    spelling = _normalise(tokens)
-
-    if _FUNCTION_POINTER.match(spelling):
-        return CType(spelling, Kind.FUNCTION_POINTER, 8, False, pointer_sized=True)
     if "[" in tokens:
         raise CTypeError(
-            f"array type '{spelling}': arrays decay to pointers at the call; "
+            f"array type '{_normalise(tokens)}': arrays decay to pointers at the call; "
             "write 'const char *' for a char array, or a pointer type"
         )
-    if "(" in tokens or ")" in tokens:
-        raise CTypeError(f"cannot read '{spelling}': function pointers are written 'ret (*)(params)'")
-    stars = tokens.count("*")
-    if stars and any(t not in _QUALIFIERS and t != "*" for t in tokens[tokens.index("*"):]):
-        raise CTypeError(f"cannot read '{spelling}' as a C type")
-    words = [t for t in tokens if t not in _QUALIFIERS and t != "*"]
-    for word in words:
-        if not _IDENTIFIER.match(word):
-            raise CTypeError(f"unexpected '{word}' in type '{spelling}'")
+    shape = _TypeParser(tokens, text).type_name()
+    spelling = _normalise(shape.tokens)
+    if shape.function:
+        return CType(spelling, Kind.FUNCTION_POINTER, 8, False, pointer_sized=True)
+    stars, words = shape.stars, shape.words
     base = " ".join(words)
 
     if stars:

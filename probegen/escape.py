@@ -1,34 +1,82 @@
-"""Escaping for text that goes into generated C, bpftrace and Python.
+"""Escaping for text that goes into generated C, bpftrace, Python, YAML and
+Markdown.
 
 Names are validated as C identifiers when the catalog loads; free text
-(docs) passes through these before it reaches a generated file.
+(docs, file names) passes through these before it reaches a generated
+file. Each function makes text safe for one place: it cannot end that
+place (a comment, a string) or start a new line of code there.
 """
 
 from __future__ import annotations
 
+import re
+
+# Shown as escapes, never written raw: C0 and C1 controls, DEL, line and
+# paragraph separators, bidirectional overrides (which make code read
+# differently from how it compiles) and lone surrogates (the bytes of a
+# file name that are not UTF-8).
+_HIDDEN = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+_COMMENT_DELIMITER = re.compile(r"(?<=\*)(?=/)|(?<=/)(?=\*)")
+# ??/ is a backslash (a line splice at a line's end) and ??= a '#' where
+# trigraphs are on (gcc -trigraphs, -std=c11 without GNU extensions).
+_TRIGRAPH = re.compile(r"(?<=\?\?)(?=[=/'()!<>-])")
+# A comment on line 1 or 2 of a Python file matching this sets the
+# source encoding: "coding: utf-7" would let later text decode to code.
+_PYTHON_CODING = re.compile(r"(?<=coding)(?=[:=])")
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match[0])
+    if 0xDC80 <= code <= 0xDCFF:  # surrogateescape's stand-in for a byte
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    """Text with every character of _HIDDEN shown as an escape (\\xNN, \\uNNNN)."""
+    return _HIDDEN.sub(_escape, str(text))
+
 
 def one_line(text: str) -> str:
-    """Collapse whitespace, including newlines, to single spaces."""
-    return " ".join(str(text).split())
+    """Collapse whitespace, including newlines and Unicode line separators,
+    to single spaces; show other control characters as escapes."""
+    return visible(" ".join(str(text).split()))
+
+
+def _no_splice(line: str) -> str:
+    # A backslash ending a line joins the next line to it (C, the C a
+    # bpftrace script hands to clang): a '//' comment would swallow it.
+    return line + " ." if line.endswith("\\") else line
 
 
 def c_comment(text: str) -> str:
-    """Text safe inside a /* */ block comment (and a // comment)."""
-    return one_line(text).replace("*/", "* /").replace("/*", "/ *")
+    """Text safe inside a /* */ block comment (and a // comment): one line,
+    no comment delimiter, no trigraph, no line splice."""
+    line = _COMMENT_DELIMITER.sub(" ", one_line(text))
+    return _no_splice(_TRIGRAPH.sub(" ", line))
 
 
 def c_string(text: str) -> str:
-    """Body of a C (or bpftrace) double-quoted string literal."""
+    """Body of a bpftrace double-quoted string literal (also valid in a
+    Python one). Not for C: C would need trigraphs escaped, bpftrace
+    refuses the escape for them."""
     out = []
     for char in str(text):
+        code = ord(char)
         if char in '"\\':
             out.append("\\" + char)
         elif char == "\n":
             out.append("\\n")
         elif char == "\t":
             out.append("\\t")
-        elif ord(char) < 0x20 or ord(char) == 0x7F:
-            out.append(f"\\x{ord(char):02x}")
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        elif 0xD800 <= code <= 0xDFFF:
+            # A file name's undecodable byte: the same byte again; any other
+            # lone surrogate cannot be written as UTF-8.
+            out.append(f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else "?")
         else:
             out.append(char)
     return "".join(out)
@@ -40,6 +88,17 @@ def printf_literal(text: str) -> str:
 
 
 def hash_comment(text: str) -> str:
-    """Text safe in a '#' or '//' line comment: one line, no line splice."""
-    line = one_line(text)
-    return line + " ." if line.endswith("\\") else line
+    """Text safe in a '#' or '//' line comment (bpftrace, YAML, shell):
+    one line, no line splice."""
+    return _no_splice(one_line(text))
+
+
+def python_comment(text: str) -> str:
+    """Text safe in a Python '#' comment, on any line: also no encoding
+    declaration."""
+    return _PYTHON_CODING.sub(" ", hash_comment(text))
+
+
+def html_comment(text: str) -> str:
+    """Text safe inside an HTML (Markdown) <!-- --> comment: one line, no '--'."""
+    return re.sub(r"-(?=-)", "- ", one_line(text))

@@ -59,6 +59,8 @@ def environment() -> jinja2.Environment:
         c_string=escape.c_string,
         printf_literal=escape.printf_literal,
         hash_comment=escape.hash_comment,
+        python_comment=escape.python_comment,
+        html_comment=escape.html_comment,
         one_line=escape.one_line,
     )
     return env

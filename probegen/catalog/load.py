@@ -22,6 +22,7 @@ from probegen.catalog.model import (
 from probegen.catalog import constants
 from probegen.catalog.names import BPFTRACE_KEYWORDS, problems as name_problems
 from probegen.catalog.outputs import check_output_paths
+from probegen.catalog.cvalidate import CExpressionError, clock_expression, include_problem, shown, text_problems
 from probegen.catalog.schema_walk import SchemaWalker
 from probegen.ctypes import C_KEYWORDS, CTypeError, Kind, is_identifier, parse_ctype
 from probegen.errors import CatalogError, Diagnostic, InputError, Location
@@ -168,6 +169,8 @@ class _Builder:
             return None
         top_schema = self.schema["properties"]
         top = self.fields(root)
+        for node, message in text_problems(root):
+            self.error(node, message)
         # Check every part, even when another part is broken, to report all.
         structure_ok = self._structure.check(root, self.schema, "catalog")
         if not structure_ok and not all(
@@ -299,19 +302,43 @@ class _Builder:
             guard = re.sub(r"[^A-Za-z0-9]+", "_", Path(stem).as_posix()).strip("_").upper()
             if not guard or guard[0].isdigit():
                 guard = "PROBES_" + guard
-        clock = values.get("clock")
-        if clock is not None and not _is_c_expression(str(clock)):
-            self.error(fields["clock"], f"clock: '{clock}' is not a single C expression (one line, balanced parentheses, no comments or ';')")
+        clock = self.build_clock(fields.get("clock"))
         return HeaderConfig(
             guard=guard,
             enable_macro=values.get("enable_macro", "PROBEGEN_USDT"),
             disable_macro=values.get("disable_macro"),
-            includes=tuple(str(i) for i in values.get("includes", ()) or ()),
+            includes=self.build_includes(fields.get("includes")),
             compat_prefix=values.get("compat_prefix"),
             typed_prefix=values.get("typed_prefix", "PROBE"),
-            clock=None if clock is None else str(clock),
+            clock=clock,
             semaphores=bool(values.get("semaphores", True)),
         )
+
+    def build_clock(self, node) -> str | None:
+        """The clock expression, parsed and rebuilt from its tokens."""
+        if not isinstance(node, yaml.ScalarNode):
+            return None
+        text = str(self.scalar(node))
+        try:
+            return clock_expression(text)
+        except CExpressionError as exc:
+            self.error(node, f"clock: '{shown(text)}' is not a C expression probegen accepts ({exc}): "
+                             "write names, numbers, calls, member access, casts and operators, e.g. spdk_get_ticks()")
+            return "0"  # never written: the catalog is refused; no second error for ticks probes
+
+    def build_includes(self, node) -> tuple[str, ...]:
+        """Include paths, each checked to be a plain relative path."""
+        includes = []
+        for item in getattr(node, "value", ()) if isinstance(node, yaml.SequenceNode) else ():
+            if not isinstance(item, yaml.ScalarNode):
+                continue
+            text = str(self.scalar(item))
+            problem = include_problem(text)
+            if problem:
+                self.error(item, f"includes: {problem}")
+            else:
+                includes.append(text)
+        return tuple(includes)
 
     def build_probes(self, node, typedefs, arg0: bool) -> list[Probe]:
         probes: list[Probe] = []
@@ -411,13 +438,3 @@ class _Builder:
 def _is_bool(node) -> bool:
     return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:bool"
 
-
-def _is_c_expression(text: str) -> bool:
-    if not text.strip() or any(c in text for c in ";\n\\{}") or "/*" in text or "//" in text:
-        return False
-    depth = 0
-    for char in text:
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if depth < 0:
-            return False
-    return depth == 0

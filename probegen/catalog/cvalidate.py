@@ -1,0 +1,283 @@
+"""What catalog strings that become C code may be.
+
+The catalog author describes probes; nothing they write may put other
+code into the files generated from it. So a string that reaches C is
+parsed as what it stands for, and what the header gets is rebuilt from the
+tokens the parser accepted:
+
+- an include is a relative path of plain names (``spdk/env.h``);
+- the clock is one C expression (names, numbers, calls, member access,
+  subscripts, casts, unary, binary and conditional operators);
+- nothing outside docs holds a control character, and docs hold no
+  characters that hide or reorder text (see ``hidden_character``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from probegen.ctypes import is_identifier, is_type_name
+
+# A relative path of names. No '.' or '..' component and no absolute path:
+# the header includes what the build's include path holds, never a file
+# chosen by climbing out of it (/dev/zero, /dev/stdin hang the compiler).
+_INCLUDE = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*(?:/[A-Za-z0-9_+-][A-Za-z0-9_.+-]*)*")
+
+# C's punctuators, longest first, so the text is split into tokens as the
+# compiler splits it (maximal munch), plus what starts a comment or a
+# trigraph. Only some are in the grammar; the others are named in errors.
+_PUNCTUATORS = sorted("""
+    ... <<= >>= %:%: -> ++ -- << >> <= >= == != && || *= /= %= += -= &= ^= |= ## <: :> <% %> %:
+    /* // ?? [ ] ( ) { } . & * + - ~ ! / % < > ^ | ? : ; = , #
+""".split(), key=len, reverse=True)
+_TOKEN = re.compile(
+    r"(?P<space> +)"
+    r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
+    # C's preprocessing number: what a compiler reads as one token.
+    r"|(?P<number>\.?[0-9](?:[eEpP][+-]|[0-9A-Za-z_.])*)"
+    r"|(?P<punctuator>" + "|".join(map(re.escape, _PUNCTUATORS)) + ")"
+)
+_INTEGER = re.compile(r"(?:0[xX][0-9a-fA-F]+|[0-9]+)(?:[uU](?:ll|LL|l|L)?|(?:ll|LL|l|L)[uU]?)?")
+_FLOAT = re.compile(r"(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fFlL]?|[0-9]+[eE][+-]?[0-9]+[fFlL]?")
+_BINARY = frozenset("* / % + - << >> < > <= >= == != & ^ | && ||".split())
+_UNARY = frozenset("- + ! ~ * &".split())
+# Deeper nesting than any clock needs is refused rather than recursed into.
+MAX_DEPTH = 32
+
+# Characters that hide or reorder text (bidirectional overrides: code that
+# reads differently from how it compiles), C0 and C1 controls but layout
+# whitespace, DEL, and unpaired surrogates.
+_HIDDEN_IN_DOCS = re.compile(
+    "[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+_DOC_KEYS = frozenset(("doc",))
+
+
+class CExpressionError(ValueError):
+    """Text that is not an expression of the accepted grammar; says why."""
+
+
+def include_problem(text: str) -> str | None:
+    """Why ``text`` cannot be written as ``#include "text"``, or None."""
+    if _INCLUDE.fullmatch(text):
+        return None
+    return (f"'{shown(text)}' is not an include path: write a relative path of names "
+            "(letters, digits, '_', '-', '+', '.'; parts separated by '/'; no '.' or '..' part)")
+
+
+def clock_expression(text: str) -> str:
+    """The clock as the header writes it: ``text`` parsed as one C
+    expression and rebuilt from its tokens. Raises CExpressionError."""
+    tokens = _tokens(text)
+    if not tokens:
+        raise CExpressionError("empty expression")
+    parser = _ExpressionParser([t for t, _ in tokens])
+    parser.conditional()
+    if parser.peek() is not None:
+        parser.fail(f"unexpected '{parser.peek()}'")
+    # Tokens are kept as written and spaced as written, so the compiler
+    # splits the result into exactly these tokens.
+    return "".join((" " if spaced and i else "") + token for i, (token, spaced) in enumerate(tokens))
+
+
+def _tokens(text: str) -> list[tuple[str, bool]]:
+    """(token, preceded by space) pairs; CExpressionError for anything else."""
+    tokens: list[tuple[str, bool]] = []
+    position, spaced = 0, False
+    while position < len(text):
+        match = _TOKEN.match(text, position)
+        if match is None:
+            char = text[position]
+            what = f"'{char}'" if char.isprintable() else f"character U+{ord(char):04X}"
+            raise CExpressionError(f"unexpected {what}")
+        position = match.end()
+        if match["space"]:
+            spaced = True
+            continue
+        token = match[0]
+        if match["number"] and not (_INTEGER.fullmatch(token) or _FLOAT.fullmatch(token)):
+            raise CExpressionError(f"'{token}' is not a C number")
+        if match["name"] and not is_identifier(token) and not _type_word(token):
+            raise CExpressionError(f"'{token}' is a keyword")
+        tokens.append((token, spaced))
+        spaced = False
+    return tokens
+
+
+def _type_word(token: str) -> bool:
+    """Keywords a cast's type may use."""
+    return token in ("const", "volatile", "signed", "unsigned", "char", "short", "int", "long",
+                     "void", "bool", "_Bool", "float", "double", "struct", "union", "enum")
+
+
+class _ExpressionParser:
+    """Recursive descent over the expressions a clock may be:
+
+        conditional = binary [ "?" conditional ":" conditional ]
+        binary      = unary { BINARY_OPERATOR unary }
+        unary       = UNARY_OPERATOR unary | "(" type ")" unary | postfix
+        postfix     = primary { "(" [ conditional { "," conditional } ] ")"
+                                | "[" conditional "]" | "." NAME | "->" NAME }
+        primary     = NAME | NUMBER | "(" conditional ")"
+
+    Precedence does not matter here: the question is only whether the text
+    is one expression, which the header then casts as a whole.
+    """
+
+    def __init__(self, tokens: list[str]):
+        self.tokens = tokens
+        self.position = 0
+        self.depth = 0
+
+    def fail(self, why: str):
+        raise CExpressionError(why)
+
+    def peek(self, ahead: int = 0) -> str | None:
+        index = self.position + ahead
+        return self.tokens[index] if index < len(self.tokens) else None
+
+    def take(self) -> str:
+        token = self.tokens[self.position]
+        self.position += 1
+        return token
+
+    def expect(self, token: str) -> None:
+        if self.peek() != token:
+            found = self.peek()
+            self.fail(f"expected '{token}'" + (f" before '{found}'" if found else " at the end"))
+        self.take()
+
+    def conditional(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            self.fail(f"nested more than {MAX_DEPTH} deep")
+        self.binary()
+        if self.peek() == "?":
+            self.take()
+            self.conditional()
+            self.expect(":")
+            self.conditional()
+        self.depth -= 1
+
+    def binary(self) -> None:
+        self.unary()
+        while self.peek() in _BINARY:
+            self.take()
+            self.unary()
+
+    def unary(self) -> None:
+        token = self.peek()
+        if token in _UNARY:
+            self.take()
+            self.nested(self.unary)
+        elif token == "(" and self.cast_length():
+            self.position += self.cast_length()
+            self.nested(self.unary)
+        else:
+            self.postfix()
+
+    def nested(self, parse) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            self.fail(f"nested more than {MAX_DEPTH} deep")
+        parse()
+        self.depth -= 1
+
+    def cast_length(self) -> int:
+        """Tokens of a cast '(type)' starting here, or 0 if none."""
+        depth = 0
+        for index in range(self.position, len(self.tokens)):
+            depth += {"(": 1, ")": -1}.get(self.tokens[index], 0)
+            if depth == 0:
+                inner = self.tokens[self.position + 1:index]
+                following = self.tokens[index + 1] if index + 1 < len(self.tokens) else None
+                starts_operand = following is not None and (
+                    following in _UNARY or following == "(" or following[0].isalnum()
+                    or following[0] in "_.")
+                return index + 1 - self.position if starts_operand and is_type_name(inner) else 0
+        return 0
+
+    def postfix(self) -> None:
+        self.primary()
+        while True:
+            token = self.peek()
+            if token == "(":
+                self.take()
+                if self.peek() != ")":
+                    self.conditional()
+                    while self.peek() == ",":
+                        self.take()
+                        self.conditional()
+                self.expect(")")
+            elif token == "[":
+                self.take()
+                self.conditional()
+                self.expect("]")
+            elif token in (".", "->"):
+                self.take()
+                if not is_identifier(self.peek() or ""):
+                    self.fail(f"expected a member name after '{token}'")
+                self.take()
+            else:
+                return
+
+    def primary(self) -> None:
+        token = self.peek()
+        if token is None:
+            self.fail("expression ends early")
+        if token == "(":
+            self.take()
+            self.conditional()
+            self.expect(")")
+        elif is_identifier(token) or _INTEGER.fullmatch(token) or _FLOAT.fullmatch(token):
+            self.take()
+        else:
+            self.fail(f"unexpected '{token}'")
+
+
+def shown(text: str) -> str:
+    """Catalog text for a message: what a terminal would act on, escaped."""
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
+
+
+def hidden_character(text: str, doc: bool) -> str | None:
+    """The first character ``text`` may not hold, or None. Docs may hold
+    layout whitespace (they are escaped for each output); no other catalog
+    string holds anything that is not printable or a space."""
+    if doc:
+        match = _HIDDEN_IN_DOCS.search(text)
+        return match[0] if match else None
+    if text.isprintable():
+        return None
+    return next((c for c in text if not c.isprintable()), None)
+
+
+def text_problems(root: yaml.Node) -> list[tuple[yaml.Node, str]]:
+    """(node, message) for every scalar of the catalog holding a character
+    it may not: walked without recursion, each shared (aliased) node once."""
+    problems = []
+    seen = set()
+    stack = [(root, False)]
+    while stack:
+        node, doc = stack.pop()
+        if (id(node), doc) in seen:
+            continue
+        seen.add((id(node), doc))
+        if isinstance(node, yaml.ScalarNode):
+            char = hidden_character(node.value, doc) if isinstance(node.value, str) else None
+            if char is not None:
+                where = "docs" if doc else "catalog strings other than docs"
+                problems.append((node, f"character U+{ord(char):04X} is not allowed in {where}"))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, doc) for item in reversed(node.value))
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in reversed(node.value):
+                stack.append((value, isinstance(key, yaml.ScalarNode) and key.value in _DOC_KEYS))
+                stack.append((key, False))
+    return problems
+
+
+__all__ = ["CExpressionError", "clock_expression", "hidden_character", "include_problem",
+           "shown", "text_problems"]
