@@ -26,7 +26,6 @@ from probegen.catalog.cvalidate import CExpressionError, clock_expression, inclu
 from probegen.catalog.schema_walk import SchemaWalker
 from probegen.ctypes import C_KEYWORDS, CTypeError, Kind, is_identifier, parse_ctype
 from probegen.errors import CatalogError, Diagnostic, InputError, Location
-from probegen.gcpause import gc_paused
 
 SCHEMA_FILE = "catalog.schema.json"
 # Members of the struct itself, through nested and anonymous members; not
@@ -86,10 +85,7 @@ def parse_catalog(data: bytes, path: Path) -> Catalog:
             Location(shown, line, column),
             f"file is not UTF-8 (byte 0x{data[exc.start]:02x}); save the catalog as UTF-8",
         )]) from None
-    # The node tree is large and acyclic: collecting while it grows only
-    # costs time (half the load of a 2,000-probe catalog).
-    with gc_paused():
-        return _parse_text(text, shown, path)
+    return _parse_text(text, shown, path)
 
 
 def _parse_text(text: str, shown: str, path: Path) -> Catalog:

@@ -34,7 +34,7 @@ class Entry:
 class TypeIndex:
     def __init__(self, names: dict[str, list[tuple]]):
         # name -> [(kind, cu_offset, die_offset, size, line), ...]: plain
-        # tuples, so the cache can store it with marshal.
+        # data, which the cache stores as JSON (probegen.dwarf.cache).
         self.names = names
 
     def lookup(self, name: str) -> list[Entry]:
