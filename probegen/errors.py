@@ -40,17 +40,12 @@ class InputError(Exception):
 
 
 def read_input(path, what: str) -> bytes:
-    """The bytes of a file the user named; InputError says what is wrong,
-    calling the file a ``what`` (e.g. "catalog file", "script")."""
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except FileNotFoundError:
-        raise InputError(f"{path}: error: no such {what}") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: error: is a directory, not a {what}") from None
-    except OSError as exc:
-        raise InputError(f"{path}: error: cannot read: {exc.strerror}") from None
+    """The bytes of a file the user named (a regular file or a pipe, within
+    probegen.inputs.TEXT_LIMIT); InputError says what is wrong, calling the
+    file a ``what`` (e.g. "catalog file", "script")."""
+    from probegen.inputs import read_input as read_bounded
+
+    return read_bounded(path, what)
 
 
 class CatalogError(InputError):

@@ -28,7 +28,7 @@ def run(args) -> int:
     binaries, failed = [], False
     for path in args.binaries:
         try:
-            binaries.append(read_binary(path))
+            binaries.append(read_binary(path, pipe_ok=True))
         except ElfError as exc:
             print(exc, file=sys.stderr)
             failed = True

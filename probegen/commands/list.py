@@ -28,7 +28,7 @@ def run(args) -> int:
     binaries, errors = [], []
     for path in args.binaries:
         try:
-            binary = read_binary(path)
+            binary = read_binary(path, pipe_ok=True)
         except ElfError as exc:
             errors.append(exc)
             print(exc, file=sys.stderr)

@@ -51,7 +51,7 @@ def run(args) -> int:
             return
         seen.add(real)
         try:
-            binaries.append(read_binary(path))
+            binaries.append(read_binary(path, pipe_ok=not is_library))
         except ElfError as exc:
             errors.append(exc)
             print(exc, file=sys.stderr)
@@ -75,6 +75,8 @@ def run(args) -> int:
                     print(f"{path}: note: needed library {name} not found in RPATH/RUNPATH or --lib-dir; "
                           "its probes are not checked", file=sys.stderr)
 
+    if not binaries:
+        return 2  # nothing was read (each error is printed): no finding would be true
     if args.expect_none:
         report = verify_absent(catalog, binaries)
     else:

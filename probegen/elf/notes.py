@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from probegen.elf.argspec import ArgSpecError, NoteArg, parse_args
 from probegen.errors import InputError
+from probegen.inputs import UnreadableInput, open_seekable
 
 _NAME = re.compile(r"[A-Za-z0-9_]+\Z")  # provider and probe names in a note
 
+_MAGIC = b"\x7fELF"
 NOTE_SECTION = ".note.stapsdt"
 BASE_SECTION = ".stapsdt.base"
 NOTE_OWNER = "stapsdt"
@@ -100,38 +101,36 @@ class Binary:
         return sorted({p.provider for p in self.probes})
 
 
-def open_elf(path: str | os.PathLike):
+def open_elf(path: str | os.PathLike, *, pipe_ok: bool = False):
     """Open a path as an ELFFile; ElfError for anything that is not one.
 
+    Regular files only, unless ``pipe_ok``: then a pipe (``<(cat BIN)``)
+    is copied to a temporary file first (see probegen.inputs).
     Returns (ELFFile, file object, size); the caller closes the file.
     """
     shown = str(path)
     try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise ElfError(shown, "no such file") from None
-    except OSError as exc:
-        raise ElfError(shown, f"cannot read: {exc.strerror}") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise ElfError(shown, "is a directory, not an ELF binary")
+        stream, size = open_seekable(path, "ELF binary", pipe_ok=pipe_ok, head=len(_MAGIC),
+                                     check_head=lambda head: _check_magic(shown, head), missing="no such file")
+    except UnreadableInput as exc:
+        raise ElfError(shown, exc.problem) from None
     try:
-        stream = open(path, "rb")
-    except OSError as exc:
-        raise ElfError(shown, f"cannot read: {exc.strerror}") from None
-    try:
-        magic = stream.read(4)
-        if not magic:
-            raise ElfError(shown, "empty file, not an ELF binary")
-        if magic != b"\x7fELF":
-            raise ElfError(shown, "not an ELF file (no ELF magic number)")
+        _check_magic(shown, stream.read(len(_MAGIC)))  # a pipe's was checked before copying
         stream.seek(0)
         from elftools.elf.elffile import ELFFile
 
         elf = guard_elf(shown, lambda: ELFFile(stream))
-        return elf, stream, info.st_size
+        return elf, stream, size
     except BaseException:
         stream.close()
         raise
+
+
+def _check_magic(shown: str, head: bytes) -> None:
+    if not head:
+        raise ElfError(shown, "empty file, not an ELF binary")
+    if head != _MAGIC:
+        raise ElfError(shown, "not an ELF file (no ELF magic number)")
 
 
 def guard_elf(shown: str, action):
@@ -147,11 +146,12 @@ def guard_elf(shown: str, action):
         raise ElfError(shown, f"truncated or malformed ELF ({detail})") from None
 
 
-def read_binary(path: str | os.PathLike) -> Binary:
+def read_binary(path: str | os.PathLike, *, pipe_ok: bool = False) -> Binary:
     """Every USDT probe of one ELF file, sites grouped by provider and name
-    in the order of their first note."""
+    in the order of their first note. ``pipe_ok``: the user named this
+    file, and may have named a pipe (see open_elf)."""
     shown = str(path)
-    elf, stream, file_size = open_elf(path)
+    elf, stream, file_size = open_elf(path, pipe_ok=pipe_ok)
     with stream:
         return guard_elf(shown, lambda: _read(elf, shown, file_size))
 

@@ -1,0 +1,174 @@
+"""Opening the files a user names: catalogs, scripts, binaries, debug files.
+
+Nothing named may block, read without end or be opened for its side
+effects. A path is looked at before it is opened: directories, devices
+(``/dev/zero``, a disk, a watchdog) and sockets are refused unopened. Files
+are opened non-blocking, so a FIFO that no process writes to is refused at
+once instead of hanging. Regular files are read as they are; a pipe
+(``<(cmd)``, ``/dev/stdin``, a FIFO with a writer) only where the caller
+accepts one, and never past a size bound.
+
+Every refusal is one ``UnreadableInput`` line naming the path (exit 2).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import BinaryIO, Callable
+
+from probegen.errors import InputError
+
+MIB = 1 << 20
+# A catalog of 2,000 probes is ~0.3 MB and its generated scripts a few MB:
+# 16 MiB is far above any real catalog or script, and still parses in seconds.
+TEXT_LIMIT = 16 * MIB
+# A binary read through a pipe is copied to an unnamed temporary file (pyelftools
+# needs to seek). SPDK's binaries with debug info are 100-300 MB.
+PIPE_LIMIT = 1024 * MIB
+
+_CHUNK = 1 << 16
+_KINDS = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISFIFO, "a FIFO or pipe"),
+)
+
+
+class UnreadableInput(InputError):
+    """A named input that is refused or cannot be read."""
+
+    def __init__(self, path, problem: str):
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{path}: error: {problem}")
+
+
+def _size_text(limit: int) -> str:
+    return f"{limit // MIB} MiB" if limit % MIB == 0 else f"{limit} bytes"
+
+
+def _kind(mode: int) -> str | None:
+    """What a non-regular, non-directory file is, for messages."""
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return None if stat.S_ISREG(mode) else "a special file"
+
+
+def _check_kind(path, mode: int, what: str, pipe_ok: bool) -> None:
+    if stat.S_ISDIR(mode):
+        article = "an" if what[0] in "aeiouAEIOU" else "a"
+        raise UnreadableInput(path, f"is a directory, not {article} {what}")
+    kind = _kind(mode)
+    if kind is not None and not (pipe_ok and stat.S_ISFIFO(mode)):
+        raise UnreadableInput(path, f"not a regular file ({kind})")
+
+
+def _open(path, what: str, pipe_ok: bool, missing: str | None = None) -> tuple[BinaryIO, int | None, bytes]:
+    """Open a named input for reading: (binary stream, size, first bytes).
+    For a regular file the size is known and nothing is read yet; for a
+    pipe the size is None and the first bytes, already taken from the
+    pipe, come before what the stream still holds."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        raise UnreadableInput(path, missing or f"no such {what}") from None
+    except (OSError, ValueError) as exc:
+        raise UnreadableInput(path, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    _check_kind(path, mode, what, pipe_ok)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise UnreadableInput(path, f"cannot read: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)  # what was opened, should the path have changed since
+        _check_kind(path, info.st_mode, what, pipe_ok)
+        if stat.S_ISREG(info.st_mode):
+            return os.fdopen(fd, "rb"), info.st_size, b""
+        first = _first_bytes(path, fd)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb"), None, first
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _first_bytes(path, fd: int) -> bytes:
+    """One non-blocking read of a pipe: data, or nothing yet from a live
+    writer (b""); end of file means that no process writes to it."""
+    try:
+        data = os.read(fd, _CHUNK)
+    except BlockingIOError:
+        return b""
+    except OSError as exc:
+        raise UnreadableInput(path, f"cannot read: {exc.strerror}") from None
+    if not data:
+        raise UnreadableInput(path, "nothing to read: no process writes to this FIFO or pipe")
+    return data
+
+
+def read_input(path, what: str, *, limit: int = TEXT_LIMIT) -> bytes:
+    """All bytes of a named text input (a regular file or a pipe), at most
+    ``limit`` of them; UnreadableInput says what is wrong."""
+    stream, size, first = _open(path, what, pipe_ok=True)
+    with stream:
+        if size is not None and size > limit:
+            raise UnreadableInput(path, f"{what} of {size} bytes is larger than the {_size_text(limit)} limit")
+        try:
+            data = first + stream.read(limit + 1 - len(first)) if len(first) <= limit else first
+        except OSError as exc:
+            raise UnreadableInput(path, f"cannot read: {exc.strerror}") from None
+    if len(data) > limit:
+        raise UnreadableInput(path, f"{what} is larger than the {_size_text(limit)} limit")
+    return data
+
+
+def open_seekable(path, what: str, *, pipe_ok: bool = False, limit: int = PIPE_LIMIT, head: int = 0,
+                  check_head: Callable[[bytes], None] | None = None,
+                  missing: str | None = None) -> tuple[BinaryIO, int]:
+    """A named input as a seekable stream and its size, for readers that
+    seek (pyelftools). A regular file is read in place; a pipe (if
+    ``pipe_ok``) is copied to an unnamed temporary file, at most ``limit``
+    bytes, after ``check_head`` has accepted its first ``head`` bytes (so
+    a pipe of the wrong kind of data is refused before it is copied).
+    ``missing`` replaces the message for a path that does not exist."""
+    stream, size, first = _open(path, what, pipe_ok, missing)
+    if size is not None:
+        return stream, size
+    with stream:
+        return _spool(path, what, stream, first, limit, head, check_head)
+
+
+def _spool(path, what, stream: BinaryIO, first: bytes, limit: int, head: int, check_head) -> tuple[BinaryIO, int]:
+    import tempfile
+
+    try:
+        while len(first) < head:
+            chunk = stream.read(head - len(first))
+            if not chunk:
+                break
+            first += chunk
+        if check_head is not None:
+            check_head(first)
+        copy = tempfile.TemporaryFile()
+    except OSError as exc:
+        raise UnreadableInput(path, f"cannot read: {exc.strerror}") from None
+    try:
+        size = len(first)
+        chunk = first
+        while chunk:
+            if size > limit:
+                raise UnreadableInput(path, f"more than {_size_text(limit)} through a pipe; give the {what} as a file")
+            copy.write(chunk)
+            chunk = stream.read(min(_CHUNK, limit + 1 - size))
+            size += len(chunk)
+        copy.seek(0)
+        return copy, size
+    except OSError as exc:
+        copy.close()
+        raise UnreadableInput(path, f"cannot read: {exc.strerror}") from None
+    except BaseException:
+        copy.close()
+        raise
