@@ -57,12 +57,87 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
         pass
 
 
+# A catalog nests 6 deep (catalog, probes, probe, args, argument, members).
+MAX_DEPTH = 64
+
+
+class _Refused(yaml.MarkedYAMLError):
+    """Valid YAML that a catalog may not use."""
+
+
 def _compose(text: str):
+    """The document's node tree, composed from the parser's events here
+    rather than by PyYAML's composer, which recurses once per level (libyaml's
+    in C: 100,000 '[' overflow the stack) and expands aliases, whose walks
+    grow exponentially in a kilobyte ("billion laughs"). A catalog needs
+    neither: aliases are refused, and nesting past MAX_DEPTH."""
     loader = _Loader(text)
     try:
-        return loader.get_single_node()
+        return _compose_events(loader)
     finally:
         loader.dispose()
+
+
+def _compose_events(loader):
+    next_event, resolve = loader.get_event, loader.resolve
+    # Locals: this loop runs once per event, ~45,000 times for 2,000 probes.
+    ScalarEvent, ScalarNode, MappingStartEvent, SequenceStartEvent = (  # noqa: N806
+        yaml.ScalarEvent, yaml.ScalarNode, yaml.MappingStartEvent, yaml.SequenceStartEvent)
+    next_event()  # stream start
+    if loader.check_event(yaml.StreamEndEvent):
+        return None
+    document = next_event()
+    root = None
+    stack: list[list] = []  # open collections: [node's value list, mapping key awaiting its value]
+    awaiting = object()  # a mapping between its pairs, not holding a key
+    while root is None:
+        event = next_event()
+        kind = type(event)
+        if kind is ScalarEvent:
+            tag = event.tag
+            if tag is None or tag == "!":
+                tag = resolve(ScalarNode, event.value, event.implicit)
+            node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+        elif kind is MappingStartEvent or kind is SequenceStartEvent:
+            if len(stack) >= MAX_DEPTH:
+                raise _Refused(problem=f"nested more than {MAX_DEPTH} levels deep (a catalog needs 6)",
+                               problem_mark=event.start_mark)
+            node_class = yaml.MappingNode if kind is MappingStartEvent else yaml.SequenceNode
+            tag = event.tag
+            if tag is None or tag == "!":
+                tag = resolve(node_class, None, event.implicit)
+            node = node_class(tag, [], event.start_mark, None, event.flow_style)
+        elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+            node = stack.pop()[2]
+            node.end_mark = event.end_mark
+            if not stack:
+                root = node
+            continue
+        elif kind is yaml.AliasEvent:
+            raise _Refused(problem=f"YAML aliases (*{event.anchor}) are not allowed in a catalog; write the value out",
+                           problem_mark=event.start_mark)
+        else:  # the parser emits nothing else inside a document
+            raise _Refused(problem=f"unexpected {kind.__name__}", problem_mark=event.start_mark)
+        if stack:
+            top = stack[-1]
+            if top[1] is None:  # a sequence
+                top[0].append(node)
+            elif top[1] is awaiting:
+                top[1] = node
+            else:
+                top[0].append((top[1], node))
+                top[1] = awaiting
+        if kind is ScalarEvent:
+            if not stack:
+                root = node
+        else:
+            stack.append([node.value, awaiting if kind is MappingStartEvent else None, node])
+    next_event()  # document end
+    if not loader.check_event(yaml.StreamEndEvent):
+        event = next_event()
+        raise yaml.composer.ComposerError("expected a single document in the stream", document.start_mark,
+                                          "but found another document", event.start_mark)
+    return root
 
 
 def load_schema() -> dict:
@@ -91,6 +166,9 @@ def parse_catalog(data: bytes, path: Path) -> Catalog:
 def _parse_text(text: str, shown: str, path: Path) -> Catalog:
     try:
         root = _compose(text)
+    except _Refused as exc:
+        mark = exc.problem_mark
+        raise CatalogError([Diagnostic(Location(shown, mark.line + 1, mark.column + 1), exc.problem)]) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = Location(shown, mark.line + 1, mark.column + 1) if mark else Location(shown)
