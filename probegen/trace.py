@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from probegen.errors import InputError
+from probegen.errors import InputError, read_input
 
 # usdt:__EXE__:NAME or usdt:__EXE__:PROVIDER:NAME
 _USDT_MARKER = re.compile(r"\busdt:__EXE__:(?:(?P<provider>[A-Za-z_]\w*):)?(?P<name>[A-Za-z_]\w*)\b")
@@ -36,12 +36,11 @@ class Script:
 def read_scripts(paths) -> list[Script]:
     scripts = []
     for path in paths:
+        data = read_input(path, "script")  # regular files and pipes, bounded: never a device or a writerless FIFO
         try:
-            scripts.append(Script(str(path), Path(path).read_text("utf-8")))
-        except FileNotFoundError:
-            raise InputError(f"{path}: error: no such script") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"{path}: error: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+            scripts.append(Script(str(path), data.decode("utf-8")))
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: error: cannot read: {exc}") from None
     return scripts
 
 
