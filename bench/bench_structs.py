@@ -1,8 +1,9 @@
 """Benchmark: `probegen structs` against `pahole -C` on a large binary.
 
 Both are timed as whole processes in the same run, for the same five
-types; prints the ratios, cold (no type index cache) and warm (index cached
-by build id). Target: at most 5x pahole.
+types; prints the ratios, cold (no type index cache) and warm (the index
+cached by build id, as JSON, in a private temporary cache directory).
+Target: at most 5x pahole.
 
     python bench/bench_structs.py [BINARY]   (default: builds one with make_big_binary.py)
 """

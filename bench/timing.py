@@ -6,7 +6,6 @@ shared machine hits all of them alike; each keeps its best round.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -50,12 +49,3 @@ def race(commands: list[Command], rounds: int, warmup: int = 2) -> None:
         for command in commands:
             command.run()
 
-
-def env_with(**changes) -> dict:
-    env = dict(os.environ)
-    for key, value in changes.items():
-        if value is None:
-            env.pop(key, None)
-        else:
-            env[key] = value
-    return env
