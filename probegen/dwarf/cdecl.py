@@ -15,6 +15,7 @@ The output of this module is data (``Plan``, ``Item``); the template
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from probegen.dwarf import model as m
@@ -64,6 +65,7 @@ def natural_enum_size(enum: m.Enum) -> int:
     return 8
 
 
+_PAD = re.compile(r"__pad\d+")
 _SIZED_INTS = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long"}
 
 
@@ -73,6 +75,8 @@ class Planner:
     def __init__(self, annotate: bool = False):
         self.annotate = annotate
         self._plans: dict[int, Plan] = {}
+        self._enumerators: dict[str, m.Enum] = {}
+        self._inline_enums: set[int] = set()
 
     # ---- alignment and size of types as written ------------------------
 
@@ -108,7 +112,8 @@ class Planner:
         t = m.strip_typedefs(t)
         if isinstance(t, m.Qualified):
             under = m.strip_typedefs(t.target)
-            quals = " ".join(q for q in t.qualifiers if q != "_Atomic")
+            quals = " ".join(q for q in t.qualifiers if q != "_Atomic"
+                             and (q != "restrict" or isinstance(under, m.Pointer)))
             if isinstance(under, m.Pointer):  # qualifies the pointer: "char *const p"
                 inner = f"{quals} {inner}".strip() if quals else inner
                 return self.declarator(under, inner)
@@ -125,10 +130,10 @@ class Planner:
             return self.declarator(t.element, f"{inner}{dims}")
         if isinstance(t, m.Function):
             params = [self._param(p) for p in t.params]
-            if t.varargs:
+            if t.varargs and params:  # "(...)" alone is no C: "()" takes anything
                 params.append("...")
             if not params:
-                params = ["void"] if t.prototyped else []
+                params = ["void"] if t.prototyped and not t.varargs else []
             return self.declarator(t.returns, f"{inner}({', '.join(params)})")
         head, nested = self._head(t)
         return head, inner, nested
@@ -145,11 +150,15 @@ class Planner:
         if isinstance(t, m.Base):
             return t.name, None
         if isinstance(t, m.Enum):
-            if t.size not in (None, natural_enum_size(t)):
+            if t.size not in (None, natural_enum_size(t)) or not t.enumerators:
                 # A compiler would not make this enum this size (packed or
-                # -fshort-enums): bpftrace cannot be told, so use an integer.
+                # -fshort-enums), or it has no enumerators to define it
+                # with: bpftrace cannot be told, so use an integer.
                 return _SIZED_INTS.get(t.size, "unsigned int"), None
             if t.name is None:
+                if id(t) in self._inline_enums:  # "enum { A, B } x, y;": A and B once
+                    return _SIZED_INTS.get(t.size, "unsigned int"), None
+                self._inline_enums.add(id(t))
                 return "enum", self.plan(t)
             return f"enum {t.name}", None
         if isinstance(t, m.Struct):
@@ -168,6 +177,11 @@ class Planner:
         if isinstance(t, m.Enum):
             plan = Plan("enum", t.name, size=t.size, align=self._enum_written_size(t))
             plan.enumerators = [(e.name, enum_literal(e.value)) for e in t.enumerators]
+            for e in t.enumerators:  # C has one namespace for all enumerators
+                other = self._enumerators.setdefault(e.name, t)
+                if other is not t:
+                    raise InputError(f"enumerator {e.name} is in two enums ({other.name or 'anonymous'} and "
+                                     f"{t.name or 'anonymous'}): C cannot define both")
             self._plans[key] = plan
             return plan
         plan = Plan(t.kind, t.name)
@@ -227,6 +241,8 @@ class Planner:
                 inner = m.unqualified(member.type)
                 if isinstance(inner, m.Struct):
                     self._names(inner, into)
+                    if inner.name is None:  # its padding shares our namespace too
+                        into.update(_PAD.findall(" ".join(i.declarator for i in self.plan(inner).items)))
         return into
 
     def _plan_struct(self, struct: m.Struct, plan: Plan, force_packed: bool = False) -> None:
@@ -284,6 +300,11 @@ class Planner:
                     f"cannot reproduce the layout of {struct.kind} {struct.name or '(anonymous)'}: "
                     f"members end at {end}, past its size {size}"
                 )
+            if members and _is_flexible(members[-1].type):
+                raise InputError(
+                    f"cannot reproduce the layout of {struct.kind} {struct.name or '(anonymous)'}: "
+                    f"bytes after its flexible array member {members[-1].name}"
+                )
             if cur % 8:
                 items.append(self._bit_pad(names, 8 - cur % 8))
             items.append(self._pad(names, size - end))
@@ -333,6 +354,11 @@ class Planner:
         plan.items, plan.size, plan.align = items, size, align
 
 
+def _is_flexible(t: m.Type) -> bool:
+    t = m.unqualified(t)
+    return isinstance(t, m.Array) and t.counts[0] is None
+
+
 def dependencies(t: m.Type, by_value: bool = True):
     """Named structs, unions and enums ``t`` refers to: yields (type, by_value).
 
@@ -349,7 +375,7 @@ def dependencies(t: m.Type, by_value: bool = True):
         for param in t.params:
             yield from dependencies(param, by_value=False)
     elif isinstance(t, m.Enum):
-        if t.name is not None:
+        if t.name is not None and t.enumerators:
             yield t, True  # enums are always defined: an incomplete enum is an error
     elif isinstance(t, m.Struct):
         if t.name is not None:
@@ -404,6 +430,9 @@ def order_definitions(roots: list[m.Type]) -> tuple[list[m.Struct], list[m.Type]
 
     for root in roots:
         root = m.unqualified(root)
+        if isinstance(root, m.Enum) and not root.enumerators:
+            raise InputError(f"enum {root.source_name or root.name} has no enumerators in the debug info: "
+                             "C cannot define it")
         if isinstance(root, (m.Struct, m.Enum)):
             visit(root)
     forward = sorted(

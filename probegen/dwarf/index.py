@@ -1,8 +1,9 @@
 """Where each named struct, union, enum and typedef is defined.
 
-Only the top-level DIEs of each compilation unit are read (types defined
-inside functions are not reachable by name); subtrees are skipped through
-DW_AT_sibling, which pyelftools follows. The index maps a name to its
+Only the top-level DIEs of each compilation unit and of its C++
+namespaces are read (types defined inside functions are not reachable by
+name; a type in a namespace is indexed as "ns::S"); subtrees are skipped
+through DW_AT_sibling, checked by ``probegen.dwarf.walk``. The index maps a name to its
 definitions, one per distinct fingerprint (tag, size, declaring file and
 line):
 the same header type repeated in every unit collapses to one entry, and
@@ -12,6 +13,9 @@ two different types with one name stay apart so they can be reported.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from probegen.dwarf.damage import Damaged
+from probegen.dwarf.walk import children
 
 _TAGS = {
     "DW_TAG_structure_type": "struct",
@@ -60,18 +64,11 @@ class TypeIndex:
         for cu in dwarfinfo.iter_CUs():
             top = cu.get_top_DIE()
             files = None
-            for die in cu.iter_DIE_children(top):
-                kind = _TAGS.get(die.tag)
-                if kind is None:
-                    continue
+            for die, text in _named_types(top):
                 attrs = die.attributes
-                name = attrs.get("DW_AT_name")
-                if name is None or "DW_AT_declaration" in attrs:
-                    continue
-                size = attrs.get("DW_AT_byte_size")
-                line = attrs.get("DW_AT_decl_line")
-                text = name.value.decode("utf-8", "replace")
-                row = (kind, cu.cu_offset, die.offset, size.value if size else -1, line.value if line else 0)
+                kind = _TAGS[die.tag]
+                row = (kind, cu.cu_offset, die.offset, _number(attrs.get("DW_AT_byte_size"), -1),
+                       _number(attrs.get("DW_AT_decl_line"), 0))
                 if files is None:
                     files = _file_names(dwarfinfo, cu)
                 decl_file = attrs.get("DW_AT_decl_file")
@@ -89,6 +86,39 @@ class TypeIndex:
                 cu._diemap = cu._diemap[:1]
         return cls(names)
 
+    def qualified_names(self) -> dict[int, str]:
+        """DIE offset -> full name, for the types inside C++ namespaces."""
+        return {row[2]: name for name, rows in self.names.items() if "::" in name for row in rows}
+
+
+# C++ namespaces nest; deeper than this is damage, not code.
+_MAX_NAMESPACES = 64
+
+
+def _named_types(top):
+    """(DIE, name) of the named type definitions at the top of a unit and
+    inside its C++ namespaces ("ns::S")."""
+    pending = [(top, "")]
+    while pending:
+        parent, prefix = pending.pop()
+        for die in children(parent):
+            attrs = die.attributes
+            name = attrs.get("DW_AT_name")
+            text = name.value.decode("utf-8", "replace") if name is not None and isinstance(name.value, bytes) else None
+            if die.tag == "DW_TAG_namespace":
+                if prefix.count("::") >= _MAX_NAMESPACES:
+                    raise Damaged(f"namespaces nested more than {_MAX_NAMESPACES} deep at {die.offset:#x}")
+                pending.append((die, f"{prefix}{text or '(anonymous namespace)'}::"))
+                continue
+            if die.tag not in _TAGS or text is None or "DW_AT_declaration" in attrs:
+                continue
+            yield die, prefix + text
+
+
+def _number(attr, default: int) -> int:
+    value = attr.value if attr is not None else None
+    return value if type(value) is int and value >= 0 else default
+
 
 def _file_names(dwarfinfo, cu) -> dict[int, str]:
     """DW_AT_decl_file index -> file path, from the unit's line table header."""
@@ -101,7 +131,7 @@ def _file_names(dwarfinfo, cu) -> dict[int, str]:
     names = {}
     for i, entry in enumerate(header["file_entry"]):
         name = entry.name.decode("utf-8", "replace") if isinstance(entry.name, bytes) else str(entry.name)
-        d = entry.dir_index
+        d = entry.dir_index if type(entry.dir_index) is int else 0
         if header["version"] < 5:
             d -= 1  # DWARF 4: directory 0 is the unit's own, not in the list
         if 0 <= d < len(dirs) and not name.startswith("/"):

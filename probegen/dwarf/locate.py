@@ -12,9 +12,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
+from probegen.dwarf.damage import Damaged, reading
 from probegen.errors import InputError
 
 DEFAULT_DEBUG_DIRS = ("/usr/lib/debug",)
@@ -35,15 +35,18 @@ class DebugInfo:
 
 
 def _open_elf(path: Path):
+    from probegen.inputs import open_seekable
+
+    stream, _ = open_seekable(path, "ELF file", missing="cannot open: no such file")  # regular files only
     try:
-        stream = open(path, "rb")
-    except OSError as exc:
-        raise InputError(f"cannot open {path}: {exc.strerror}") from None
-    try:
-        return stream, ELFFile(stream)
-    except ELFError:
+        if stream.read(4) != b"\x7fELF":
+            raise InputError(f"{path}: error: not an ELF file")
+        stream.seek(0)
+        with reading(path):
+            return stream, ELFFile(stream)
+    except BaseException:
         stream.close()
-        raise InputError(f"{path}: not an ELF file") from None
+        raise
 
 
 def build_id(elf: ELFFile) -> str | None:
@@ -89,35 +92,59 @@ def _candidates(binary: Path, elf: ELFFile, ident: str | None, debug_dirs):
 def open_debug_info(binary, debug_file=None, debug_dirs=DEFAULT_DEBUG_DIRS) -> DebugInfo:
     """Open ``binary`` and the file that carries its DWARF.
 
-    Raises InputError with a message saying what to do when there is none.
+    Raises InputError with a message saying what to do when there is none,
+    or that a file is damaged.
     """
     binary = Path(binary)
     stream, elf = _open_elf(binary)
-    ident = build_id(elf)
+    try:
+        return _find_debug_info(binary, stream, elf, debug_file, debug_dirs)
+    except BaseException:
+        stream.close()
+        raise
+
+
+def _check(path: Path, stream, elf: ELFFile):
+    """(build id, whether it has DWARF) of an open ELF file."""
+    try:
+        with reading(path):
+            ident = build_id(elf)
+            has_dwarf = _has_dwarf(elf)
+            if has_dwarf:
+                check_compressed_sizes(elf)
+            return ident, has_dwarf
+    except BaseException:
+        stream.close()
+        raise
+
+
+def _find_debug_info(binary: Path, stream, elf, debug_file, debug_dirs) -> DebugInfo:
+    ident, has_dwarf = _check(binary, stream, elf)
     if debug_file is not None:
         debug_file = Path(debug_file)
         dstream, delf = _open_elf(debug_file)
-        other = build_id(delf)
+        other, debug_has_dwarf = _check(debug_file, dstream, delf)
         if ident and other and ident != other:
             dstream.close()
-            stream.close()
             raise InputError(
                 f"{debug_file} is not the debug file of {binary}: "
                 f"build id {other} is not {ident}"
             )
-        stream.close()
-        if not _has_dwarf(delf):
+        if not debug_has_dwarf:
             dstream.close()
             raise InputError(f"{debug_file} has no DWARF debug info (.debug_info)")
+        stream.close()
         return DebugInfo(binary, debug_file, delf, ident, dstream)
-    if _has_dwarf(elf):
+    if has_dwarf:
         return DebugInfo(binary, binary, elf, ident, stream)
-    for candidate in _candidates(binary, elf, ident, debug_dirs):
+    with reading(binary):
+        candidates = list(_candidates(binary, elf, ident, debug_dirs))
+    for candidate in candidates:
         if not candidate.is_file():
             continue
         dstream, delf = _open_elf(candidate)
-        other = build_id(delf)
-        if _has_dwarf(delf) and (not ident or not other or other == ident):
+        other, debug_has_dwarf = _check(candidate, dstream, delf)
+        if debug_has_dwarf and (not ident or not other or other == ident):
             stream.close()
             return DebugInfo(binary, candidate, delf, ident, dstream)
         dstream.close()
@@ -127,6 +154,36 @@ def open_debug_info(binary, debug_file=None, debug_dirs=DEFAULT_DEBUG_DIRS) -> D
         f"{binary} has no DWARF debug info{where}: build it with -g, "
         "or give its separate debug file with --debug-file"
     )
+
+
+# A compressed section says how big it gets: believed only within what
+# zlib makes of real DWARF (3-10x), with room to spare; a "zip bomb"
+# claiming more is refused before anything is decompressed.
+_MAX_EXPANSION = 64
+_EXPANSION_SLACK = 1 << 20
+
+
+def check_compressed_sizes(elf: ELFFile) -> None:
+    """Damaged if a compressed debug section claims to expand beyond reason."""
+    import struct
+
+    for section in elf.iter_sections():
+        name = section.name
+        if not name.startswith((".debug", ".zdebug")) or section.header.sh_type == "SHT_NOBITS":
+            continue
+        stored = section.header.sh_size
+        if section.compressed:
+            claimed = section.data_size
+        elif name.startswith(".zdebug"):  # GNU style: "ZLIB" and the size, big-endian
+            elf.stream.seek(section.header.sh_offset)
+            head = elf.stream.read(12)
+            if len(head) < 12 or head[:4] != b"ZLIB":
+                raise Damaged(f"section {name} is not zlib-compressed")
+            claimed = struct.unpack(">Q", head[4:])[0]
+        else:
+            continue
+        if claimed > stored * _MAX_EXPANSION + _EXPANSION_SLACK:
+            raise Damaged(f"section {name} claims {claimed} bytes uncompressed from {stored}")
 
 
 def file_key(path: Path) -> tuple[int, int]:

@@ -45,6 +45,7 @@ class Enum(Type):
     signed: bool = False
     declaration: bool = False  # only declared here: no enumerators known
     die_offset: int = -1
+    source_name: str | None = None  # DWARF's name where it is no C name ("Color" of "ns::Color")
 
 
 @dataclass(eq=False)
@@ -66,6 +67,7 @@ class Struct(Type):
     declaration: bool = False  # incomplete: only "struct name;" is known
     typedef_name: bool = False  # anonymous, named here after its typedef
     die_offset: int = -1
+    source_name: str | None = None  # DWARF's name where it is no C name ("Box<int>")
 
     @property
     def spelling(self) -> str:

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError, DWARFError
-
 from probegen.catalog.model import Enumerator
 from probegen.ctypes import CType, Kind
 from probegen.dwarf import cache, model as m
 from probegen.dwarf.cdecl import Planner, order_definitions
+from probegen.dwarf.damage import reading
 from probegen.dwarf.index import TypeIndex
 from probegen.dwarf.load import TypeLoader
 from probegen.dwarf.locate import DEFAULT_DEBUG_DIRS, DebugInfo, file_key, open_debug_info
@@ -25,19 +24,24 @@ class DwarfTypes:
         self.info = info
         self.index = index
         self._dwarf = None
-        self._loader = TypeLoader(pointer_size=info.elf.elfclass // 8)
+        self._loader = None
         self._types: dict[tuple[str, str | None], m.Type] = {}
 
     @classmethod
     def open(cls, binary, debug_file=None, debug_dirs=DEFAULT_DEBUG_DIRS, use_cache: bool = True) -> "DwarfTypes":
         info = open_debug_info(binary, debug_file, debug_dirs)
-        stamp = (str(info.path.resolve()), *file_key(info.path))
-        names = cache.load(info.build_id, info.path, stamp) if use_cache else None
-        self = cls(info, TypeIndex(names) if names is not None else None)  # type: ignore[arg-type]
-        if names is None:
-            self.index = TypeIndex.build(self.dwarf)
-            if use_cache:
-                cache.store(info.build_id, info.path, stamp, self.index.names)
+        try:
+            stamp = (str(info.path.resolve()), *file_key(info.path))
+            names = cache.load(info.build_id, info.path, stamp) if use_cache else None
+            self = cls(info, TypeIndex(names) if names is not None else None)  # type: ignore[arg-type]
+            if names is None:
+                with reading(info.path):
+                    self.index = TypeIndex.build(self.dwarf)
+                if use_cache:
+                    cache.store(info.build_id, info.path, stamp, self.index.names)
+        except BaseException:
+            info.close()
+            raise
         return self
 
     def close(self) -> None:
@@ -52,10 +56,8 @@ class DwarfTypes:
     @property
     def dwarf(self):
         if self._dwarf is None:
-            try:
+            with reading(self.info.path):
                 self._dwarf = self.info.elf.get_dwarf_info(relocate_dwarf_sections=False)
-            except (ELFError, DWARFError, NotImplementedError, ValueError) as exc:
-                raise InputError(f"{self.info.path}: cannot read its DWARF: {exc}") from None
         return self._dwarf
 
     # ---- lookup -------------------------------------------------------------
@@ -86,11 +88,11 @@ class DwarfTypes:
         return result
 
     def _load(self, entry) -> m.Type:
-        try:
+        with reading(self.info.path):
+            if self._loader is None:
+                self._loader = TypeLoader(self.info.elf.elfclass // 8, self.index.qualified_names())
             cu = self.dwarf.get_CU_at(entry.cu_offset)
-            return self._loader.load(cu.get_DIE_from_refaddr(entry.die_offset))
-        except (ELFError, DWARFError, KeyError, IndexError) as exc:
-            raise InputError(f"{self.info.path}: bad DWARF for type at {entry.die_offset:#x}: {exc}") from None
+            return self._loader.load_root(cu.get_DIE_from_refaddr(entry.die_offset))
 
     def _check_same(self, name: str, candidates: list[m.Type], entries) -> None:
         texts = {}
