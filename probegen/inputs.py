@@ -151,19 +151,21 @@ def _spool(path, what, stream: BinaryIO, first: bytes, limit: int, head: int, ch
                 break
             first += chunk
         if check_head is not None:
-            check_head(first)
+            check_head(first[:head])
         copy = tempfile.TemporaryFile()
     except OSError as exc:
         raise UnreadableInput(path, f"cannot read: {exc.strerror}") from None
     try:
+        copy.write(first)
         size = len(first)
-        chunk = first
-        while chunk:
-            if size > limit:
-                raise UnreadableInput(path, f"more than {_size_text(limit)} through a pipe; give the {what} as a file")
-            copy.write(chunk)
+        while size <= limit:
             chunk = stream.read(min(_CHUNK, limit + 1 - size))
+            if not chunk:
+                break
+            copy.write(chunk)
             size += len(chunk)
+        if size > limit:
+            raise UnreadableInput(path, f"more than {_size_text(limit)} through a pipe; give the {what} as a file")
         copy.seek(0)
         return copy, size
     except OSError as exc:

@@ -27,6 +27,10 @@ NOTE_SECTION = ".note.stapsdt"
 BASE_SECTION = ".stapsdt.base"
 NOTE_OWNER = "stapsdt"
 NT_STAPSDT = 3
+# SPDK has ~150 probe sites, the largest users a few thousand; reading
+# 100,000 notes takes about a second. A crafted section of a million empty
+# notes would take tens of seconds: refused instead.
+MAX_NOTES = 100_000
 
 # pyelftools names note types by number without looking at the owner, so
 # an stapsdt note (type 3) may come back as the GNU name for 3.
@@ -168,7 +172,10 @@ def _read(elf, shown: str, file_size: int) -> Binary:
         end = notes["sh_offset"] + notes["sh_size"]
         if end > file_size:
             raise ElfError(shown, f"section {NOTE_SECTION} ends at byte {end}, past the end of the file ({file_size} bytes)")
-        for note in notes.iter_notes():
+        for count, note in enumerate(notes.iter_notes(), 1):
+            if count > MAX_NOTES:
+                raise ElfError(shown, f"section {NOTE_SECTION} holds more than {MAX_NOTES} notes; "
+                                      "no real binary has that many probe sites")
             if note["n_offset"] + note["n_size"] > end or len(note["n_descdata"]) != note["n_descsz"]:
                 raise ElfError(shown, f"note at byte {note['n_offset']} of {NOTE_SECTION}: its sizes point past the section")
             if note["n_name"] != NOTE_OWNER or note["n_type"] not in _NOTE_TYPES:
