@@ -24,10 +24,19 @@ class GeneratedFile:
 
 
 def is_current(file: GeneratedFile) -> bool:
-    """True when the file on disk has exactly this content (and mode)."""
+    """True when the file on disk has exactly this content (and mode).
+    Only a regular file can be: a FIFO or a device is not read (it could
+    block, or never end)."""
+    from probegen.inputs import UnreadableInput, open_seekable
+
     try:
-        if file.path.read_bytes() != file.data:
-            return False
+        stream, size = open_seekable(file.path, "generated file")
+    except UnreadableInput:
+        return False
+    try:
+        with stream:
+            if size != len(file.data) or stream.read(size + 1) != file.data:
+                return False
         return not file.executable or os.access(file.path, os.X_OK)
     except OSError:
         return False

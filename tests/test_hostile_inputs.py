@@ -291,3 +291,12 @@ def test_anchors_alone_are_harmless(world):
     catalog.write_text("provider: x\nprobes:\n  - &p {name: p, group: g, doc: d}\n")
     result = probegen("header", "-c", catalog, "-o", world["root"] / "anchored.h")
     assert result.returncode == 0, result.stderr
+
+
+def test_check_does_not_read_a_fifo_in_place_of_an_output(world, tmp_path):
+    catalog = tmp_path / "probes.yaml"
+    catalog.write_text(world["catalog"].read_text() + "outputs:\n  header: out.h\n")
+    os.mkfifo(tmp_path / "out.h")
+    result = probegen("check", "-c", catalog)
+    assert result.returncode == 1 and "out.h: stale" in result.stderr, result.stderr
+    assert (tmp_path / "out.h").is_fifo()
