@@ -121,6 +121,10 @@ REFUSED = {
     "clock uses a compat parameter": (
         catalog_text(top="arg0: true\n", header="  compat_prefix: X_PROBE\n  clock: name()\n"),
         "6:10: clock: 'name' is a parameter name of the compat_prefix macros"),
+    "clock uses the guard": (catalog_text(top="arg0: true\n", header="  clock: DEMO_H + 1\n"),
+                             "5:10: clock: 'DEMO_H' is also the include guard"),
+    "group all": (catalog_text().replace("group: app", "group: all", 1), "6:12: group 'all' would overwrite"),
+    "group counts": (catalog_text().replace("group: app", "group: counts", 1), "6:12: group 'counts' would overwrite"),
     # Enumerator values.
     "enumerator too large for stoull": (catalog_text(top=enums("A = 99999999999999999999999")),
                                         "4:19: enum 'e': enumerator 'A' = 99999999999999999999999 is outside -2147483648..4294967295"),
@@ -245,6 +249,19 @@ def test_every_system_macro_is_refused_as_a_probe_name(tmp_path):
         output = subprocess.run([*command, "-dM", "-E", str(source)], capture_output=True, text=True, check=True).stdout
         names |= set(re.findall(r"^#define (\w+)", output, re.M))
     accepted = [n for n in sorted(names) if not problems(tmp_path, catalog_text(probe=n))]
+    assert accepted == []
+
+
+def test_every_word_of_sdt_h_is_refused_as_a_guard(tmp_path):
+    """An object-like macro named like a word of <sys/sdt.h> (its code or
+    the assembler text it builds) would rewrite it."""
+    require_sdt()
+    sdt = next(p for p in (Path("/usr/include/x86_64-linux-gnu/sys/sdt.h"), Path("/usr/include/sys/sdt.h")) if p.exists())
+    text = re.sub(r"/\*.*?\*/", " ", sdt.read_text(), flags=re.S)
+    defined = set(re.findall(r"#\s*define\s+(\w+)", text))
+    directives = {"define", "ifdef", "ifndef", "endif", "undef", "elif", "include", "defined", "error", "if", "else"}
+    words = set(re.findall(r"\b[A-Za-z_]\w*\b", text)) - defined - directives
+    accepted = [w for w in sorted(words) if not problems(tmp_path, catalog_text(guard=w))]
     assert accepted == []
 
 
@@ -432,3 +449,71 @@ def test_edge_scripts_load_and_print_every_hit(edge):
     bcc_enums = [l for l in tracer_lines(running["bcc"].lines) if l.startswith("enums ")]
     assert bcc_enums[0] == "enums s=SE_MIN u=UE_MAX s2=SE_MAX u2=UE_HIGH t1=" + "x" * 299
     assert bcc_enums[1] == enum_lines[1]
+
+
+# -- hostile names, at random ----------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+# Words that reach the header's macros in some role, and near misses.
+HOSTILE_WORDS = [
+    "linux", "unix", "i386", "and", "or", "not", "xor", "bitand", "compl", "not_eq", "__LINE__", "__FILE__",
+    "_Foo", "_pg_b", "b", "NULL", "uint64_t", "size_t", "section", "used", "weak", "name", "a1", "a2",
+    "DEMO_H", "PROBE_FOO", "PROBE_FOO_ENABLED", "PROBE_B", "foo", "foo_enabled", "FOO", "demo",
+    "demo_foo_semaphore", "INT8_MAX", "STAP_PROBE", "DTRACE_PROBE2", "PROBEGEN_USDT", "BEGIN", "None",
+    "lambda", "x", "_x", "PROBE", "pg_clock", "DEMO", "DEMO_2", "DEMO_2_TICKS",
+]
+TYPES = ["int", "uint64_t", "size_t", "const char *"]
+_random_names = st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,6}", fullmatch=True).filter(lambda n: n != "main")
+# Mostly plain names, so that many catalogs load and their headers are compiled.
+_names = st.one_of(*[_random_names] * 7, st.sampled_from(HOSTILE_WORDS))
+
+
+@st.composite
+def hostile_catalogs(draw) -> str:
+    def name() -> str:
+        return f'"{draw(_names)}"'  # quoted: NULL, None and the like stay strings
+
+    arg0 = draw(st.booleans())
+    lines = [f"provider: {name()}", f"arg0: {str(arg0).lower()}", "header:",
+             f"  guard: {name()}", f"  typed_prefix: {name()}", f"  enable_macro: {name()}",
+             "  clock: pg_clock()"]
+    if draw(st.booleans()):
+        lines.append(f"  compat_prefix: {name()}")
+    lines.append("probes:")
+    for _ in range(draw(st.integers(1, 3))):
+        args = [f"{{name: {name()}, type: {draw(st.sampled_from(TYPES))}}}" for _ in range(draw(st.integers(0, 3)))]
+        lines += [f"  - name: {name()}", "    group: g", "    doc: x",
+                  f"    ticks: {str(arg0 and draw(st.booleans())).lower()}", f"    args: [{', '.join(args)}]"]
+    return "\n".join(lines) + "\n"
+
+
+def _firing_program(catalog) -> str:
+    from probegen.catalog.names import typed_macro
+
+    calls = "".join(
+        f"\t{typed_macro(catalog.header, p.name)}({', '.join(chr(34) + 's' + chr(34) if a.ctype.pointee else '0' for a in p.args)});\n"
+        for p in catalog.probes)
+    return ("#include <stdint.h>\nuint64_t pg_clock(void);\nuint64_t pg_clock(void) { return 1; }\n"
+            f'#include "h.h"\nint main(void)\n{{\n{calls}\treturn 0;\n}}\n')
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow])
+@given(text=hostile_catalogs())
+def test_hostile_names_are_refused_with_a_position_or_compile(tmp_path, text):
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    try:
+        catalog = load_catalog(path)
+    except CatalogError as exc:
+        for diagnostic in exc.diagnostics:
+            assert diagnostic.location.line >= 1 and diagnostic.location.column >= 1, (text, str(diagnostic))
+            assert "\n" not in str(diagnostic)
+        return
+    (tmp_path / "h.h").write_text(render_header(catalog))
+    source = tmp_path / "main.c"
+    source.write_text(_firing_program(catalog))
+    for cxx, defines in ((False, [catalog.header.enable_macro]), (True, [catalog.header.enable_macro]), (False, [])):
+        compile_c([source], tmp_path / "prog", include_dirs=[tmp_path], defines=defines, cxx=cxx)

@@ -20,7 +20,7 @@ from probegen.catalog.model import (
     MAX_NAMED_ENUMS, Arg, Catalog, EnumDecl, Enumerator, HeaderConfig, Probe, SDT_MAX_ARGS,
 )
 from probegen.catalog import constants
-from probegen.catalog.names import BPFTRACE_KEYWORDS, problems as name_problems
+from probegen.catalog.names import BPFTRACE_KEYWORDS, SCRIPT_NAMES, problems as name_problems
 from probegen.catalog.outputs import check_output_paths
 from probegen.catalog.cvalidate import CExpressionError, clock_expression, include_problem, shown, text_problems
 from probegen.catalog.schema_walk import SchemaWalker
@@ -432,7 +432,9 @@ class _Builder:
             if named:
                 names[name] = fields["name"]
             group = self.get(fields, "group")
-            self.keyword_check(fields.get("group"), group, "group")
+            if self.keyword_check(fields.get("group"), group, "group") and group in SCRIPT_NAMES:
+                self.error(fields["group"], f"group '{group}' would overwrite the generated '{group}' script "
+                                            "(one per group, plus all and counts); rename the group")
             ticks = self.get(fields, "ticks", False)
             if ticks is True and not arg0:
                 self.error(fields["ticks"], "'ticks: true' needs 'arg0: true' at the top: the clock is passed as arg0")
@@ -511,4 +513,3 @@ class _Builder:
 
 def _is_bool(node) -> bool:
     return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:bool"
-

@@ -40,11 +40,25 @@ _SYSTEM_MACRO = re.compile(
     r"_(?:MIN|MAX|WIDTH|C)|(?:STAP|DTRACE)_\w*|NULL|offsetof|bool|true|false"
 )
 # Words the header's own text uses (besides C keywords and each catalog's
-# types): a macro named so would rewrite them.
-HEADER_WORDS = frozenset("uint64_t weak visibility section used hidden".split())
+# types), and those <sys/sdt.h> (systemtap 4.8) uses in its macros and the
+# assembler text it builds: a macro named so would rewrite them (an
+# enable_macro 'x', defined as 1, breaks sdt.h's assembler macros).
+HEADER_WORDS = frozenset(
+    """uint64_t weak visibility section used hidden
+    CT I N SDT_USE_VARIADIC T _ _0 _1 _2 _3 _4 _5 _6 _7 _8 _9 _10 _11 _12 _semaphore a aG altmacro
+    arg1 arg2 arg3 arg4 arg5 arg6 arg7 arg8 arg9 arg10 arg11 arg12 arglist args ascii asciz b balign
+    base c comdat config cstddef d e endm f g h i id ifc iflt j k l m macro n nZr name no nop nor note
+    nr p pack_args parm1 parm2 parm3 parm4 parm5 parm6 parm7 parm8 parm9 parm10 parm11 parm12 popsection
+    probe progbits provider public purgem pushsection sdt size size_t space stapsdt template typename use
+    wchar_t x x00 x20""".split()
+)
 # bpftrace 0.17 keywords: a member path through one is a syntax error
 # (measured: $p->if fails, $p->pid, ->comm, ->count, ->BEGIN load).
 BPFTRACE_KEYWORDS = frozenset("if else unroll while return break continue offsetof sizeof".split())
+
+# Scripts the generators write besides one per group (bpftrace: all.bt and
+# counts.bt; BCC: all.py).
+SCRIPT_NAMES = frozenset(["all", "counts"])
 
 Origin = Union[Location, str]  # where a name comes from: a position, or a key under 'header:'
 
@@ -172,10 +186,13 @@ def problems(catalog: Catalog) -> list[tuple[Origin, str]]:
     object_macros = {header.guard: "the include guard", **tested}
     type_words = {word for probe in catalog.probes for arg in probe.args
                   for word in re.findall(r"[A-Za-z_]\w*", arg.ctype.spelling)}
+    clock_words = set(re.findall(r"[A-Za-z_]\w*", header.clock)) if catalog.arg0 and header.clock else set()
     for name, what in object_macros.items():
         if name in type_words:
             found.append(("guard" if what == "the include guard" else what,
                           f"{what} '{name}' is a word of an argument's type: the macro would replace it"))
+        if name in clock_words:
+            found.append(("clock", f"clock: '{name}' is also {what}: the macro would replace it"))
     if catalog.provider in object_macros:
         found.append(("provider", f"provider '{catalog.provider}' is also {object_macros[catalog.provider]}"))
     for probe in catalog.probes:
