@@ -46,6 +46,8 @@ class UnreadableInput(InputError):
 
 
 def _size_text(limit: int) -> str:
+    if limit % (1024 * MIB) == 0:
+        return f"{limit // (1024 * MIB)} GiB"
     return f"{limit // MIB} MiB" if limit % MIB == 0 else f"{limit} bytes"
 
 
