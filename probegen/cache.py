@@ -104,8 +104,9 @@ def _directory(kind: str):
     except _Refused as refusal:
         _warn(top, str(refusal))
         where = None
-    except OSError as exc:
-        _warn(top, f"{exc.filename or top}: {exc.strerror}")
+    except OSError as exc:  # names relative to a descriptor are shown as the cache's path
+        failed = exc.filename if os.path.isabs(str(exc.filename or "")) else top
+        _warn(top, f"{failed}: {exc.strerror}")
         where = None
     try:
         yield where
