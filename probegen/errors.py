@@ -30,7 +30,17 @@ class Diagnostic(namedtuple("Diagnostic", "location message severity", defaults=
     __slots__ = ()
 
     def __str__(self) -> str:
-        return f"{self.location}: {self.severity}: {self.message}"
+        return printable(f"{self.location}: {self.severity}: {self.message}")
+
+
+def printable(text: str) -> str:
+    """Text for one line of a terminal: messages quote catalog strings and
+    file names, whose newlines or escape sequences would forge lines or
+    drive the terminal; those are shown as escapes."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+                   for c in text)
 
 
 class InputError(Exception):
