@@ -270,7 +270,7 @@ YAML_BOMBS = {
     "100,000 mixed": ("provider: x\nprobes: " + "[{a: " * 50_000 + "\n", "2:"),
     "1,000 balanced": ("provider: x\nprobes: " + "[" * 1000 + "]" * 1000 + "\n", "2:72: error: nested more than"),
     "deep block": ("provider: x\nprobes:\n" + "".join(" " * i + "- \n" for i in range(1, 3000)), "error: nested more than"),
-    "compact block": ("provider: x\nprobes: " + "- " * 20_000 + "x\n", "error: "),
+    "compact block": ("provider: x\nprobes:\n" + "- " * 20_000 + "x\n", "3:127: error: nested more than 64 levels deep"),
 }
 
 
