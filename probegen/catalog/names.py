@@ -12,8 +12,7 @@ words C++ or bpftrace read as operators or keywords.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Iterator, Union
+from typing import NamedTuple, Union
 
 from probegen.catalog.model import SDT_MAX_ARGS, Catalog, HeaderConfig
 from probegen.errors import Location
@@ -35,10 +34,12 @@ CPP_ALTERNATIVE_TOKENS = frozenset(
 PREDEFINED_MACROS = frozenset("linux unix i386 sun sparc mips vax m68k".split())
 # Object-like and function-like macros of the headers the generated header
 # includes (<stdint.h>, <stddef.h>, <stdbool.h>, <sys/sdt.h>).
-_SYSTEM_MACRO = re.compile(
+_SYSTEM_MACRO_PATTERN = (
     r"(?:U?INT(?:8|16|32|64|PTR|MAX)|U?INT_(?:LEAST|FAST)(?:8|16|32|64)|PTRDIFF|SIG_ATOMIC|SIZE|WCHAR|WINT)"
     r"_(?:MIN|MAX|WIDTH|C)|(?:STAP|DTRACE)_\w*|NULL|offsetof|bool|true|false"
 )
+_SYSTEM_MACRO = re.compile(_SYSTEM_MACRO_PATTERN)
+_SYSTEM_MACRO_LINE = re.compile(f"^(?:{_SYSTEM_MACRO_PATTERN})$", re.M)  # over names joined by newlines
 # Words the header's own text uses (besides C keywords and each catalog's
 # types), and those <sys/sdt.h> (systemtap 4.8) uses in its macros and the
 # assembler text it builds: a macro named so would rewrite them (an
@@ -88,26 +89,38 @@ def compat_macros(header: HeaderConfig, arg0: bool, max_args: int) -> list[str]:
     return [f"{prefix}{n or ''}{suffix}" for suffix in suffixes for n in range(max_args + 1)]
 
 
-@dataclass(frozen=True)
-class Definition:
+class Definition(NamedTuple):
     name: str
-    what: str  # what defines it, for messages: "the _ENABLED() macro of probe 'foo'"
+    kind: str  # a key of _WHAT
+    subject: str  # the probe it is for, or ""
     origin: Origin
 
+    @property
+    def what(self) -> str:
+        """What defines it, for messages: "the _ENABLED() macro of probe 'foo'"."""
+        return _WHAT[self.kind].format(self.subject)
 
-def header_definitions(catalog: Catalog) -> Iterator[Definition]:
+
+_WHAT = {
+    "guard": "the include guard", "compat": "an untyped compat_prefix macro", "macro": "the macro of probe '{}'",
+    "enabled": "the _ENABLED() macro of probe '{}'", "semaphore": "the semaphore of probe '{}'",
+}
+
+
+def header_definitions(catalog: Catalog) -> list[Definition]:
     """Every macro and global symbol the header defines, in the order a
     reader meets their causes (a clash is reported at the later one)."""
     header = catalog.header
-    yield Definition(header.guard, "the include guard", "guard")
-    for name in compat_macros(header, catalog.arg0, catalog.max_args):
-        yield Definition(name, "an untyped compat_prefix macro", "compat_prefix")
+    found = [Definition(header.guard, "guard", "", "guard")]
+    found += [Definition(n, "compat", "", "compat_prefix") for n in compat_macros(header, catalog.arg0, catalog.max_args)]
+    prefix, provider, semaphores = header.typed_prefix + "_", catalog.provider + "_", header.semaphores
     for probe in catalog.probes:
-        where = f"probe '{probe.name}'"
-        yield Definition(typed_macro(header, probe.name), f"the macro of {where}", probe.location)
-        yield Definition(enabled_macro(header, probe.name), f"the _ENABLED() macro of {where}", probe.location)
-        if header.semaphores:
-            yield Definition(semaphore(catalog.provider, probe.name), f"the semaphore of {where}", probe.location)
+        macro = prefix + probe.name.upper()  # typed_macro(), enabled_macro(), semaphore(), inline
+        found.append(Definition(macro, "macro", probe.name, probe.location))
+        found.append(Definition(macro + ENABLED_SUFFIX, "enabled", probe.name, probe.location))
+        if semaphores:
+            found.append(Definition(provider + probe.name + SEMAPHORE_SUFFIX, "semaphore", probe.name, probe.location))
+    return found
 
 
 def is_reserved(name: str) -> bool:
@@ -130,11 +143,25 @@ def _unusable(name: str, *, macro: bool = False, expanded: bool = False) -> str 
     return None
 
 
+def _suspects(names) -> set[str]:
+    """The names _unusable() might refuse, found for thousands at once
+    (a set and one regex over all of them) rather than one by one."""
+    names = set(names)
+    found = {n for n in names if n[:1] == "_"}
+    found |= names & (CPP_ALTERNATIVE_TOKENS | PREDEFINED_MACROS | HEADER_WORDS)
+    found.update(_SYSTEM_MACRO_LINE.findall("\n".join(names)))
+    return found
+
+
 def problems(catalog: Catalog) -> list[tuple[Origin, str]]:
     """Every catalog name that would break the generated header, as
     (origin, message)."""
     found: list[tuple[Origin, str]] = []
     header = catalog.header
+    definitions = header_definitions(catalog)
+    suspects = _suspects([catalog.provider, *(p.name for p in catalog.probes),
+                          *(a.name for p in catalog.probes for a in p.args),
+                          *(d.name for d in definitions)])
 
     def unusable(origin: Origin, what: str, name: str, **kinds) -> None:
         why = _unusable(name, **kinds)
@@ -147,8 +174,11 @@ def problems(catalog: Catalog) -> list[tuple[Origin, str]]:
         if value:
             unusable(key, key, value, macro=True)
     for probe in catalog.probes:
-        unusable(probe.location, "probe", probe.name, expanded=True)
+        if probe.name in suspects:
+            unusable(probe.location, "probe", probe.name, expanded=True)
         for arg in probe.args:
+            if arg.name not in suspects:
+                continue
             unusable(arg.location, f"probe '{probe.name}': argument", arg.name)
             if arg.name.startswith(LOCAL_PREFIX):
                 found.append((arg.location, f"probe '{probe.name}': argument '{arg.name}': names starting "
@@ -164,28 +194,28 @@ def problems(catalog: Catalog) -> list[tuple[Origin, str]]:
 
     seen: dict[str, Definition] = {}
     clashes: set[tuple] = set()  # (origin, first origin): one message per pair
-    for definition in header_definitions(catalog):
-        name, origin = definition.name, definition.origin
-        first = seen.get(name)
-        if first is not None:
+    for definition in definitions:
+        name = definition.name
+        first = seen.setdefault(name, definition)
+        if first is not definition:
+            origin = definition.origin
             if (origin, first.origin) not in clashes:
                 clashes.add((origin, first.origin))
                 found.append((origin, f"{definition.what} is {name}, as is {first.what}{_at(first.origin)}"))
             continue
-        seen[name] = definition
         if name in tested:
             found.append((tested[name], f"{tested[name]} '{name}' is also {definition.what}"))
-        if origin not in ("guard", "compat_prefix") and not name.endswith(SEMAPHORE_SUFFIX):
+        if name in suspects and definition.kind in ("macro", "enabled"):
             why = _unusable(name, macro=True)  # e.g. typed_prefix INT8 and probe 'max'
-            if why and (origin, "macro") not in clashes:
-                clashes.add((origin, "macro"))
-                found.append((origin, f"{definition.what} is {name}, which {why}"))
+            if why and (definition.origin, "macro") not in clashes:
+                clashes.add((definition.origin, "macro"))
+                found.append((definition.origin, f"{definition.what} is {name}, which {why}"))
 
     # Names <sys/sdt.h> receives are macro-expanded first: an object-like
     # macro of the header (or one the user defines for it) would replace them.
     object_macros = {header.guard: "the include guard", **tested}
-    type_words = {word for probe in catalog.probes for arg in probe.args
-                  for word in re.findall(r"[A-Za-z_]\w*", arg.ctype.spelling)}
+    spellings = {arg.ctype.spelling for probe in catalog.probes for arg in probe.args}
+    type_words = {word for spelling in spellings for word in re.findall(r"[A-Za-z_]\w*", spelling)}
     clock_words = set(re.findall(r"[A-Za-z_]\w*", header.clock)) if catalog.arg0 and header.clock else set()
     for name, what in object_macros.items():
         if name in type_words:
