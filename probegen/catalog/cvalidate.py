@@ -256,26 +256,27 @@ def hidden_character(text: str, doc: bool) -> str | None:
 
 def text_problems(root: yaml.Node) -> list[tuple[yaml.Node, str]]:
     """(node, message) for every scalar of the catalog holding a character
-    it may not: walked without recursion, each shared (aliased) node once."""
+    it may not; walked without recursion (the loader refuses aliases, so
+    the nodes form a tree)."""
     problems = []
-    seen = set()
     stack = [(root, False)]
+    pop, push = stack.pop, stack.append
     while stack:
-        node, doc = stack.pop()
-        if (id(node), doc) in seen:
-            continue
-        seen.add((id(node), doc))
-        if isinstance(node, yaml.ScalarNode):
-            char = hidden_character(node.value, doc) if isinstance(node.value, str) else None
-            if char is not None:
-                where = "docs" if doc else "catalog strings other than docs"
-                problems.append((node, f"character U+{ord(char):04X} is not allowed in {where}"))
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend((item, doc) for item in reversed(node.value))
+        node, doc = pop()
+        value = node.value
+        if value.__class__ is str:
+            if not value.isprintable():  # the common case stops here
+                char = hidden_character(value, doc)
+                if char is not None:
+                    where = "docs" if doc else "catalog strings other than docs"
+                    problems.append((node, f"character U+{ord(char):04X} is not allowed in {where}"))
         elif isinstance(node, yaml.MappingNode):
-            for key, value in reversed(node.value):
-                stack.append((value, isinstance(key, yaml.ScalarNode) and key.value in _DOC_KEYS))
-                stack.append((key, False))
+            for key, item in value:
+                push((key, False))
+                push((item, key.value.__class__ is str and key.value in _DOC_KEYS))
+        else:
+            for item in value:
+                push((item, doc))
     return problems
 
 
