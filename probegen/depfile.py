@@ -12,7 +12,15 @@ import os
 
 
 def escape(path: str) -> str:
-    """A path as one word of a make rule (ninja's depfile parser agrees)."""
+    """A path as one word of a make rule (ninja's depfile parser agrees).
+
+    make has no way to write a newline (or other control character) in a
+    name: one would end the rule, and a following tab start a recipe that
+    make runs. Such a path is refused, as is one that is not UTF-8."""
+    from probegen.errors import InputError, printable
+
+    if any(ord(c) < 0x20 or ord(c) == 0x7F or 0xD800 <= ord(c) <= 0xDFFF for c in path):
+        raise InputError(f"{printable(path)}: error: a depfile cannot name a path with control characters")
     out = []
     for char in path:
         if char in " #":

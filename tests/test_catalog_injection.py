@@ -342,3 +342,17 @@ def test_hostile_text_scripts_load_and_run(hostile_text_outputs, tmp_path):
     assert "Tracing 1 probe (all)." in result.stdout
     assert " hello ticks=" in result.stdout and " n=0 " in result.stdout, result.stdout
     assert MARKER not in result.stdout and not (tmp_path / MARKER).exists()
+
+
+def test_depfile_refuses_a_catalog_name_make_would_run(tmp_path):
+    """In a depfile a newline ends the rule and a tab starts a recipe make
+    runs: a catalog named like that cannot be listed in one."""
+    text, _ = catalog_text()
+    name = "a\n\ttouch PGINJECT\nx:.yaml"
+    path = write(tmp_path, text, name)
+    result = subprocess.run([sys.executable, "-m", "probegen", "header", "--catalog", name, "-o", "out.h",
+                             "--depfile", "out.d"], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and "a depfile cannot name a path with control characters" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "out.d").exists()
+    assert path.exists() and not (tmp_path / MARKER).exists()
