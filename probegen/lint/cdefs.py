@@ -8,20 +8,83 @@ not understand is still known to exist, just with an unknown type.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 
 from probegen.ctypes import CType, CTypeError, parse_ctype
 from probegen.errors import Location
+from probegen.lint.lexer import ScriptSyntaxError
 
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
-_AGGREGATE = re.compile(r"\b(struct|union)\s+([A-Za-z_]\w*)?\s*\{")
+# The patterns here are written so that no input makes them backtrack
+# more than linearly (a script is untrusted text): no two adjacent parts
+# match the same characters.
+_AGGREGATE = re.compile(r"\b(struct|union)\s+(?:([A-Za-z_]\w*)\s*)?\{")
 _FUNCTION_POINTER = re.compile(r"\(\s*\*\s*([A-Za-z_]\w*)\s*\)")
-_DECLARATOR = re.compile(
-    r"(?P<base>.*?)(?P<stars>[\s*]*)\b(?P<name>[A-Za-z_]\w*)\s*(?P<arrays>(?:\[[^\]]*\]\s*)*)(?::\s*\w+)?\s*\Z",
-    re.S,
-)
+_COMMENT_START = re.compile(r"//|/\*")
+_NOT_NEWLINE = re.compile(r"[^\n]")
+_BIT_WIDTH = re.compile(r"\s*\w+\s*")
+_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _QUALIFIERS = {"const", "volatile", "restrict"}
+# Structs defined inside structs, at most; deeper is refused with a position.
+MAX_NESTED_STRUCTS = 64
+
+
+def _blank_comments(text: str) -> str:
+    """``text`` with every comment replaced by spaces, newlines kept (so
+    offsets and lines stay); one pass, whatever is unclosed."""
+    parts, pos = [], 0
+    for opener in _COMMENT_START.finditer(text):
+        start = opener.start()
+        if start < pos:  # inside a comment already blanked
+            continue
+        if opener.group() == "//":
+            end = text.find("\n", start)
+        else:
+            end = text.find("*/", start + 2)
+            end = end + 2 if end >= 0 else -1
+        end = len(text) if end < 0 else end
+        parts.append(text[pos:start])
+        parts.append(_NOT_NEWLINE.sub(" ", text[start:end]))
+        pos = end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+@dataclass(frozen=True)
+class _Declarator:
+    """``const char *name[4] : 3`` taken apart."""
+    base: str
+    stars: str
+    name: str
+    arrays: str
+    name_start: int
+
+
+def _declarator(text: str) -> _Declarator | None:
+    """The declarator of one member, read from its end: optional bit
+    width, array bounds, the name, the stars before it, and the base type."""
+    end = len(text.rstrip())
+    colon = text.rfind(":", 0, end)
+    if colon >= 0 and _BIT_WIDTH.fullmatch(text, colon + 1, end):
+        end = len(text[:colon].rstrip())
+    arrays_end = end
+    while end and text[end - 1] == "]":
+        open_bracket = text.rfind("[", 0, end)
+        if open_bracket < 0 or "]" in text[open_bracket + 1:end - 1]:
+            return None
+        end = len(text[:open_bracket].rstrip())
+    start = end
+    while start and text[start - 1] in _WORD:
+        start -= 1
+    name = text[start:end]
+    if not name or name[0].isdigit():
+        return None
+    stars_start = start
+    while stars_start and (text[stars_start - 1] == "*" or text[stars_start - 1].isspace()):
+        stars_start -= 1
+    return _Declarator(text[:stars_start], text[stars_start:start], name,
+                       text[end:arrays_end].strip(), start)
 
 
 @dataclass(frozen=True)
@@ -39,33 +102,53 @@ class StructDef:
     members: dict[str, MemberInfo] = field(default_factory=dict)
 
 
+_BRACES = re.compile(r"[{}]")
+_SPLITTERS = {sep: re.compile(r"[{}()\[\]" + re.escape(sep) + "]") for sep in ";,"}
+
+
 def _matching_brace(text: str, open_index: int) -> int:
     depth = 0
-    for index in range(open_index, len(text)):
-        if text[index] == "{":
+    for brace in _BRACES.finditer(text, open_index):
+        if brace.group() == "{":
             depth += 1
-        elif text[index] == "}":
+        else:
             depth -= 1
             if depth == 0:
-                return index
+                return brace.start()
     return len(text)
+
+
+def _deepest_brace(text: str) -> tuple[int, int]:
+    """(greatest brace depth, offset of the brace that first reaches it)."""
+    depth, deepest, where = 0, 0, 0
+    for brace in _BRACES.finditer(text):
+        depth += 1 if brace.group() == "{" else -1
+        if depth > deepest:
+            deepest, where = depth, brace.start()
+    return deepest, where
 
 
 def _split_top_level(body: str, separator: str) -> list[tuple[int, str]]:
     """Parts between separators outside brackets: (offset of the part's
     first non-blank character, stripped text)."""
     parts, depth, start = [], 0, 0
-    for index, char in enumerate(body + separator):
+    for mark in _SPLITTERS[separator].finditer(body):
+        char = mark.group()
         if char in "{([":
             depth += 1
         elif char in "})]":
             depth -= 1
-        elif char == separator and depth == 0 or index == len(body):
-            part = body[start:index]
-            if part.strip():
-                parts.append((start + len(part) - len(part.lstrip()), part.strip()))
-            start = index + 1
+        elif depth == 0:
+            _add_part(parts, body, start, mark.start())
+            start = mark.start() + 1
+    _add_part(parts, body, start, len(body))
     return parts
+
+
+def _add_part(parts: list, body: str, start: int, end: int) -> None:
+    part = body[start:end]
+    if part.strip():
+        parts.append((start + len(part) - len(part.lstrip()), part.strip()))
 
 
 def _member_info(base: str, stars: int, arrays: str, typedefs, location) -> MemberInfo:
@@ -94,17 +177,26 @@ class _Reader:
     def __init__(self, path: str, typedefs, text: str, line: int, column: int):
         self.path = path
         self.typedefs = typedefs
-        self.text = _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
+        self.text = _blank_comments(text)
+        self.nesting = 0
+        self.newlines: list[int] | None = None
         self.line, self.column = line, column
         self.structs: dict[str, StructDef] = {}
 
     def location(self, offset: int) -> Location:
-        line = self.line + self.text.count("\n", 0, offset)
-        start = self.text.rfind("\n", 0, offset)
-        column = self.column + offset if start < 0 else offset - start
+        if self.newlines is None:  # once: a struct of many members asks often
+            self.newlines = [m.start() for m in re.finditer("\n", self.text)]
+        before = bisect.bisect_left(self.newlines, offset)
+        line = self.line + before
+        column = self.column + offset if before == 0 else offset - self.newlines[before - 1]
         return Location(self.path, line, column)
 
     def read(self):
+        deepest, where = _deepest_brace(self.text)
+        if deepest > MAX_NESTED_STRUCTS + 1:
+            at = self.location(where)
+            raise ScriptSyntaxError(self.path, at.line, at.column,
+                                    f"structs nested more than {MAX_NESTED_STRUCTS} deep")
         pos = 0
         while True:
             match = _AGGREGATE.search(self.text, pos)
@@ -127,8 +219,16 @@ class _Reader:
     def declaration(self, offset: int, declaration: str, members: dict[str, MemberInfo]):
         nested = _AGGREGATE.match(self.text, offset)
         if nested:
+            if self.nesting >= MAX_NESTED_STRUCTS:
+                where = self.location(offset)
+                raise ScriptSyntaxError(self.path, where.line, where.column,
+                                        f"structs nested more than {MAX_NESTED_STRUCTS} deep")
             close = _matching_brace(self.text, nested.end() - 1)
-            inner_members = self.aggregate(nested, close)
+            self.nesting += 1
+            try:
+                inner_members = self.aggregate(nested, close)
+            finally:
+                self.nesting -= 1
             tail_start = close + 1
             names = _split_top_level(self.text[tail_start:offset + len(declaration)], ",")
             if not names:  # anonymous: its members are the outer struct's
@@ -147,18 +247,18 @@ class _Reader:
         for index, (part_offset, declarator) in enumerate(_split_top_level(declaration, ",")):
             prefix = ""
             if index == 0:
-                match = _DECLARATOR.match(declarator)
+                match = _declarator(declarator)
                 if not match:
                     return
-                base = match["base"]
+                base = match.base
             else:
                 prefix = "x "
-                match = _DECLARATOR.match(prefix + declarator)
+                match = _declarator(prefix + declarator)
                 if not match:
                     continue
-            where = self.location(offset + part_offset + match.start("name") - len(prefix))
-            members[match["name"]] = _member_info(
-                base, match["stars"].count("*"), match["arrays"].strip(), self.typedefs, where)
+            where = self.location(offset + part_offset + match.name_start - len(prefix))
+            members[match.name] = _member_info(
+                base, match.stars.count("*"), match.arrays, self.typedefs, where)
 
 
 def struct_definitions(definitions, path: str, typedefs=None) -> dict[str, StructDef]:

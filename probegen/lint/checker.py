@@ -31,6 +31,10 @@ _CAST_INTEGERS = {f"{s}int{w}": f"{s}int{w}_t" for s in ("", "u") for w in (8, 1
 _UNKNOWN_CONVERSION_HINTS = {"i": "use %d", "#": "write 0x%lx", "+": "drop the flag", " ": "drop the flag"}
 
 
+# Expressions whose value the checker does not track: only their parts are checked.
+_PLAIN = (syntax.Index, syntax.Unary, syntax.Binary, syntax.Ternary, syntax.Tuple)
+
+
 def _start(node) -> tuple[int, int]:
     """Where an expression starts in the script."""
     while True:
@@ -142,16 +146,33 @@ class Checker:
             elif isinstance(statement, syntax.ExprStatement):
                 self.value(statement.expr, env)
             elif isinstance(statement, syntax.If):
-                self.value(statement.condition, env)
-                then, otherwise = dict(env), dict(env)
-                self.statements(statement.then, then)
-                self.statements(statement.otherwise, otherwise)
-                env.update(_merge(then, otherwise))
+                self.if_chain(statement, env)
             elif isinstance(statement, syntax.Loop):
                 self.value(statement.condition, env)
                 body = dict(env)
                 self.statements(statement.body, body)
                 env.update(_merge(env, body))
+
+    def if_chain(self, statement: syntax.If, env: dict):
+        """An if with its "else if"s, in a loop (a chain of a thousand is
+        no deeper than one). Each branch starts from ``env``; afterwards a
+        variable keeps what it is known to be only if every branch agrees."""
+        branches = []
+        while True:
+            self.value(statement.condition, env)
+            then = dict(env)
+            self.statements(statement.then, then)
+            branches.append(then)
+            rest = statement.otherwise
+            if len(rest) == 1 and isinstance(rest[0], syntax.If):
+                statement = rest[0]
+                continue
+            merged = dict(env)
+            self.statements(rest, merged)
+            break
+        for then in reversed(branches):
+            merged = _merge(then, merged)
+        env.update(merged)
 
     # -- expressions -------------------------------------------------------
     def value(self, node, env: dict) -> Value | None:
@@ -179,8 +200,15 @@ class Checker:
             for key in node.keys:
                 self.value(key, env)
             return None
-        for child in self.children(node):
-            self.value(child, env)
+        # Operators say nothing of their value; their operands are checked
+        # from a stack, so a 1,000-term sum (a tree 1,000 deep) is no recursion.
+        pending = list(reversed(self.children(node)))
+        while pending:
+            child = pending.pop()
+            if isinstance(child, _PLAIN):
+                pending.extend(reversed(self.children(child)))
+            else:
+                self.value(child, env)
         return None
 
     @staticmethod
@@ -343,4 +371,5 @@ class Checker:
 
 def check_script(catalog: Catalog, script: syntax.Script, types=None, types_name: str = "the binary"):
     """Findings for a parsed script, sorted by position."""
-    return Checker(catalog, script, types, types_name).run()
+    with syntax.room_for_nesting():
+        return Checker(catalog, script, types, types_name).run()

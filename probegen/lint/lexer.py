@@ -42,6 +42,8 @@ _NUMBER = re.compile(r"[0-9][0-9A-Za-z_]*")
 # rejects '+', '?', '@', '=', '~', '%'; a path with them must be quoted).
 _ATTACH_CHAR = re.compile(r"[A-Za-z0-9_\-./*:\[\]$]")
 _C_DEFINITION_START = re.compile(r"(struct|union|enum|typedef)\b")
+# After a definition's '}': "name;" of a typedef, or the plain ';'.
+_DEFINITION_END = re.compile(r"[A-Za-z_0-9 \t,*]*;")
 
 
 class ScriptSyntaxError(InputError):
@@ -70,31 +72,43 @@ class _Lexer:
         self.text = text
         self.path = path
         self.pos = 0
-        self.line = 1
-        self.line_start = 0
+        self.line = 1  # line of position "counted"
+        self.line_start = 0  # where that line starts
+        self.counted = 0
         self.tokens: list[Token] = []
         self.depth = 0  # braces open; 0 is the top level
         self.in_predicate = False
         self.nesting = 0  # parentheses and brackets open in a predicate
 
     # -- helpers ---------------------------------------------------------
+    def where(self, pos: int) -> tuple[int, int]:
+        """(line, column) of ``pos``. Tokens come in order, so lines are
+        counted on from the last position asked: linear in the script,
+        however long its lines."""
+        if pos < self.line_start:  # an error pointing back: count afresh
+            return self.text.count("\n", 0, pos) + 1, pos - self.text.rfind("\n", 0, pos)
+        newlines = self.text.count("\n", self.counted, pos)
+        if newlines:
+            self.line += newlines
+            self.line_start = self.text.rfind("\n", self.counted, pos) + 1
+        self.counted = max(self.counted, pos)
+        return self.line, pos - self.line_start + 1
+
     def column(self, pos: int | None = None) -> int:
-        pos = self.pos if pos is None else pos
-        return pos - self.text.rfind("\n", 0, pos)
+        return self.where(self.pos if pos is None else pos)[1]
 
     def error(self, message: str, pos: int | None = None):
-        pos = self.pos if pos is None else pos
-        line = self.text.count("\n", 0, pos) + 1
-        raise ScriptSyntaxError(self.path, line, self.column(pos), message)
+        line, column = self.where(self.pos if pos is None else pos)
+        raise ScriptSyntaxError(self.path, line, column, message)
 
     def emit(self, kind: str, start: int, end: int):
-        line = self.text.count("\n", 0, start) + 1
-        self.tokens.append(Token(kind, self.text[start:end], line, self.column(start)))
+        line, column = self.where(start)
+        self.tokens.append(Token(kind, self.text[start:end], line, column))
         self.pos = end
 
     def at_line_start(self) -> bool:
-        before = self.text[self.text.rfind("\n", 0, self.pos) + 1:self.pos]
-        return not before.strip()
+        self.where(self.pos)
+        return not self.text[self.line_start:self.pos].strip()
 
     def skip_space_and_comments(self):
         text = self.text
@@ -121,7 +135,8 @@ class _Lexer:
                 end = len(self.text)
                 break
             end = newline
-            if not self.text[:end].rstrip("\r").endswith("\\"):
+            last = end - 1 if end > start and self.text[end - 1] == "\r" else end
+            if not (last > start and self.text[last - 1] == "\\"):
                 break
             end += 1
         self.emit(PREPROC, start, end)
@@ -138,7 +153,7 @@ class _Lexer:
                 depth -= 1
                 if depth == 0:
                     pos += 1
-                    rest = re.compile(r"[ \t]*[A-Za-z_0-9 \t,*]*;").match(self.text, pos)
+                    rest = _DEFINITION_END.match(self.text, pos)
                     if rest:  # "} name;" of a typedef, or the plain ";"
                         pos = rest.end()
                     self.emit(CDEF, start, pos)

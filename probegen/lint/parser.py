@@ -9,6 +9,8 @@ preprocessor lines at the top, and in blocks: assignments to ``$vars`` and
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from probegen.lint import lexer, syntax
 from probegen.lint.lexer import ScriptSyntaxError, Token
 
@@ -17,6 +19,7 @@ _BINARY_LEVELS = (
     ("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="),
     ("<", ">", "<=", ">="), ("<<", ">>"), ("+", "-"), ("*", "/", "%"),
 )
+_PRECEDENCE = {op: level for level, ops in enumerate(_BINARY_LEVELS) for op in ops}
 _ASSIGNMENTS = ("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=")
 _UNARY = ("!", "~", "-", "+", "*", "&", "++", "--")
 # Type names bpftrace accepts in casts besides struct/union/enum ones.
@@ -33,6 +36,23 @@ class _Parser:
         self.tokens = tokens
         self.index = 0
         self.path = path
+        self.depth = 0  # blocks, parentheses and operands nested here
+
+    def deeper(self):
+        """One level deeper; bpftrace takes thousands, but a script nested
+        beyond syntax.MAX_NESTING is refused at the token that goes too deep."""
+        if self.depth >= syntax.MAX_NESTING:
+            self.error(f"nesting too deep: more than {syntax.MAX_NESTING} levels of blocks, "
+                       "parentheses or operators")
+        self.depth += 1
+
+    @contextmanager
+    def nested(self):
+        self.deeper()
+        try:
+            yield
+        finally:
+            self.depth -= 1
 
     # -- token helpers -----------------------------------------------------
     @property
@@ -109,6 +129,10 @@ class _Parser:
 
     # -- statements --------------------------------------------------------
     def block(self) -> tuple:
+        with self.nested():
+            return self._block()
+
+    def _block(self) -> tuple:
         self.expect("{")
         statements = []
         while not self.is_punct("}"):
@@ -151,48 +175,71 @@ class _Parser:
         return syntax.ExprStatement(token.line, token.column, expr), True
 
     def if_statement(self) -> syntax.If:
-        token = self.advance()
-        self.expect("(", "after 'if'")
-        condition = self.expression()
-        self.expect(")")
-        then = self.block()
+        # "else if" chains are read in a loop: a thousand branches are no
+        # deeper than one.
+        branches = []
         otherwise = ()
-        if self.token.kind == lexer.IDENT and self.token.text == "else":
+        while True:
+            token = self.advance()
+            self.expect("(", "after 'if'")
+            condition = self.expression()
+            self.expect(")")
+            branches.append((token, condition, self.block()))
+            if not (self.token.kind == lexer.IDENT and self.token.text == "else"):
+                break
             self.advance()
-            if self.token.kind == lexer.IDENT and self.token.text == "if":
-                otherwise = (self.if_statement(),)
-            else:
+            if not (self.token.kind == lexer.IDENT and self.token.text == "if"):
                 otherwise = self.block()
-        return syntax.If(token.line, token.column, condition, then, otherwise)
+                break
+        for token, condition, then in reversed(branches):
+            statement = syntax.If(token.line, token.column, condition, then, otherwise)
+            otherwise = (statement,)
+        return statement
 
     # -- expressions -------------------------------------------------------
     def expression(self):
-        condition = self.binary(0)
-        if self.is_punct("?"):
-            token = self.advance()
-            then = self.expression()
-            self.expect(":", "in '?:'")
-            otherwise = self.expression()
-            return syntax.Ternary(token.line, token.column, condition, then, otherwise)
-        return condition
+        with self.nested():
+            condition = self.binary()
+            if self.is_punct("?"):
+                token = self.advance()
+                then = self.expression()
+                self.expect(":", "in '?:'")
+                otherwise = self.expression()
+                return syntax.Ternary(token.line, token.column, condition, then, otherwise)
+            return condition
 
-    def binary(self, level: int):
-        if level == len(_BINARY_LEVELS):
-            return self.unary()
-        left = self.binary(level + 1)
-        while self.is_punct(*_BINARY_LEVELS[level]):
+    def binary(self):
+        """Operands joined by binary operators, by precedence climbing on
+        explicit stacks: a 1,000-term sum costs no recursion. Builds the
+        tree C's grammar does (left-associative)."""
+        operands = [self.unary()]
+        operators: list[Token] = []
+
+        def reduce():
+            op = operators.pop()
+            right = operands.pop()
+            operands.append(syntax.Binary(op.line, op.column, op.text, operands.pop(), right))
+
+        while self.token.kind == lexer.PUNCT and self.token.text in _PRECEDENCE:
             token = self.advance()
-            right = self.binary(level + 1)
-            left = syntax.Binary(token.line, token.column, token.text, left, right)
-        return left
+            level = _PRECEDENCE[token.text]
+            while operators and _PRECEDENCE[operators[-1].text] >= level:
+                reduce()
+            operators.append(token)
+            operands.append(self.unary())
+        while operators:
+            reduce()
+        return operands[0]
 
     def unary(self):
         token = self.token
         if self.is_punct(*_UNARY):
             self.advance()
-            return syntax.Unary(token.line, token.column, token.text, self.unary())
+            with self.nested():
+                return syntax.Unary(token.line, token.column, token.text, self.unary())
         if self.is_punct("(") and self.cast_ahead():
-            return self.cast()
+            with self.nested():
+                return self.cast()
         return self.postfix(self.primary())
 
     def cast_ahead(self) -> bool:
@@ -295,26 +342,34 @@ class _Parser:
         return tuple(items)
 
     def postfix(self, expr):
-        while True:
-            if self.is_punct("->", "."):
-                arrow = self.advance().text == "->"
-                name = self.token
-                if name.kind != lexer.IDENT:
-                    self.error(f"expected a member name, found {name.describe()}")
-                self.advance()
-                expr = syntax.Member(name.line, name.column, expr, name.text, arrow)
-            elif self.is_punct("["):
-                token = self.advance()
-                index = self.expression()
-                self.expect("]")
-                expr = syntax.Index(token.line, token.column, expr, index)
-            elif self.is_punct("++", "--"):
-                token = self.advance()
-                expr = syntax.Unary(token.line, token.column, "post" + token.text, expr)
-            else:
-                return expr
+        # Each '->', '.', '[]' or '++' wraps the expression once more, and
+        # the checker follows that chain by recursion: it counts as nesting.
+        outer = self.depth
+        try:
+            while self.is_punct("->", ".", "[", "++", "--"):
+                self.deeper()
+                if self.is_punct("->", "."):
+                    arrow = self.advance().text == "->"
+                    name = self.token
+                    if name.kind != lexer.IDENT:
+                        self.error(f"expected a member name, found {name.describe()}")
+                    self.advance()
+                    expr = syntax.Member(name.line, name.column, expr, name.text, arrow)
+                elif self.is_punct("["):
+                    token = self.advance()
+                    index = self.expression()
+                    self.expect("]")
+                    expr = syntax.Index(token.line, token.column, expr, index)
+                else:
+                    token = self.advance()
+                    expr = syntax.Unary(token.line, token.column, "post" + token.text, expr)
+            return expr
+        finally:
+            self.depth = outer
 
 
 def parse(text: str, path: str = "<script>") -> syntax.Script:
     """The script's AST. Raises ScriptSyntaxError (an InputError)."""
-    return _Parser(lexer.tokenize(text, path), path).script()
+    tokens = lexer.tokenize(text, path)
+    with syntax.room_for_nesting():
+        return _Parser(tokens, path).script()
