@@ -93,6 +93,18 @@ def hash_comment(text: str) -> str:
     return _no_splice(one_line(text))
 
 
+# Words `probegen trace` replaces or reads anywhere in a script (the file
+# holding the probes, the pid, the string size): text in a comment must not
+# be taken for them.
+_TRACE_MARKERS = re.compile(r"(?<=__EXE_)(?=_)|(?<=__PID_)(?=_)|(?<=BPFTRACE_STRLEN)(?==)")
+
+
+def bpftrace_comment(text: str) -> str:
+    """Text safe in a bpftrace '//' comment: one line, and none of the
+    markers `probegen trace` acts on."""
+    return _TRACE_MARKERS.sub(" ", hash_comment(text))
+
+
 def python_comment(text: str) -> str:
     """Text safe in a Python '#' comment, on any line: also no encoding
     declaration."""

@@ -32,6 +32,7 @@ def environment() -> jinja2.Environment:
         printf_literal=escape.printf_literal,
         hash_comment=escape.hash_comment,
         python_comment=escape.python_comment,
+        bpftrace_comment=escape.bpftrace_comment,
         html_comment=escape.html_comment,
         one_line=escape.one_line,
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import codecs
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -356,3 +357,19 @@ def test_depfile_refuses_a_catalog_name_make_would_run(tmp_path):
     assert result.stderr.count("\n") == 1 and "a depfile cannot name a path with control characters" in result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "out.d").exists()
     assert path.exists() and not (tmp_path / MARKER).exists()
+
+
+def test_docs_cannot_speak_to_probegen_trace(tmp_path):
+    """`probegen trace` replaces __EXE__ and __PID__ anywhere in a script
+    and reads BPFTRACE_STRLEN= from it: in catalog text they are text."""
+    from probegen import trace
+    from probegen.generators import bpftrace
+
+    doc = "BPFTRACE_STRLEN=999 usdt:__EXE__:nothere usdt:__EXE__:demo:nothere __PID__"
+    text, _ = catalog_text(DOC=doc, ARGDOC=doc)
+    catalog = load_catalog(write(tmp_path, text, "BPFTRACE_STRLEN=300 __EXE__ __PID__.yaml"))
+    for script in bpftrace.render_files(catalog, tmp_path / "bpf"):
+        assert trace.strlen(script.text) is None, script.path
+        assert "__PID__" not in script.text
+        attached = re.findall(r"__EXE__(?::\w+)+", script.text)
+        assert attached == ["__EXE__:hello"], (script.path, attached)
