@@ -2,6 +2,29 @@
 
 An unchanged file keeps its mtime, so a build that depends on it does not
 recompile.
+
+What an output path names decides how it is written:
+
+- a regular file, or nothing yet: written to a temporary beside it, which is
+  then renamed over it; readers never see half a file, and a failed write
+  leaves the old file as it was;
+- a character device or a FIFO (``/dev/null``, ``/dev/stdout``, ``-o >(cmd)``):
+  written in place, never renamed over (that would replace the device node);
+  a FIFO that no process reads is refused instead of waited on;
+- a symbolic link: followed (the link stays, its target is written) when
+  the link is owned by the user running probegen or by root. A link owned
+  by anyone else is refused: in a shared directory it would let its owner
+  choose which file root overwrites;
+- a directory, a block device or a socket: refused.
+
+Every failure is one line naming the path (exit 2).
+
+Temporaries are named ``.NAME.probegen-PID-RANDOM.tmp`` and locked (flock)
+while they exist. SIGINT, SIGTERM and SIGHUP remove them before the process
+dies of the signal. Those a SIGKILL leaves behind are removed by the next
+run that writes into the same directory: only files of that naming, owned by
+the same user, whose lock no live process holds (so concurrent runs leave
+each other's temporaries alone, whatever their pids or pid namespaces).
 """
 
 from __future__ import annotations
@@ -10,6 +33,8 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from probegen.errors import InputError, printable
 
 
 @dataclass(frozen=True)
@@ -21,6 +46,13 @@ class GeneratedFile:
     @property
     def data(self) -> bytes:
         return self.text.encode("utf-8")
+
+
+class UnwritableOutput(InputError):
+    """An output that is refused or could not be written (exit 2)."""
+
+    def __init__(self, path, problem: str):
+        super().__init__(printable(f"{path}: error: {problem}"))
 
 
 def is_current(file: GeneratedFile) -> bool:
@@ -43,30 +75,23 @@ def is_current(file: GeneratedFile) -> bool:
 
 
 def write_if_changed(file: GeneratedFile) -> bool:
-    """Write the file atomically unless it is current; True if written."""
-    if is_current(file):
-        return False
-    import tempfile  # only when writing: costly to import
-
-    file.path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{file.path.name}.", suffix=".tmp", dir=file.path.parent)
+    """Write the file unless it is current; True if written. UnwritableOutput
+    when the path is refused or the write fails."""
     try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(file.data)
-            out.flush()
-            os.fsync(out.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o777 if file.executable else 0o666
-        os.chmod(tmp, mode & ~umask | stat.S_IRUSR)
-        os.replace(tmp, file.path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return True
+        target, info, in_place = _target(file.path)
+        if in_place or (info is not None and not stat.S_ISREG(info.st_mode)):
+            _write_in_place(file.path, target, info, file.data)
+            return True
+        if is_current(file):
+            return False
+        _replace(target, file.data, file.executable)
+        return True
+    except _MakeDirectoryError as exc:
+        raise UnwritableOutput(file.path, f"cannot create directory {exc.filename}: {exc.strerror}") from None
+    except _TemporaryError as exc:
+        raise UnwritableOutput(file.path, f"cannot create a file in {exc.filename}: {exc.strerror}") from None
+    except OSError as exc:
+        raise UnwritableOutput(file.path, f"cannot write: {exc.strerror or exc}") from None
 
 
 def write_all(files: list[GeneratedFile]) -> list[Path]:
@@ -77,3 +102,258 @@ def write_all(files: list[GeneratedFile]) -> list[Path]:
 def stale(files: list[GeneratedFile]) -> list[Path]:
     """Paths whose content on disk differs from what would be generated."""
     return [f.path for f in files if not is_current(f)]
+
+
+# --- What a path leads to ---------------------------------------------------
+
+_MAX_LINKS = 40
+
+
+def _target(path) -> tuple[str, os.stat_result | None, bool]:
+    """(the path a write lands on, its status or None if it does not exist
+    yet, whether to write it in place). Links are followed one by one so
+    that each one's owner can be checked; a link inside /proc (what
+    /dev/stdout and /dev/fd/N lead to) names an open file, which is
+    written in place rather than replaced."""
+    current = os.fspath(path)
+    for _ in range(_MAX_LINKS):
+        try:
+            info = os.lstat(current)
+        except FileNotFoundError:
+            return current, None, False
+        if not stat.S_ISLNK(info.st_mode):
+            return current, info, False
+        if info.st_uid not in (0, os.geteuid()):
+            which = "is" if current == os.fspath(path) else f"leads to {current}, which is"
+            raise UnwritableOutput(path, f"{which} a symbolic link owned by another user (uid {info.st_uid}); "
+                                   "not writing through it")
+        directory = os.path.dirname(current)
+        if (os.path.realpath(directory or ".") + "/").startswith("/proc/"):
+            return current, os.stat(current), True
+        current = os.path.join(directory, os.readlink(current))
+    raise UnwritableOutput(path, "too many levels of symbolic links")
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
+
+
+# --- Writing in place: devices, FIFOs, open files ---------------------------
+
+def _write_in_place(shown, target: str, info: os.stat_result, data: bytes) -> None:
+    mode = info.st_mode
+    if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISREG(mode)):
+        raise UnwritableOutput(shown, f"is {_kind(mode)}; not writing to it")
+    fd = _standard_stream(info)
+    if fd is not None:
+        _write_fully(fd, data)
+        return
+    # Non-blocking open: a FIFO without a reader fails (ENXIO) instead of
+    # hanging. A regular file here was reached through /proc: truncated.
+    flags = os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC | os.O_NONBLOCK
+    if stat.S_ISREG(mode):
+        flags |= os.O_TRUNC
+    try:
+        fd = os.open(target, flags)
+    except OSError as exc:
+        if exc.errno == 6 and stat.S_ISFIFO(mode):  # ENXIO
+            raise UnwritableOutput(shown, "no process reads this FIFO") from None
+        raise
+    try:
+        opened = os.fstat(fd)
+        if stat.S_IFMT(opened.st_mode) != stat.S_IFMT(mode):
+            raise UnwritableOutput(shown, "changed while being opened; not writing to it")
+        os.set_blocking(fd, True)
+        _write_fully(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _standard_stream(info: os.stat_result) -> int | None:
+    """1 or 2 if the target is what stdout or stderr already has open (so
+    ``-o /dev/stdout >> log`` appends, at the shell's offset)."""
+    import sys
+
+    for fd, stream in ((1, sys.stdout), (2, sys.stderr)):
+        try:
+            if os.path.samestat(os.fstat(fd), info):
+                if stream is not None:
+                    stream.flush()
+                return fd
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def _write_fully(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+# --- Atomic replacement of regular files ------------------------------------
+
+class _MakeDirectoryError(OSError):
+    pass
+
+
+class _TemporaryError(OSError):
+    pass
+
+
+def _replace(target: str, data: bytes, executable: bool) -> None:
+    directory = os.path.dirname(target) or "."
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as exc:
+        raise _MakeDirectoryError(exc.errno, exc.strerror, exc.filename or directory) from None
+    _sweep(directory)
+    umask = os.umask(0)
+    os.umask(umask)
+    mode = (0o777 if executable else 0o666) & ~umask | stat.S_IRUSR
+    with _removed_on_signal():
+        fd, temporary = _create_temporary(directory, os.path.basename(target))
+        try:
+            try:
+                _write_fully(fd, data)
+                os.fsync(fd)
+                os.fchmod(fd, mode)  # on the descriptor: the name could be swapped for a link
+            finally:
+                os.close(fd)
+            os.replace(temporary, target)
+        except BaseException:
+            _unlink_quietly(temporary)
+            raise
+        finally:
+            _live_temporaries.discard(temporary)
+
+
+_live_temporaries: set[str] = set()
+_TEMPORARY_TAG = ".probegen-"
+# Keeps ".NAME.probegen-PID-RANDOM.tmp" within the 255 bytes of a file name.
+_NAME_ROOM = 120
+
+
+def _create_temporary(directory: str, name: str) -> tuple[int, str]:
+    """A new temporary beside the target, open, locked, and registered for
+    removal on a signal. Registered before it exists, so that no instant
+    leaves it unregistered."""
+    import fcntl
+
+    stem = name.encode()[:_NAME_ROOM].decode(errors="ignore")
+    while True:
+        temporary = os.path.join(directory, f".{stem}{_TEMPORARY_TAG}{os.getpid()}-{os.urandom(6).hex()}.tmp")
+        _live_temporaries.add(temporary)
+        try:
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            _live_temporaries.discard(temporary)
+            if exc.errno == 17:  # EEXIST: that name is taken, draw another
+                continue
+            raise _TemporaryError(exc.errno, exc.strerror, directory) from None
+        except BaseException:
+            _live_temporaries.discard(temporary)
+            raise
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            pass  # a filesystem without locks: the temporary is never swept as stale
+        if os.fstat(fd).st_nlink:
+            return fd, temporary
+        # Another run swept it in the instant before it was locked: start again.
+        os.close(fd)
+        _live_temporaries.discard(temporary)
+
+
+_swept: set[str] = set()
+
+
+def _sweep(directory: str) -> None:
+    """Remove temporaries of our naming left by killed runs: owned by this
+    user and not locked by a live process. Once per directory per run."""
+    key = os.path.abspath(directory)
+    if key in _swept:
+        return
+    _swept.add(key)
+    import fcntl
+    import re
+
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    pattern = re.compile(r"\..+\.probegen-[0-9]+-[0-9a-f]{12}\.tmp", re.DOTALL)
+    for name in names:
+        if _TEMPORARY_TAG not in name or not pattern.fullmatch(name):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            info = os.lstat(path)
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+                continue
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: a live run is writing it
+            if os.path.samestat(os.fstat(fd), os.lstat(path)):
+                os.unlink(path)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+class _removed_on_signal:
+    """While writing: SIGINT, SIGTERM and SIGHUP first remove the live
+    temporaries, then take their usual course (KeyboardInterrupt, or death
+    by the signal). Ignored signals stay ignored."""
+
+    _SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+
+    def __enter__(self):
+        import signal
+
+        self.previous = {}
+        for name in self._SIGNALS:
+            signum = getattr(signal, name)
+            try:
+                handler = signal.getsignal(signum)
+                if handler in (signal.SIG_IGN, None):
+                    continue
+                signal.signal(signum, self._on_signal)
+            except ValueError:  # not the main thread: signals go elsewhere
+                break
+            self.previous[signum] = handler
+        return self
+
+    def __exit__(self, *exc_info):
+        import signal
+
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+
+    def _on_signal(self, signum, frame):
+        import signal
+
+        for temporary in list(_live_temporaries):
+            _unlink_quietly(temporary)
+        previous = self.previous.pop(signum)
+        signal.signal(signum, previous)
+        if callable(previous):
+            previous(signum, frame)
+        else:
+            os.kill(os.getpid(), signum)

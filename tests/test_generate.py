@@ -13,7 +13,7 @@ import pytest
 
 from probegen.catalog import load_catalog
 from probegen.generators import render_outputs
-from probegen.output import GeneratedFile, write_if_changed
+from probegen.output import GeneratedFile, UnwritableOutput, write_if_changed
 
 REPO = Path(__file__).parent.parent
 
@@ -48,7 +48,7 @@ def test_failed_write_leaves_the_old_file(tmp_path, monkeypatch):
     def broken_replace(src, dst):
         raise OSError("disk full")
     monkeypatch.setattr(os, "replace", broken_replace)
-    with pytest.raises(OSError):
+    with pytest.raises(UnwritableOutput, match="disk full"):
         write_if_changed(GeneratedFile(target, "new\n"))
     assert target.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["out.h"]
