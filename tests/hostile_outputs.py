@@ -5,8 +5,8 @@ Payloads in hostile catalogs name the marker MARKER; an output is safe when
 the marker survives only where text is inert:
 
 - C: not in the preprocessed translation unit (comments are gone there),
-  and the header compiles (gcc C11 with trigraphs, g++ C++17; -Wall -Wextra
-  -Werror; probes on and off) with every probe macro called;
+  and the header compiles (gcc C11, g++ C++17, both with trigraphs; -Wall
+  -Wextra -Werror; probes on and off) with every probe macro called;
 - bpftrace: not in the program bpftrace 0.17 parses (``-d`` prints its AST
   and code: comments are gone there), and the script loads;
 - Python: compiles from its bytes (so an encoding declaration would take
@@ -127,7 +127,7 @@ def call_site(catalog: Catalog, enabled: bool) -> str:
 
 def _compile_command(cxx: bool, sources, extra=()) -> list[str]:
     if cxx:
-        return ["g++", *WARNINGS, "-std=c++17", "-x", "c++", *extra, *map(str, sources)]
+        return ["g++", *WARNINGS, "-std=c++17", "-trigraphs", "-x", "c++", *extra, *map(str, sources)]
     return ["gcc", *WARNINGS, "-std=c11", "-trigraphs", *extra, *map(str, sources)]
 
 

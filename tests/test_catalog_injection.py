@@ -25,8 +25,10 @@ from probegen.catalog.cvalidate import clock_expression
 from probegen.ctypes import CTypeError, parse_ctype
 from probegen.errors import CatalogError
 from tests.hostile_outputs import (
-    BPFTRACE_PAYLOAD, C_PAYLOAD, MARKER, PYTHON_PAYLOAD, build_site, check_all, generate, runnable_script,
+    BPFTRACE_PAYLOAD, C_PAYLOAD, MARKER, PYTHON_PAYLOAD, SYSTEM_PYTHON, build_site, check_all, generate,
+    runnable_script,
 )
+from tests.cbuild import require
 from tests.tracing_helpers import require_bpftrace
 
 # The catalog every case starts from; FIELD placeholders are replaced by
@@ -373,3 +375,39 @@ def test_docs_cannot_speak_to_probegen_trace(tmp_path):
         assert "__PID__" not in script.text
         attached = re.findall(r"__EXE__(?::\w+)+", script.text)
         assert attached == ["__EXE__:hello"], (script.path, attached)
+
+
+def test_dwarf_names_cannot_end_the_bcc_program_string(tmp_path):
+    """A binary is not trusted either: a struct name in its DWARF (patched
+    here to hold three quotes and Python) is quoted in a comment of the C
+    definitions, which the BCC tool carries in a r\"\"\"...\"\"\" string."""
+    require("gcc", "gcc")
+    if not Path(SYSTEM_PYTHON).exists():
+        pytest.skip(f"{SYSTEM_PYTHON} not found")
+    payload = "a\"\"\"+str(__import__('pathlib').Path('" + MARKER + "').touch())+r\"\"\""
+    name = "pgw" + "A" * (len(payload) - 3)  # patched in place: same length
+    source = tmp_path / "dw.c"
+    source.write_text(
+        "#include <sys/sdt.h>\n"
+        f"struct {name} {{ int a; }};\n"
+        f"struct pg_req {{ int id; struct {name} inner; }};\n"
+        "int main(void) { struct pg_req r = { 1, { 2 } }; struct pg_req *p = &r;\n"
+        "\tDTRACE_PROBE1(pgdw, submit, p); return 0; }\n")
+    built = tmp_path / "dw"
+    result = subprocess.run(["gcc", "-g", "-O0", str(source), "-o", str(built)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    data = built.read_bytes()
+    assert data.count(name.encode()) == 1
+    hostile = tmp_path / "dw_hostile"
+    hostile.write_bytes(data.replace(name.encode(), payload.encode()))
+    catalog = write(tmp_path, "provider: pgdw\nprobes:\n  - name: submit\n    group: io\n    doc: d\n"
+                              "    args:\n      - {name: req, type: struct pg_req *, members: [id, inner.a]}\n")
+    out = tmp_path / "bcc"
+    result = subprocess.run([sys.executable, "-m", "probegen", "bcc", "-c", str(catalog), "-o", str(out),
+                             "--binary", str(hostile), "-q"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    tool = out / "all.py"
+    assert "in the debug info" in tool.read_text()  # the name is quoted, as text
+    ran = subprocess.run([SYSTEM_PYTHON, str(tool), "--help"], capture_output=True, text=True, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert not (tmp_path / MARKER).exists(), "the DWARF name ran as Python"

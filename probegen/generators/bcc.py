@@ -10,6 +10,7 @@ buffer; Python prints the same line the bpftrace script prints.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,6 +102,15 @@ def event_fields(line: ProbeLine) -> list[EventField]:
     return fields
 
 
+def _python_raw_text(c_text: str) -> str:
+    """C text for the tool's r\"\"\"...\"\"\" program string, which three quotes
+    in a row would end (and what follows run as Python). C definitions
+    have no string literals; only a comment quoting a name from the
+    binary's DWARF could hold quotes, and there a space between them is
+    harmless."""
+    return re.sub(r'"(?=")', '" ', c_text)
+
+
 def render_tool(catalog: Catalog, group: str, probes, types: TypeSource | None = None) -> str:
     lines = probe_lines(catalog, probes, types)
     structs = list(dict.fromkeys(s for l in lines for s in l.structs))
@@ -110,7 +120,7 @@ def render_tool(catalog: Catalog, group: str, probes, types: TypeSource | None =
         group=group,
         probes=[{"line": l, "id": i, "fields": event_fields(l)} for i, l in enumerate(lines)],
         enums=[{"name": t.name, "names": [(v, repr(n)) for v, n in t.names]} for t in enum_tables(lines)],
-        definitions=types.definitions(structs) if types is not None and structs else "",
+        definitions=_python_raw_text(types.definitions(structs)) if types is not None and structs else "",
         unknown=repr(UNKNOWN_ENUM),
     )
 
