@@ -177,6 +177,8 @@ class Planner:
         if isinstance(t, m.Enum):
             plan = Plan("enum", t.name, size=t.size, align=self._enum_written_size(t))
             plan.enumerators = [(e.name, enum_literal(e.value)) for e in t.enumerators]
+            if t.source_name:
+                plan.comment = f"{t.source_name} in the debug info"
             for e in t.enumerators:  # C has one namespace for all enumerators
                 other = self._enumerators.setdefault(e.name, t)
                 if other is not t:
@@ -192,6 +194,8 @@ class Planner:
             self._plan_struct(t, plan)
         if t.typedef_name:
             plan.comment = f"typedef {t.kind} {{...}} {t.name}: bpftrace takes no typedefs"
+        elif t.source_name:
+            plan.comment = f"{t.source_name} in the debug info"
         if self.annotate:
             plan.tail_comment = f"size: {plan.size}, members: {len(t.members)}"
         return plan

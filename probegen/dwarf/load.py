@@ -220,12 +220,10 @@ class TypeLoader:
         for child in children(die):
             if child.tag == "DW_TAG_member" and "DW_AT_external" not in child.attributes:
                 member = self._member(child, taken)
+                if member is not None:
+                    struct.members.append(member)
             elif child.tag == "DW_TAG_inheritance":
-                member = self._base_class(child, taken)
-            else:
-                continue
-            if member is not None:
-                struct.members.append(member)
+                struct.members.extend(self._base_class(child, taken))
         _place_flexible_arrays(struct)
         return struct
 
@@ -245,15 +243,20 @@ class TypeLoader:
             return ops[0].args[0]
         return None
 
-    def _base_class(self, die, taken: set[str]) -> m.Member | None:
-        """A C++ base class: a member at its offset, named after it."""
+    def _base_class(self, die, taken: set[str]) -> list[m.Member]:
+        """A C++ base class's members, moved to where the base is: not
+        the base as one member, since the derived class may reuse the
+        base's tail padding (Itanium ABI), where no C member can overlap."""
         offset = self._location(die)
         base = self._target(die)
         if offset is None or not isinstance(base, m.Struct):
-            return None  # virtual base: where it is depends on the object
-        if not base.members and (base.size or 0) <= 1:
-            return None  # empty base: takes no room
-        return m.Member(unique(f"__base_{base.name or 'anonymous'}", taken), base, offset)
+            return []  # virtual base: where it is depends on the object; left as padding
+        members = []
+        for member in base.members:
+            name = unique(member.name, taken) if member.name is not None else None
+            bit_offset = member.bit_offset + offset * 8 if member.bit_offset is not None else None
+            members.append(m.Member(name, member.type, member.offset + offset, member.bit_size, bit_offset))
+        return members
 
     def _member(self, die, taken: set[str]) -> m.Member | None:
         offset = self._location(die)

@@ -121,8 +121,11 @@ class DwarfTypes:
         from probegen.render import render
 
         planner = Planner(annotate=annotate)
-        forward, defined = order_definitions(roots)
-        plans = [planner.plan(t) for t in defined]  # type: ignore[arg-type]
+        try:
+            forward, defined = order_definitions(roots)
+            plans = [planner.plan(t) for t in defined]  # type: ignore[arg-type]
+        except InputError as exc:  # what C cannot say of this file's types
+            raise InputError(f"{self.info.binary}: error: {exc}") from None
         return render(
             "structs.h.j2", forward=forward, plans=plans,
             source=self.info.binary.name, build_id=self.info.build_id,
