@@ -329,3 +329,13 @@ uprobe:{cxx_binary}:use_holder
     out, err = run_bpftrace_with(script, [str(cxx_binary), "loop"], tmp_path)
     assert "b=3/4 leaf=q/5 r=6" in out, out + err
     assert "own=77 base=55 flag=1 c32=1f600 boxed=41 inner=-9/12 color=2" in out, out + err
+
+
+def test_cxx_enum_class_maps_under_its_c_name(cxx_binary, capsys):
+    assert main(["structs", str(cxx_binary), "-e", "ns::Color", "--enum-map", "bpftrace"]) == 0
+    block = capsys.readouterr().out
+    assert '@ns__Color[2] = "Green";' in block
+    assert main(["structs", str(cxx_binary), "-e", "ns::Color", "--enum-map", "bcc"]) == 0
+    namespace: dict = {}
+    exec(capsys.readouterr().out, namespace)
+    assert namespace["NS__COLOR"] == {1: "Red", 2: "Green"}

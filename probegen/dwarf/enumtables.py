@@ -33,7 +33,7 @@ def render_enum_maps(types, enums: list[str], style: str, strip_prefix: str = ""
     tables = []
     for name in enums:
         enum = types.enum(name)
-        map_name = name.split()[-1]
+        map_name = enum.name or name.split()[-1]  # a C name: "ns__Color" for C++'s "ns::Color"
         if not is_identifier(map_name):
             raise InputError(f"enum name '{name}' cannot name a map")
         tables.append((map_name, enum_table(enum.enumerators, strip_prefix)))
