@@ -26,11 +26,12 @@ class Damaged(Exception):
 
 # What parsing a damaged file raises. TypeError and AttributeError come
 # from pyelftools when an attribute has an unexpected form (bytes where
-# it computes with an int); MemoryError from a bounded address space.
+# it computes with an int); OSError from seeking to a negative offset;
+# MemoryError from a bounded address space.
 _FAILURES = (
     Damaged, ELFError, DWARFError, ConstructError, KeyError, IndexError, struct.error,
     UnicodeDecodeError, ValueError, AssertionError, RecursionError, OverflowError,
-    NotImplementedError, EOFError, zlib.error, TypeError, AttributeError, MemoryError,
+    NotImplementedError, EOFError, zlib.error, TypeError, AttributeError, MemoryError, OSError,
 )
 
 
