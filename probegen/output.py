@@ -22,9 +22,10 @@ Every failure is one line naming the path (exit 2).
 Temporaries are named ``.NAME.probegen-PID-RANDOM.tmp`` and locked (flock)
 while they exist. SIGINT, SIGTERM and SIGHUP remove them before the process
 dies of the signal. Those a SIGKILL leaves behind are removed by the next
-run that writes into the same directory: only files of that naming, owned by
-the same user, whose lock no live process holds (so concurrent runs leave
-each other's temporaries alone, whatever their pids or pid namespaces).
+run that writes a file in the same directory, or finds it current: only
+files of that naming, owned by the same user, whose lock no live process
+holds (so concurrent runs leave each other's temporaries alone, whatever
+their pids or pid namespaces).
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ def write_if_changed(file: GeneratedFile) -> bool:
         if in_place or (info is not None and not stat.S_ISREG(info.st_mode)):
             _write_in_place(file.path, target, info, file.data)
             return True
+        _sweep(os.path.dirname(target) or ".")
         if is_current(file):
             return False
         _replace(target, file.data, file.executable)
@@ -213,7 +215,6 @@ def _replace(target: str, data: bytes, executable: bool) -> None:
         os.makedirs(directory, exist_ok=True)
     except OSError as exc:
         raise _MakeDirectoryError(exc.errno, exc.strerror, exc.filename or directory) from None
-    _sweep(directory)
     umask = os.umask(0)
     os.umask(umask)
     mode = (0o777 if executable else 0o666) & ~umask | stat.S_IRUSR

@@ -1,0 +1,491 @@
+"""Writing outputs safely (issue 12, part 6), tried for real: device nodes
+and FIFOs written in place and left as they are, symbolic links planted by
+another user refused, every failed write one line with exit 2 and the old
+file intact, and no temporary left behind by signals or by SIGKILL.
+
+Device nodes are made by the tests in their own directories; the real
+/dev/null is written to only in one test, which checks it afterwards and
+restores it should it ever not be a character device.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pwd
+import resource
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).parent.parent
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (device nodes, mounts, chown)")
+# Local/experimental major number: no driver behind it, so even a wrong
+# open of such a node reaches no hardware.
+UNUSED_MAJOR = 240
+
+
+def probegen(*args, cwd, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "probegen", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, timeout=120, **kwargs)
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, path) -> None:
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{path}: error: "), result.stderr
+
+
+def temporaries(root: Path) -> list[Path]:
+    """Every temporary of probegen's naming (or the old mkstemp one) under root."""
+    return [p for p in root.rglob(".*") if p.name.endswith(".tmp")]
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    (tmp_path / "probes.yaml").write_bytes((REPO / "probes.yaml").read_bytes())
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def header_text(tmp_path_factory) -> str:
+    cwd = tmp_path_factory.mktemp("header")
+    (cwd / "probes.yaml").write_bytes((REPO / "probes.yaml").read_bytes())
+    result = probegen("header", "-o", "-", cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+# --- Device nodes, FIFOs, sockets, /dev/stdout ---------------------------------
+
+@root_only
+@pytest.mark.parametrize("command", ["docs", "header"])
+def test_null_device_node_stays_a_device(project, command):
+    node = project / "null"
+    os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    for _ in range(2):  # the second run too: a device is never "current"
+        result = probegen(command, "-o", node, cwd=project)
+        assert result.returncode == 0, result.stderr
+        info = os.lstat(node)
+        assert stat.S_ISCHR(info.st_mode) and info.st_rdev == os.makedev(1, 3)
+    assert not temporaries(project)
+
+
+@root_only
+def test_full_device_node_is_one_line_and_stays_a_device(project):
+    node = project / "full"
+    os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+    result = probegen("header", "-o", node, cwd=project)
+    assert_one_line_error(result, node)
+    assert "No space left on device" in result.stderr
+    assert stat.S_ISCHR(os.lstat(node).st_mode)
+
+
+@pytest.fixture
+def real_devices_checked():
+    """For the tests that write to the real /dev/null and /dev/stdout (run
+    only against fixed code): afterwards both must be what they were; if a
+    write ever replaced one, it is restored and the test fails loudly."""
+    yield
+    broken = []
+    info = os.lstat("/dev/null") if os.path.lexists("/dev/null") else None
+    if info is None or not (stat.S_ISCHR(info.st_mode) and info.st_rdev == os.makedev(1, 3)):
+        broken.append("/dev/null")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink("/dev/null")
+        os.mknod("/dev/null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        os.chmod("/dev/null", 0o666)
+    if not os.path.islink("/dev/stdout") or os.readlink("/dev/stdout") != "/proc/self/fd/1":
+        broken.append("/dev/stdout")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink("/dev/stdout")
+        os.symlink("/proc/self/fd/1", "/dev/stdout")
+    if broken:
+        pytest.fail(f"a write replaced {' and '.join(broken)} (restored)")
+
+
+@root_only
+def test_real_dev_null_stays_a_device(project, real_devices_checked):
+    for command in ("docs", "header"):
+        result = probegen(command, "-o", "/dev/null", cwd=project)
+        assert result.returncode == 0, result.stderr
+
+
+def test_fifo_with_a_reader_gets_the_output(project, header_text):
+    fifo = project / "fifo"
+    os.mkfifo(fifo)
+    # Opened read-write by the test: a reader exists before probegen runs.
+    reader = os.open(fifo, os.O_RDWR)
+    received = bytearray()
+    expected = len(header_text.encode())
+
+    def read_all():
+        while len(received) < expected:
+            received.extend(os.read(reader, expected - len(received)))
+    thread = threading.Thread(target=read_all, daemon=True)
+    thread.start()
+    try:
+        result = probegen("header", "-o", fifo, cwd=project)
+        thread.join(timeout=30)
+    finally:
+        os.close(reader)
+    assert result.returncode == 0, result.stderr
+    assert received.decode() == header_text
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and not temporaries(project)
+
+
+def test_fifo_without_a_reader_is_refused_at_once(project):
+    fifo = project / "fifo"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    result = probegen("docs", "-o", fifo, cwd=project)
+    assert time.monotonic() - started < 30
+    assert_one_line_error(result, fifo)
+    assert "no process reads this FIFO" in result.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+@root_only
+def test_real_dev_stdout_to_a_pipe(project, header_text, real_devices_checked):
+    result = probegen("header", "-o", "/dev/stdout", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == header_text
+
+
+def test_stdout_link_appended_to_a_file_is_not_replaced(project, header_text):
+    """Through a link like /dev/stdout (made here, not the real one)."""
+    (project / "stdout").symlink_to("/proc/self/fd/1")
+    log = project / "log"
+    log.write_text("before\n")
+    inode = log.stat().st_ino
+    with open(log, "a") as stdout:
+        result = subprocess.run([sys.executable, "-m", "probegen", "header", "-o", "stdout"],
+                                stdout=stdout, stderr=subprocess.PIPE, text=True, cwd=project, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert log.read_text() == "before\n" + header_text and log.stat().st_ino == inode
+
+
+def test_dev_fd_of_a_pipe_like_process_substitution(project, header_text):
+    read_end, write_end = os.pipe()
+    with os.fdopen(read_end, "rb") as pipe_reader:
+        chunks = []
+        thread = threading.Thread(target=lambda: chunks.append(pipe_reader.read()), daemon=True)
+        thread.start()
+        try:
+            result = subprocess.run([sys.executable, "-m", "probegen", "header", "-o", f"/dev/fd/{write_end}"],
+                                    capture_output=True, text=True, cwd=project, pass_fds=[write_end], timeout=60)
+        finally:
+            os.close(write_end)
+        thread.join(timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert chunks == [header_text.encode()]
+
+
+@root_only
+def test_block_device_is_refused_unopened(project):
+    node = project / "disk"
+    os.mknod(node, 0o600 | stat.S_IFBLK, os.makedev(UNUSED_MAJOR, 0))
+    result = probegen("header", "-o", node, cwd=project)
+    assert_one_line_error(result, node)
+    assert "block device" in result.stderr and stat.S_ISBLK(os.lstat(node).st_mode)
+
+
+def test_socket_is_refused(project):
+    path = project / "sock"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(path))
+        result = probegen("docs", "-o", path, cwd=project)
+    assert_one_line_error(result, path)
+    assert stat.S_ISSOCK(os.lstat(path).st_mode)
+
+
+# --- Symbolic links --------------------------------------------------------------
+
+def test_own_symlink_is_followed_and_kept(project, header_text):
+    (project / "real.h").write_text("old\n")
+    link = project / "link.h"
+    link.symlink_to("real.h")
+    result = probegen("header", "-o", link, cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert link.is_symlink() and (project / "real.h").read_text() == header_text
+
+
+@root_only
+@pytest.mark.parametrize("chained", [False, True])
+def test_symlink_planted_by_another_user_is_refused(project, chained):
+    """Root writing into a shared directory where another user planted a link
+    to a file of root's: the file is not touched, nor the link."""
+    victim = project / "victim"
+    victim.write_text("precious\n")
+    nobody = pwd.getpwnam("nobody").pw_uid
+    planted = project / "planted.h"
+    planted.symlink_to(victim)
+    os.chown(planted, nobody, nobody, follow_symlinks=False)
+    named = planted
+    if chained:  # root's own link leading to the planted one
+        named = project / "mine.h"
+        named.symlink_to("planted.h")
+    result = probegen("header", "-o", named, cwd=project)
+    assert_one_line_error(result, named)
+    assert "symbolic link owned by another user" in result.stderr
+    assert victim.read_text() == "precious\n" and planted.is_symlink() and named.is_symlink()
+
+
+# --- Every failed write: one line, exit 2, old file intact, no temporary --------
+
+@contextlib.contextmanager
+def mounted(*mount_args):
+    target = mount_args[-1]
+    result = subprocess.run(["mount", *map(str, mount_args)], capture_output=True, text=True)
+    if result.returncode != 0:
+        pytest.skip(f"mount does not work here: {result.stderr.strip()}")
+    try:
+        yield
+    finally:
+        subprocess.run(["umount", str(target)], check=True)
+
+
+def test_file_where_a_directory_should_be(project):
+    (project / "inc").write_text("a file\n")
+    result = probegen("header", "-o", project / "inc" / "usdt.h", cwd=project)
+    assert_one_line_error(result, project / "inc" / "usdt.h")
+    assert (project / "inc").read_text() == "a file\n"
+
+
+def test_missing_parent_under_a_file(project):
+    (project / "inc").write_text("a file\n")
+    result = probegen("header", "-o", project / "inc" / "sub" / "usdt.h", cwd=project)
+    assert_one_line_error(result, project / "inc" / "sub" / "usdt.h")
+
+
+def test_directory_in_the_way(project):
+    (project / "usdt.h").mkdir()
+    (project / "usdt.h" / "keep").write_text("kept\n")
+    result = probegen("header", "-o", "usdt.h", cwd=project)
+    assert_one_line_error(result, "usdt.h")
+    assert (project / "usdt.h" / "keep").read_text() == "kept\n"
+
+
+def test_proc_target(project):
+    result = probegen("header", "-o", "/proc/self/status", cwd=project)
+    assert_one_line_error(result, "/proc/self/status")
+
+
+@root_only
+def test_read_only_filesystem_keeps_the_old_file(project, tmp_path_factory):
+    source = tmp_path_factory.mktemp("ro-source")
+    (source / "usdt.h").write_text("old\n")
+    view = project / "ro"
+    view.mkdir()
+    with mounted("--bind", "-o", "ro", source, view):
+        result = probegen("header", "-o", view / "usdt.h", cwd=project)
+        assert_one_line_error(result, view / "usdt.h")
+        assert "Read-only file system" in result.stderr
+    assert (source / "usdt.h").read_text() == "old\n" and not temporaries(source)
+
+
+@root_only
+def test_full_filesystem_keeps_the_old_file(project):
+    small = project / "small"
+    small.mkdir()
+    with mounted("-t", "tmpfs", "-o", "size=16k", "tmpfs", small):
+        (small / "usdt.h").write_text("old\n")
+        result = probegen("header", "-o", small / "usdt.h", cwd=project)  # ~60 KB: does not fit
+        assert_one_line_error(result, small / "usdt.h")
+        assert "No space left on device" in result.stderr
+        assert (small / "usdt.h").read_text() == "old\n" and not temporaries(small)
+
+
+def test_file_size_limit_keeps_the_old_file(project):
+    (project / "usdt.h").write_text("old\n")
+
+    def limit_file_size():  # Python ignores SIGXFSZ: the write fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))
+    result = probegen("header", "-o", "usdt.h", cwd=project, preexec_fn=limit_file_size)
+    assert_one_line_error(result, "usdt.h")
+    assert "File too large" in result.stderr
+    assert (project / "usdt.h").read_text() == "old\n" and not temporaries(project)
+
+
+# --- Signals and SIGKILL -----------------------------------------------------------
+
+BIG = 48 << 20
+# Writes one big file, so that the test can catch it mid-write.
+BIG_WRITER = f"""
+import sys
+from pathlib import Path
+from probegen.output import GeneratedFile, write_if_changed
+try:
+    write_if_changed(GeneratedFile(Path(sys.argv[1]), "x" * {BIG}))
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+def start_big_writer(target: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", BIG_WRITER, str(target)], cwd=target.parent,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_temporary(directory: Path, process: subprocess.Popen, known=()) -> Path:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = [directory / n for n in os.listdir(directory) if n.endswith(".tmp") and directory / n not in known]
+        if found:
+            return found[0]
+        if process.poll() is not None:
+            break
+    pytest.fail(f"never saw a temporary being written (writer exit {process.poll()})")
+
+
+@pytest.mark.parametrize("signum, exit_code", [
+    (signal.SIGTERM, -signal.SIGTERM), (signal.SIGHUP, -signal.SIGHUP), (signal.SIGINT, 130)])
+def test_signal_during_a_write_leaves_no_temporary(tmp_path, signum, exit_code):
+    target = tmp_path / "big.out"
+    target.write_text("old\n")
+    writer = start_big_writer(target)
+    wait_for_temporary(tmp_path, writer)
+    writer.send_signal(signum)
+    _, stderr = writer.communicate(timeout=60)
+    assert writer.returncode == exit_code, stderr
+    assert "Traceback" not in stderr
+    assert target.read_text() == "old\n" and not temporaries(tmp_path)
+
+
+def test_next_run_sweeps_only_dead_runs_own_temporaries(project, header_text):
+    """Temporaries of a SIGKILLed run are removed by the next run, whatever
+    their pid; one of a live (stopped) run, another user's, another
+    naming's and one that is not a regular file are left alone; the live
+    run then completes."""
+    out = project / "out"
+    out.mkdir()
+    killed = start_big_writer(out / "killed.out")
+    stale = wait_for_temporary(out, killed)
+    killed.kill()
+    killed.wait()
+    assert stale.exists()
+
+    live = start_big_writer(out / "live.out")
+    live_temporary = wait_for_temporary(out, live, known={stale})
+    live.send_signal(signal.SIGSTOP)
+    # Named for pid 1, which is alive, but no process holds its lock: stale.
+    unlocked = out / ".usdt.h.probegen-1-0123456789ab.tmp"
+    unlocked.write_text("stale\n")
+    decoys = [out / ".usdt.h.k2j4h1x.tmp", out / "usdt.h.probegen-4-0123456789ab.tmp"]
+    for decoy in decoys:
+        decoy.write_text("not ours to remove\n")
+    os.mkfifo(out / ".x.probegen-2-0123456789ab.tmp")
+    decoys.append(out / ".x.probegen-2-0123456789ab.tmp")
+    if os.geteuid() == 0:
+        other_user = out / ".y.probegen-3-0123456789ab.tmp"
+        other_user.write_text("another user's\n")
+        os.chown(other_user, pwd.getpwnam("nobody").pw_uid, -1)
+        decoys.append(other_user)
+    try:
+        result = probegen("header", "-o", out / "usdt.h", cwd=project)
+        assert result.returncode == 0, result.stderr
+        assert not stale.exists() and not unlocked.exists() and live_temporary.exists()
+        assert all(os.path.lexists(d) for d in decoys)
+    finally:
+        live.send_signal(signal.SIGCONT)
+    _, stderr = live.communicate(timeout=60)
+    assert live.returncode == 0, stderr
+    assert (out / "live.out").stat().st_size == BIG and not live_temporary.exists()
+    assert (out / "usdt.h").read_text() == header_text
+
+
+def big_catalog(directory: Path, probes: int = 2000) -> Path:
+    lines = ["provider: synth", "header:", "  enable_macro: SYNTH_USDT", "outputs:", "  header: out/usdt.h",
+             "  bpftrace: out/bpf", "  bcc: out/bcc", "  docs: out/probes.md", "probes:"]
+    types = ["int", "uint64_t", "const char *", "uint16_t", "void *"]
+    for i in range(probes):
+        lines += [f"  - name: probe_{i}", "    group: g", f"    doc: Synthetic probe {i}."]
+        if i % 4:
+            lines.append("    args:")
+            lines += [f"      - {{name: a{j}, type: {types[(i + j) % len(types)]!r}}}" for j in range(i % 4)]
+    catalog = directory / "probes.yaml"
+    catalog.write_text("\n".join(lines) + "\n")
+    return catalog
+
+
+# Renders the catalog once, then forks writers of its outputs (alternately
+# edited and as generated, so every run writes) and SIGKILLs each at a
+# random moment within one write's duration.
+KILL_LOOP = """
+import json, os, random, signal, sys, time
+from probegen.catalog import load_catalog
+from probegen.generators import render_outputs
+from probegen.output import GeneratedFile, write_all
+
+def writer(files):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            write_all(files)
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    return pid
+
+def left_behind():
+    return sum(n.endswith(".tmp") for d, _, names in os.walk("out") for n in names)
+
+files = render_outputs(load_catalog("probes.yaml"))
+edited = [GeneratedFile(f.path, f.text + "\\n", f.executable) for f in files]
+start = time.monotonic()
+assert os.waitpid(writer(edited), 0)[1] == 0
+span = time.monotonic() - start
+rng = random.Random(int(sys.argv[2]))
+killed = leaving = 0
+for i in range(int(sys.argv[1])):
+    pid = writer(files if i % 2 == 0 else edited)
+    time.sleep(rng.uniform(0, span))
+    os.kill(pid, signal.SIGKILL)
+    killed += os.WIFSIGNALED(os.waitpid(pid, 0)[1])
+    leaving += left_behind() > 0
+print(json.dumps({"span": span, "killed": killed, "left_temporaries": leaving}))
+"""
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_sigkill_loop_then_one_normal_run_leaves_complete_outputs(tmp_path_factory):
+    clean = tmp_path_factory.mktemp("clean")
+    big_catalog(clean)
+    assert probegen("generate", "-q", cwd=clean).returncode == 0
+    work = tmp_path_factory.mktemp("killed")
+    big_catalog(work)
+
+    # probegen generate itself, SIGKILLed as soon as one of its temporaries appears.
+    (work / "out").mkdir()
+    for _ in range(2):
+        run = subprocess.Popen([sys.executable, "-m", "probegen", "generate", "-q"], cwd=work,
+                               stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while run.poll() is None and time.monotonic() < deadline and not temporaries(work / "out"):
+            pass
+        run.kill()
+        run.wait()
+
+    loop = subprocess.run([sys.executable, "-c", KILL_LOOP, "100", "12"], capture_output=True, text=True,
+                          cwd=work, timeout=120)
+    assert loop.returncode == 0, loop.stderr
+    counts = json.loads(loop.stdout)
+    assert counts["killed"] >= 30, counts
+    assert counts["left_temporaries"] >= 10, counts  # the kills did land in the middle of writes
+
+    result = probegen("generate", "-q", cwd=work)
+    assert result.returncode == 0, result.stderr
+    assert not temporaries(work)
+    assert tree(work / "out") == tree(clean / "out")
