@@ -271,6 +271,13 @@ YAML_BOMBS = {
     "1,000 balanced": ("provider: x\nprobes: " + "[" * 1000 + "]" * 1000 + "\n", "2:72: error: nested more than"),
     "deep block": ("provider: x\nprobes:\n" + "".join(" " * i + "- \n" for i in range(1, 3000)), "error: nested more than"),
     "compact block": ("provider: x\nprobes:\n" + "- " * 20_000 + "x\n", "3:127: error: nested more than 64 levels deep"),
+    # Not bombs, but YAML that PyYAML's constructor would fail on (or, with
+    # an unsafe loader, run): refused where the document is read.
+    "python tag": ("provider: !!python/name:os.system x\nprobes: []\n",
+                   "1:11: error: YAML tag tag:yaml.org,2002:python/name:os.system is not allowed"),
+    "local tag": ("provider: !foo x\nprobes: []\n", "1:11: error: YAML tag !foo is not allowed"),
+    "complex key": ("provider: x\n? [a, b]\n: 1\nprobes: []\n",
+                    "2:3: error: a mapping key must be a plain name, not a list or mapping"),
 }
 
 

@@ -65,6 +65,11 @@ class _Refused(yaml.MarkedYAMLError):
     """Valid YAML that a catalog may not use."""
 
 
+# Explicit tags a catalog may carry (e.g. !!str 0x10); any other, such as
+# !!python/name:..., has no meaning in a catalog.
+_CORE_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null", "float", "seq", "map"))
+
+
 def _compose(text: str):
     """The document's node tree, composed from the parser's events here
     rather than by PyYAML's composer, which recurses once per level (libyaml's
@@ -97,6 +102,8 @@ def _compose_events(loader):
             tag = event.tag
             if tag is None or tag == "!":
                 tag = resolve(ScalarNode, event.value, event.implicit)
+            elif tag not in _CORE_TAGS:
+                raise _Refused(problem=f"YAML tag {tag} is not allowed in a catalog", problem_mark=event.start_mark)
             node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
         elif kind is MappingStartEvent or kind is SequenceStartEvent:
             if len(stack) >= MAX_DEPTH:
@@ -106,6 +113,8 @@ def _compose_events(loader):
             tag = event.tag
             if tag is None or tag == "!":
                 tag = resolve(node_class, None, event.implicit)
+            elif tag not in _CORE_TAGS:
+                raise _Refused(problem=f"YAML tag {tag} is not allowed in a catalog", problem_mark=event.start_mark)
             node = node_class(tag, [], event.start_mark, None, event.flow_style)
         elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
             node = stack.pop()[2]
@@ -123,6 +132,9 @@ def _compose_events(loader):
             if top[1] is None:  # a sequence
                 top[0].append(node)
             elif top[1] is awaiting:
+                if kind is not ScalarEvent:
+                    raise _Refused(problem="a mapping key must be a plain name, not a list or mapping",
+                                   problem_mark=event.start_mark)
                 top[1] = node
             else:
                 top[0].append((top[1], node))
