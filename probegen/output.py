@@ -112,28 +112,47 @@ _MAX_LINKS = 40
 
 
 def _target(path) -> tuple[str, os.stat_result | None, bool]:
-    """(the path a write lands on, its status or None if it does not exist
-    yet, whether to write it in place). Links are followed one by one so
-    that each one's owner can be checked; a link inside /proc (what
-    /dev/stdout and /dev/fd/N lead to) names an open file, which is
-    written in place rather than replaced."""
-    current = os.fspath(path)
-    for _ in range(_MAX_LINKS):
-        try:
+    """(the absolute path a write lands on, its status or None if it does
+    not exist yet, whether to write it in place). The path is resolved one
+    component at a time, so that every symbolic link on the way, in the
+    directories as at the end, is checked for its owner before it is
+    followed. A link inside /proc at the end (where /dev/stdout and
+    /dev/fd/N lead) names an open file: written in place, not replaced."""
+    shown = os.fspath(path)
+    current = "/" if shown.startswith("/") else os.getcwd()
+    pending = shown.split("/")[::-1]  # components still to resolve, next last
+    links = 0
+    info = os.lstat(current)
+    while pending:
+        part = pending.pop()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            current = os.path.dirname(current)
             info = os.lstat(current)
+            continue
+        candidate = os.path.join(current, part)
+        try:
+            info = os.lstat(candidate)
         except FileNotFoundError:
-            return current, None, False
+            return os.path.normpath(os.path.join(candidate, *reversed(pending))), None, False
         if not stat.S_ISLNK(info.st_mode):
-            return current, info, False
+            current = candidate
+            continue
         if info.st_uid not in (0, os.geteuid()):
-            which = "is" if current == os.fspath(path) else f"leads to {current}, which is"
+            which = "is" if candidate == os.path.abspath(shown) else f"leads to {candidate}, which is"
             raise UnwritableOutput(path, f"{which} a symbolic link owned by another user (uid {info.st_uid}); "
                                    "not writing through it")
-        directory = os.path.dirname(current)
-        if (os.path.realpath(directory or ".") + "/").startswith("/proc/"):
-            return current, os.stat(current), True
-        current = os.path.join(directory, os.readlink(current))
-    raise UnwritableOutput(path, "too many levels of symbolic links")
+        if current.startswith("/proc/") and not any(pending):
+            return candidate, os.stat(candidate), True
+        links += 1
+        if links > _MAX_LINKS:
+            raise UnwritableOutput(path, "too many levels of symbolic links")
+        target = os.readlink(candidate)
+        if target.startswith("/"):
+            current = "/"
+        pending.extend(target.split("/")[::-1])
+    return current, info, False
 
 
 def _kind(mode: int) -> str:

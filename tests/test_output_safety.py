@@ -220,24 +220,42 @@ def test_own_symlink_is_followed_and_kept(project, header_text):
 
 
 @root_only
-@pytest.mark.parametrize("chained", [False, True])
-def test_symlink_planted_by_another_user_is_refused(project, chained):
+@pytest.mark.parametrize("how", ["the link itself", "root's link to it", "a directory link"])
+def test_symlink_planted_by_another_user_is_refused(project, how):
     """Root writing into a shared directory where another user planted a link
-    to a file of root's: the file is not touched, nor the link."""
-    victim = project / "victim"
+    to a file of root's: the file is not touched, nor the links."""
+    victims = project / "victims"
+    victims.mkdir()
+    victim = victims / "usdt.h"
     victim.write_text("precious\n")
     nobody = pwd.getpwnam("nobody").pw_uid
-    planted = project / "planted.h"
-    planted.symlink_to(victim)
+    planted = project / "planted"
+    planted.symlink_to(victims if how == "a directory link" else victim)
     os.chown(planted, nobody, nobody, follow_symlinks=False)
-    named = planted
-    if chained:  # root's own link leading to the planted one
-        named = project / "mine.h"
-        named.symlink_to("planted.h")
+    named = {"the link itself": planted, "root's link to it": project / "mine.h",
+             "a directory link": planted / "usdt.h"}[how]
+    if how == "root's link to it":
+        named.symlink_to("planted")
     result = probegen("header", "-o", named, cwd=project)
     assert_one_line_error(result, named)
     assert "symbolic link owned by another user" in result.stderr
-    assert victim.read_text() == "precious\n" and planted.is_symlink() and named.is_symlink()
+    assert victim.read_text() == "precious\n" and planted.is_symlink()
+
+
+def test_own_directory_link_and_relative_parts_are_followed(project, header_text):
+    (project / "real" / "inc").mkdir(parents=True)
+    (project / "inc").symlink_to("real/inc")
+    result = probegen("header", "-o", "inc/../inc/./usdt.h", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert (project / "real" / "inc" / "usdt.h").read_text() == header_text
+
+
+def test_link_loop_is_one_line(project):
+    (project / "a").symlink_to("b")
+    (project / "b").symlink_to("a")
+    result = probegen("header", "-o", "a", cwd=project)
+    assert_one_line_error(result, "a")
+    assert "too many levels of symbolic links" in result.stderr
 
 
 # --- Every failed write: one line, exit 2, old file intact, no temporary --------
