@@ -507,3 +507,20 @@ def test_sigkill_loop_then_one_normal_run_leaves_complete_outputs(tmp_path_facto
     assert result.returncode == 0, result.stderr
     assert not temporaries(work)
     assert tree(work / "out") == tree(clean / "out")
+
+
+# --- '-' is stdout wherever -o takes a file ---------------------------------------
+
+def test_dash_is_stdout_for_import_and_verify(tmp_path):
+    from elf_helpers import PYTHON311, require_file
+
+    require_file(PYTHON311, "python3.11-minimal")
+    plain = probegen("import", PYTHON311, "--provider", "python", cwd=tmp_path)
+    dashed = probegen("import", PYTHON311, "--provider", "python", "-o", "-", cwd=tmp_path)
+    assert plain.returncode == dashed.returncode == 0, dashed.stderr
+    assert dashed.stdout == plain.stdout and "provider: python" in plain.stdout
+    (tmp_path / "python.yaml").write_text(plain.stdout)
+    report = probegen("verify", "-c", "python.yaml", PYTHON311, "--format", "json", "-o", "-", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert isinstance(json.loads(report.stdout), dict)
+    assert not (tmp_path / "-").exists()

@@ -15,7 +15,7 @@ HELP = "write a catalog from the probes in binaries"
 def configure(parser):
     parser.add_argument("binaries", nargs="+", metavar="BINARY", help="ELF executables or shared libraries")
     parser.add_argument("--provider", required=True, metavar="NAME", help="the provider whose probes to import")
-    parser.add_argument("-o", "--output", metavar="FILE", help="catalog to write (default: stdout)")
+    parser.add_argument("-o", "--output", metavar="FILE", help="catalog to write (default: stdout; '-' for stdout)")
 
 
 def run(args) -> int:
@@ -34,8 +34,9 @@ def run(args) -> int:
             failed = True
     if failed:
         return 2
-    text = import_catalog(binaries, args.provider, Path(args.output).name if args.output else "probes.yaml")
-    if args.output:
+    to_file = args.output not in (None, "-")
+    text = import_catalog(binaries, args.provider, Path(args.output).name if to_file else "probes.yaml")
+    if to_file:
         from probegen.output import GeneratedFile, write_if_changed
 
         write_if_changed(GeneratedFile(Path(args.output), text))

@@ -29,7 +29,8 @@ def configure(parser):
                         "in the binaries is a finding")
     parser.add_argument("--format", choices=("text", "json", "junit"), default="text",
                         help="text (default), json, or junit XML for CI")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write the json/junit report here instead of stdout")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write the json/junit report here instead of stdout ('-': stdout)")
 
 
 def run(args) -> int:
@@ -90,7 +91,7 @@ def run(args) -> int:
 
         text = (json.dumps(report_json(report, errors), indent=1) + "\n" if args.format == "json"
                 else report_junit(report, errors))
-        if args.output:
+        if args.output and args.output != "-":
             from pathlib import Path
 
             from probegen.output import GeneratedFile, write_if_changed
