@@ -1,10 +1,34 @@
 """Run bpftrace scripts written with SPDK's markers against a live process.
 
-``usdt:__EXE__:NAME`` becomes ``usdt:FILE:NAME`` where FILE is the file
-that really holds probe NAME for that process: the executable, or one of
-the shared libraries mapped in ``/proc/PID/maps`` (read with the note
-reader of ``probegen.elf``). ``__PID__`` becomes the pid. bpftrace then
-runs on the result with ``-p PID``; no shell is involved.
+``usdt:__EXE__:NAME`` becomes ``usdt:"/proc/PID/root/FILE":NAME`` where
+FILE is the file that really holds probe NAME for that process: the
+executable, or one of the files mapped in ``/proc/PID/maps`` (their notes
+read with ``probegen.elf``). ``uprobe:__EXE__:`` and ``uretprobe:__EXE__:``
+name the executable the same way. ``__PID__`` becomes the pid. bpftrace
+then runs on the result with ``-p PID``; no shell is involved.
+
+The traced process is not trusted: it chooses the names of the files it
+maps. So no byte it controls may change the structure of the program root
+runs:
+
+- a file name enters the program only as one bpftrace string, every byte
+  escaped that could end it (see ``bpftrace_string``), and only where a
+  marker stands in code: a marker in a comment or a string is left alone
+  (there a quote would end the comment's or string's context);
+- names that bpftrace 0.17 cannot match exactly once are refused, exit 2:
+  ``:`` (it splits its probe names at every colon) and ``*`` (a wildcard
+  there: ``a*b`` attached to two libraries), and a newline (which
+  /proc/PID/maps shows as ``\\012``, so bpftrace would look up another
+  file);
+- messages show such names escaped, so they cannot forge lines or drive
+  the terminal.
+
+Notes are read from ``/proc/PID/map_files/RANGE`` (the very file mapped,
+whatever now lies at its path), opened with O_PATH and read only if it is
+a regular file, never a device. bpftrace reads the file again at attach
+time, by the same path: a process that swaps the file in between gets its
+own probes moved within its own process, nothing more, because the
+program text depends on the name alone, never on the file's contents.
 """
 
 from __future__ import annotations
@@ -13,6 +37,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -20,17 +45,44 @@ from pathlib import Path
 
 from probegen.errors import InputError, read_input
 
-# usdt:__EXE__:NAME or usdt:__EXE__:PROVIDER:NAME
-_USDT_MARKER = re.compile(r"\busdt:__EXE__:(?:(?P<provider>[A-Za-z_]\w*):)?(?P<name>[A-Za-z_]\w*)\b")
+# What a script may hold, as bpftrace 0.17's lexer sees it: a marker is
+# replaced only where it stands in code, never inside a comment or a
+# string (a quoted name there would end the string and become code).
+_LEXEME = re.compile(
+    r"(?P<comment>//[^\n]*|/\*.*?(?:\*/|\Z))"
+    r'|(?P<string>"(?:[^"\\\n]|\\[^\n])*(?:"|$))'
+    r"|\busdt:(?P<usdt>__EXE__):(?:(?P<provider>[A-Za-z_]\w*):)?(?P<name>[A-Za-z_]\w*)\b"
+    r"|\b(?:uprobe|uretprobe):(?P<exe>__EXE__)(?=:)"
+    r"|(?P<pid>__PID__)",
+    re.S | re.M,
+)
 _STRLEN = re.compile(r"BPFTRACE_STRLEN=(\d+)")
 # bpftrace 0.17 accepts one BEGIN and one END probe per program.
 _SPECIAL_PROBE = re.compile(r"^\s*(BEGIN|END)\b", re.M)
+# address perms offset dev inode path; a path is what follows the spaces.
+_MAPS_LINE = re.compile(rb"([0-9a-f]+-[0-9a-f]+) \S+ [0-9a-f]+ [0-9a-f]+:[0-9a-f]+ \d+ +(/.*)")
+_DELETED = b" (deleted)"
+# /proc/PID/maps is one line per mapping (at most vm.max_map_count, 65,530
+# by default); more than this is no process worth tracing.
+MAPS_LIMIT = 64 << 20
+# Bytes bpftrace 0.17 cannot take in a file name it must match exactly.
+_UNNAMEABLE = {b":": "':' (bpftrace splits probe names at colons)",
+               b"*": "'*' (a wildcard to bpftrace)",
+               b"\n": "a newline"}
 
 
 @dataclass(frozen=True)
 class Script:
     path: str
     text: str
+
+
+@dataclass(frozen=True)
+class MappedFile:
+    """A file mapped into the traced process."""
+
+    name: bytes  # as /proc/PID/maps shows it: what BCC and bpftrace look up
+    addresses: str  # START-END, its entry in /proc/PID/map_files
 
 
 def read_scripts(paths) -> list[Script]:
@@ -44,6 +96,39 @@ def read_scripts(paths) -> list[Script]:
     return scripts
 
 
+def shown(name: bytes) -> str:
+    """A file name the traced process chose, quoted for a message: every
+    byte that is not printable ASCII is an escape, so the name cannot add
+    a line or send the terminal a control sequence."""
+    return repr(bytes(name))[1:]
+
+
+def bpftrace_string(data: bytes) -> str:
+    """``data`` as a bpftrace 0.17 attach-point string, byte for byte.
+
+    bpftrace unescapes such a string twice: its lexer (``\\"``, ``\\\\``,
+    ``\\xHH``), then its attach-point parser (``\\`` before any byte), after
+    its grammar has put ``\\`` back before each ``"`` only. So a backslash
+    is written as four, a quote as ``\\"``, and every byte outside
+    printable ASCII as ``\\xHH``: the result is printable ASCII, one
+    token, whatever ``data`` holds. Checked against bpftrace 0.17 with
+    names holding ``"``, ``\\``, ``\\"``, ``\\n``, spaces, ``{}();,$'%#``,
+    tabs, UTF-8 and invalid UTF-8 (tests/test_trace_security.py).
+    """
+    out = ['"']
+    for byte in data:
+        if byte == 0x5C:
+            out.append("\\\\\\\\")
+        elif byte == 0x22:
+            out.append('\\"')
+        elif 0x20 <= byte < 0x7F:
+            out.append(chr(byte))
+        else:
+            out.append(f"\\x{byte:02x}")
+    out.append('"')
+    return "".join(out)
+
+
 def _proc(pid: int, *parts: str) -> Path:
     return Path("/proc", str(pid), *parts)
 
@@ -53,77 +138,174 @@ def check_process(pid: int) -> None:
         raise InputError(f"probegen trace: error: no process with pid {pid}")
 
 
-def executable(pid: int) -> str:
+def executable(pid: int) -> bytes:
     try:
-        return os.readlink(_proc(pid, "exe"))
+        return os.readlink(bytes(_proc(pid, "exe")))
     except FileNotFoundError:
-        raise InputError(f"probegen trace: error: no process with pid {pid}") from None
+        raise InputError(f"probegen trace: error: no process with pid {pid} (or it has no executable)") from None
     except PermissionError:
         raise InputError(f"probegen trace: error: cannot see the executable of pid {pid}: permission denied (run as root)") from None
 
 
-def mapped_files(pid: int) -> list[str]:
-    """The executable, then every file mapped into the process, each once."""
+def _read_maps(pid: int) -> bytes:
     try:
-        maps = _proc(pid, "maps").read_text()
+        with open(_proc(pid, "maps"), "rb") as maps:
+            data = maps.read(MAPS_LIMIT + 1)
     except FileNotFoundError:
         raise InputError(f"probegen trace: error: no process with pid {pid}") from None
     except PermissionError:
         raise InputError(f"probegen trace: error: cannot read /proc/{pid}/maps: permission denied (run as root)") from None
-    files = [executable(pid)]
-    for line in maps.splitlines():
-        fields = line.split(maxsplit=5)  # address perms offset dev inode path
-        if len(fields) == 6 and fields[5].startswith("/") and not fields[5].endswith(" (deleted)"):
-            files.append(fields[5])
-    return list(dict.fromkeys(files))
+    except OSError as exc:  # the process exited while being read
+        raise InputError(f"probegen trace: error: cannot read /proc/{pid}/maps: {exc.strerror}") from None
+    if len(data) > MAPS_LIMIT:
+        raise InputError(f"probegen trace: error: /proc/{pid}/maps is larger than {MAPS_LIMIT >> 20} MiB: "
+                         "refusing a process with that many mappings")
+    return data
 
 
-def _readable(pid: int, path: str) -> str:
-    """The path as this process can open it (the target may be in another
-    mount namespace)."""
-    return path if os.path.exists(path) else str(_proc(pid)) + "/root" + path
+def mapped_files(pid: int) -> list[MappedFile]:
+    """The executable, then every other file mapped into the process, each
+    once, in the order of /proc/PID/maps. Lines split at newlines only: the
+    kernel escapes those in names, not other line breaks."""
+    exe = executable(pid)
+    files: dict[bytes, MappedFile] = {}
+    for line in _read_maps(pid).split(b"\n"):
+        match = _MAPS_LINE.fullmatch(line)
+        if match is not None and not match[2].endswith(_DELETED):
+            files.setdefault(match[2], MappedFile(match[2], match[1].decode()))
+    ordered = sorted(files.values(), key=lambda f: f.name != exe)  # stable: the executable first
+    return ordered
 
 
-def probe_files(pid: int) -> dict[tuple[str, str], str]:
-    """(provider, name) -> the first mapped file holding that probe."""
+def _open_mapped(pid: int, mapped: MappedFile) -> int | None:
+    """An O_PATH descriptor of the mapped file if it is a regular file.
+    map_files gives the very file mapped (root only); without root, a dry
+    run reads the file by its path in the process's root."""
+    flags = os.O_PATH | os.O_CLOEXEC
+    try:
+        fd = os.open(_proc(pid, "map_files", mapped.addresses), flags)
+    except PermissionError:
+        try:
+            fd = os.open(bytes(_proc(pid, "root")) + mapped.name, flags)
+        except OSError:
+            return None
+    except OSError:
+        return None  # unmapped since maps was read
+    if stat.S_ISREG(os.fstat(fd).st_mode):
+        return fd
+    os.close(fd)  # a device or socket: opening it for reading could act on it
+    return None
+
+
+def _probes_in(pid: int, mapped: MappedFile) -> set[tuple[str, str]]:
     from probegen.elf.notes import ElfError, read_binary
 
-    found: dict[tuple[str, str], str] = {}
-    for path in mapped_files(pid):
-        try:
-            binary = read_binary(_readable(pid, path))
-        except ElfError:
-            continue  # not an ELF file (locale archive, data file)
-        for probe in binary.probes:
-            found.setdefault(probe.key, path)
-    return found
+    fd = _open_mapped(pid, mapped)
+    if fd is None:
+        return set()
+    try:
+        return {probe.key for probe in read_binary(f"/proc/self/fd/{fd}").probes}
+    except ElfError:
+        return set()  # not an ELF file (locale archive, data file)
+    finally:
+        os.close(fd)
 
 
-def resolve(script: Script, pid: int, probes: dict[tuple[str, str], str], exe: str) -> str:
-    """The script with its markers replaced for this process."""
-    missing = []
+def probe_holders(pid: int, wanted) -> dict[tuple[str | None, str], MappedFile]:
+    """For each (provider or None, name) in ``wanted``, the first mapped
+    file holding that probe. Files are read only until all are found."""
+    holders: dict[tuple[str | None, str], MappedFile] = {}
+    missing = set(wanted)
+    for mapped in mapped_files(pid):
+        if not missing:
+            break
+        probes = _probes_in(pid, mapped)
+        names = {name for _, name in probes}
+        for key in list(missing):
+            provider, name = key
+            if (provider, name) in probes or (provider is None and name in names):
+                holders[key] = mapped
+                missing.discard(key)
+    return holders
 
-    def holder(match: re.Match) -> str:
-        provider, name = match["provider"], match["name"]
-        paths = [p for (prov, n), p in probes.items() if n == name and provider in (None, prov)]
-        if not paths:
-            missing.append(f"{provider}:{name}" if provider else name)
-            return match[0]
-        return match[0].replace("__EXE__", paths[0], 1)
 
-    text = _USDT_MARKER.sub(holder, script.text)
+def true_name(pid: int, mapped: MappedFile) -> bytes:
+    """The mapped file's name as the kernel holds it (map_files, root only),
+    else as /proc/PID/maps shows it."""
+    try:
+        return os.readlink(bytes(_proc(pid, "map_files", mapped.addresses)))
+    except OSError:
+        return mapped.name
+
+
+def attach_target(pid: int, mapped: MappedFile, what: str) -> str:
+    """The quoted attach-point target naming ``mapped`` for bpftrace -p PID,
+    or InputError if bpftrace 0.17 cannot name it exactly.
+
+    bpftrace -p matches targets against the names BCC reads from
+    /proc/PID/maps, prefixed with /proc/PID/root; giving that prefix also
+    spares bpftrace from resolving the name in its own mount namespace."""
+    real = true_name(pid, mapped)
+    names = [mapped.name] if real == mapped.name else [real, mapped.name]
+    for name in names:
+        for byte, why in _UNNAMEABLE.items():
+            if byte in name:
+                raise InputError(f"probegen trace: error: {what} of process {pid} is in {shown(real)}, a file "
+                                 f"whose name holds {why}: bpftrace 0.17 cannot attach to it exactly; not tracing")
+    if real != mapped.name:
+        raise InputError(f"probegen trace: error: {what} of process {pid} is in {shown(real)}, which "
+                         f"/proc/{pid}/maps names {shown(mapped.name)}: bpftrace 0.17 cannot attach to it exactly; "
+                         "not tracing")
+    return bpftrace_string(bytes(_proc(pid, "root")) + mapped.name)
+
+
+def wanted_probes(script: Script) -> set[tuple[str | None, str]]:
+    """The usdt markers of a script that stand in code."""
+    return {(m["provider"], m["name"]) for m in _LEXEME.finditer(script.text) if m["usdt"]}
+
+
+def resolve(script: Script, pid: int, holders: dict, exe_target) -> str:
+    """The script with its markers replaced for this process, in one pass,
+    so that nothing substituted is scanned again. ``exe_target``: a
+    function giving the quoted target of the executable."""
+    missing = sorted({f"{p}:{n}" if p else n for p, n in wanted_probes(script) if (p, n) not in holders})
     if missing:
         raise InputError(
-            f"{script.path}: error: process {pid} ({exe}) has no probe {', '.join(missing)} "
-            "in its executable or mapped libraries"
+            f"{script.path}: error: process {pid} ({shown(executable(pid))}) has no probe "
+            f"{', '.join(missing)} in its executable or mapped files"
         )
-    return text.replace("__EXE__", exe).replace("__PID__", str(pid))
+    targets: dict[str, str] = {}
+
+    def target(key, mapped: MappedFile) -> str:
+        what = f"probe {key[0] + ':' if key[0] else ''}{key[1]}"
+        if mapped.name not in targets:
+            targets[mapped.name] = attach_target(pid, mapped, what)
+        return targets[mapped.name]
+
+    def replace(match: re.Match) -> str:
+        if match["comment"] is not None or match["string"] is not None:
+            return match[0].replace("__PID__", str(pid))  # digits: inert anywhere
+        if match["pid"]:
+            return str(pid)
+        start, end = match.span()
+        if match["usdt"]:
+            key = (match["provider"], match["name"])
+            inner_start, inner_end = match.span("usdt")
+            value = target(key, holders[key])
+        else:
+            inner_start, inner_end = match.span("exe")
+            value = exe_target()
+        text = match[0]
+        return text[: inner_start - start] + value + text[inner_end - start:]
+
+    return _LEXEME.sub(replace, script.text)
 
 
 def combine(scripts: list[Script], texts: list[str]) -> str:
-    """One bpftrace program from several scripts (shebang lines dropped)."""
+    """One bpftrace program from several scripts (shebang lines dropped).
+    BEGIN and END are counted in the scripts as written."""
     for keyword in ("BEGIN", "END"):
-        having = [s.path for s, t in zip(scripts, texts) if keyword in _SPECIAL_PROBE.findall(t)]
+        having = [s.path for s in scripts if keyword in _SPECIAL_PROBE.findall(s.text)]
         if len(having) > 1:
             raise InputError(
                 f"probegen trace: error: {' and '.join(having)} each have a {keyword} block, and bpftrace "
@@ -138,19 +320,39 @@ def combine(scripts: list[Script], texts: list[str]) -> str:
     return "\n".join(parts)
 
 
-def strlen(program: str) -> int | None:
-    """BPFTRACE_STRLEN the generated scripts ask for, if any."""
-    values = [int(v) for v in _STRLEN.findall(program)]
+def strlen(text: str) -> int | None:
+    """BPFTRACE_STRLEN the generated scripts ask for, if any (read from the
+    scripts as written, never from what was substituted into them)."""
+    values = [int(v) for v in _STRLEN.findall(text)]
     return max(values) if values else None
+
+
+def _executable_mapping(pid: int) -> MappedFile:
+    exe = executable(pid)
+    files = mapped_files(pid)
+    if not files or files[0].name != exe:
+        raise InputError(f"probegen trace: error: process {pid} does not map its executable {shown(exe)} "
+                         f"under that name in /proc/{pid}/maps: cannot name it to bpftrace")
+    return files[0]
 
 
 def program_for(pid: int, paths) -> str:
     """The bpftrace program `probegen trace` would run."""
     check_process(pid)
-    scripts = read_scripts(paths)
-    exe = executable(pid)
-    probes = probe_files(pid)
-    return combine(scripts, [resolve(s, pid, probes, exe) for s in scripts])
+    return _program(pid, read_scripts(paths))
+
+
+def _program(pid: int, scripts: list[Script]) -> str:
+    wanted = set().union(*(wanted_probes(s) for s in scripts))
+    holders = probe_holders(pid, wanted) if wanted else {}
+    exe_cache: list[str] = []
+
+    def exe_target() -> str:
+        if not exe_cache:
+            exe_cache.append(attach_target(pid, _executable_mapping(pid), "the executable"))
+        return exe_cache[0]
+
+    return combine(scripts, [resolve(s, pid, holders, exe_target) for s in scripts])
 
 
 def command(pid: int, program_file: str, output: str | None = None, bpftrace: str = "bpftrace") -> list[str]:
@@ -173,12 +375,16 @@ def run(pid: int, paths, output: str | None = None) -> int:
     if os.geteuid() != 0:
         raise InputError("probegen trace: error: bpftrace needs root: run as root (e.g. with sudo)")
     bpftrace = find_bpftrace()
-    program = program_for(pid, paths)
+    check_process(pid)
+    scripts = read_scripts(paths)
+    program = _program(pid, scripts)
     env = dict(os.environ)
-    wanted = strlen(program)
+    wanted = strlen("\n".join(s.text for s in scripts))
     if wanted and "BPFTRACE_STRLEN" not in env:
         env["BPFTRACE_STRLEN"] = str(wanted)
-    with tempfile.NamedTemporaryFile("w", prefix="probegen-", suffix=".bt") as file:
+    # NamedTemporaryFile: 0600 and O_EXCL under a random name, so nobody
+    # can swap the program between writing and bpftrace reading it.
+    with tempfile.NamedTemporaryFile("w", prefix="probegen-", suffix=".bt", encoding="utf-8") as file:
         file.write(program)
         file.flush()
         child = subprocess.Popen(command(pid, file.name, output, bpftrace), env=env)

@@ -49,14 +49,20 @@ def test_dry_run_names_the_library_and_pid(lib_program):
         result = subprocess.run(probegen_argv("trace", program.pid, script, "--dry-run"),
                                 capture_output=True, text=True)
         assert result.returncode == 0, result.stderr
-        assert f"usdt:{library}:lib_hit" in result.stdout
+        target = trace.bpftrace_string(f"/proc/{program.pid}/root{library}".encode())
+        assert f"usdt:{target}:lib_hit" in result.stdout
         assert f"pid {program.pid}" in result.stdout
         assert "#!" not in result.stdout
+        exe_script = script.parent / "exe.bt"
+        exe_script.write_text("uprobe:__EXE__:main { }\nuretprobe:__EXE__:main { }\n")
+        exe_target = trace.bpftrace_string(f"/proc/{program.pid}/root{binary}".encode())
+        assert trace.program_for(program.pid, [exe_script]) == (
+            f"uprobe:{exe_target}:main {{ }}\nuretprobe:{exe_target}:main {{ }}\n")
         with pytest.raises(InputError, match="has no probe nope"):
             missing = trace.Script("x.bt", "usdt:__EXE__:nope { }")
-            trace.resolve(missing, program.pid, trace.probe_files(program.pid), str(binary))
+            trace.resolve(missing, program.pid, trace.probe_holders(program.pid, {(None, "nope")}), lambda: "")
         with pytest.raises(InputError, match="each have a BEGIN block"):
-            trace.combine([trace.Script("a", ""), trace.Script("b", "")], ["BEGIN {}", "BEGIN {}"])
+            trace.combine([trace.Script("a", "BEGIN {}"), trace.Script("b", "BEGIN {}")], ["", ""])
     finally:
         program.kill()
 

@@ -1,9 +1,11 @@
 """Run bpftrace scripts against a live process.
 
 Replaces __EXE__ in each usdt probe with the file that holds that probe for
-the process (its executable or a mapped shared library) and __PID__ with
-the pid, then runs bpftrace -p PID on the result. Ctrl-C or SIGTERM ends
-tracing cleanly.
+the process (its executable or a mapped shared library), quoted so that no
+byte of a name the process chose can change the program, and __PID__ with
+the pid, then runs bpftrace -p PID on the result. A file bpftrace 0.17
+cannot name exactly (':', '*' or a newline in its name) is refused, exit 2.
+Ctrl-C or SIGTERM ends tracing cleanly. See probegen/trace.py.
 """
 
 from __future__ import annotations
