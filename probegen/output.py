@@ -11,10 +11,11 @@ What an output path names decides how it is written:
 - a character device or a FIFO (``/dev/null``, ``/dev/stdout``, ``-o >(cmd)``):
   written in place, never renamed over (that would replace the device node);
   a FIFO that no process reads is refused instead of waited on;
-- a symbolic link: followed (the link stays, its target is written) when
-  the link is owned by the user running probegen or by root. A link owned
-  by anyone else is refused: in a shared directory it would let its owner
-  choose which file root overwrites;
+- a symbolic link, at the end of the path or in its directories: followed
+  (the link stays, its target is written) when the link is owned by the
+  user running probegen or by root. A link owned by anyone else is refused:
+  in a shared directory it would let its owner choose which file root
+  overwrites;
 - a directory, a block device or a socket: refused.
 
 Every failure is one line naming the path (exit 2).
