@@ -173,8 +173,7 @@ def mapped_files(pid: int) -> list[MappedFile]:
         match = _MAPS_LINE.fullmatch(line)
         if match is not None and not match[2].endswith(_DELETED):
             files.setdefault(match[2], MappedFile(match[2], match[1].decode()))
-    ordered = sorted(files.values(), key=lambda f: f.name != exe)  # stable: the executable first
-    return ordered
+    return sorted(files.values(), key=lambda f: f.name != exe)  # stable: the executable first
 
 
 def _open_mapped(pid: int, mapped: MappedFile) -> int | None:
@@ -274,7 +273,7 @@ def resolve(script: Script, pid: int, holders: dict, exe_target) -> str:
             f"{script.path}: error: process {pid} ({shown(executable(pid))}) has no probe "
             f"{', '.join(missing)} in its executable or mapped files"
         )
-    targets: dict[str, str] = {}
+    targets: dict[bytes, str] = {}
 
     def target(key, mapped: MappedFile) -> str:
         what = f"probe {key[0] + ':' if key[0] else ''}{key[1]}"
@@ -287,7 +286,7 @@ def resolve(script: Script, pid: int, holders: dict, exe_target) -> str:
             return match[0].replace("__PID__", str(pid))  # digits: inert anywhere
         if match["pid"]:
             return str(pid)
-        start, end = match.span()
+        start = match.start()
         if match["usdt"]:
             key = (match["provider"], match["name"])
             inner_start, inner_end = match.span("usdt")
