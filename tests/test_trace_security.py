@@ -93,8 +93,9 @@ def _fill(name: bytes, area: bytes, secret: bytes) -> bytes:
 
 @pytest.fixture(scope="module")
 def area():
-    """A directory nobody can read holding the loader and the library, and
-    a root-only secret; all removed at the end."""
+    """A directory the user nobody can read (pytest's own are 0700),
+    holding the loader and the library, and a root-only secret; all
+    removed at the end."""
     require_bpftrace()
     setpriv = shutil.which("setpriv")
     if setpriv is None:
