@@ -339,3 +339,36 @@ def test_cxx_enum_class_maps_under_its_c_name(cxx_binary, capsys):
     namespace: dict = {}
     exec(capsys.readouterr().out, namespace)
     assert namespace["NS__COLOR"] == {1: "Red", 2: "Green"}
+
+
+@pytest.mark.parametrize("entries", ["directories", "file_names"])
+def test_line_table_with_endless_empty_entries_is_refused(binaries, tmp_path, capsys, entries):
+    """DWARF 5 line header: an empty entry format and a count of 2^63 -
+    ten bytes that made pyelftools build entries for ever."""
+    binary = binaries["dwarf5"]
+    offset, _ = sections(binary)[".debug_line"]
+    data = bytearray(binary.read_bytes())
+    assert data[offset + 4:offset + 6] == b"\x05\x00"  # version 5, 32-bit DWARF
+    opcode_base = data[offset + 17]
+    at = offset + 18 + opcode_base - 1  # directory_entry_format_count
+    huge = bytes([0]) + bytes([0xFF] * 8 + [0x7F])  # no formats; count 2^63 - 1
+    if entries == "file_names":  # skip the real directory list to the file name formats
+        from elftools.elf.elffile import ELFFile
+
+        with open(binary, "rb") as f:
+            dwarf = ELFFile(f).get_dwarf_info()
+            cu = next(dwarf.iter_CUs())
+            header = cu.structs.Dwarf_lineprog_header
+            names = [s.name for s in header.subcons]
+            stream = dwarf.debug_line_sec.stream
+            stream.seek(0)
+            from elftools.construct import Struct
+
+            Struct("p", *header.subcons[:names.index("directories") + 1]).parse_stream(stream)
+            at = offset + stream.tell()
+    data[at:at + len(huge)] = huge
+    damaged = tmp_path / "lines"
+    damaged.write_bytes(bytes(data))
+    code, out, err = structs_in_process(damaged, capsys)
+    assert assert_clean_outcome(damaged, code, out, err) == "damaged"
+    assert f"9223372036854775807 {entries} of no bytes each" in err, err

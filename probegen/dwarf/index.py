@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from probegen.dwarf.damage import Damaged
+from probegen.dwarf.lines import check_line_header
 from probegen.dwarf.walk import children
 
 _TAGS = {
@@ -122,6 +123,7 @@ def _number(attr, default: int) -> int:
 
 def _file_names(dwarfinfo, cu) -> dict[int, str]:
     """DW_AT_decl_file index -> file path, from the unit's line table header."""
+    check_line_header(dwarfinfo, cu)
     program = dwarfinfo.line_program_for_CU(cu)
     if program is None:
         return {}
