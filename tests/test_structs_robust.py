@@ -372,3 +372,10 @@ def test_line_table_with_endless_empty_entries_is_refused(binaries, tmp_path, ca
     code, out, err = structs_in_process(damaged, capsys)
     assert assert_clean_outcome(damaged, code, out, err) == "damaged"
     assert f"9223372036854775807 {entries} of no bytes each" in err, err
+
+
+def test_cxx_type_asked_for_by_its_c_name(cxx_binary, capsys):
+    assert main(["structs", str(cxx_binary), "-t", "Box<int>", "-t", "ns::deep::Leaf"]) == 0
+    by_source = capsys.readouterr().out
+    assert main(["structs", str(cxx_binary), "-t", "Box_int_", "-t", "ns__deep__Leaf"]) == 0
+    assert capsys.readouterr().out == by_source

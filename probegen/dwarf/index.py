@@ -12,12 +12,14 @@ two different types with one name stay apart so they can be reported.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from probegen.dwarf.damage import Damaged
 from probegen.dwarf.lines import check_line_header
 from probegen.dwarf.walk import children
 
+_C_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TAGS = {
     "DW_TAG_structure_type": "struct",
     "DW_TAG_class_type": "struct",
@@ -86,6 +88,12 @@ class TypeIndex:
                 cu._dielist = cu._dielist[:1]
                 cu._diemap = cu._diemap[:1]
         return cls(names)
+
+    def source_names(self, c_name: str) -> list[str]:
+        """The names that are not C names and that structs prints as ``c_name``."""
+        from probegen.dwarf.cnames import c_identifier
+
+        return sorted(n for n in self.names if not _C_NAME.fullmatch(n) and c_identifier(n) == c_name)
 
     def qualified_names(self) -> dict[int, str]:
         """DIE offset -> full name, for the types inside C++ namespaces."""

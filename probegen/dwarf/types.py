@@ -71,6 +71,8 @@ class DwarfTypes:
         if key in self._types:
             return self._types[key]
         entries = [e for e in self.index.lookup(name) if e.kind in kinds]
+        if not entries:  # the C name printed for a C++ one ("Box_int_" for "Box<int>")
+            entries = [e for n in self.index.source_names(name) for e in self.index.lookup(n) if e.kind in kinds]
         if not entries:
             close = self.index.close_names(name)
             hint = f"; close names: {', '.join(close)}" if close else ""
