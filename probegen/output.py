@@ -97,6 +97,39 @@ def write_if_changed(file: GeneratedFile) -> bool:
         raise UnwritableOutput(file.path, f"cannot write: {exc.strerror or exc}") from None
 
 
+def open_stream(path) -> int:
+    """A descriptor for output that another program streams (bpftrace -o),
+    for a path checked as write_if_changed checks it: links owned by another
+    user refused, devices and FIFOs opened in place, other special files
+    refused. A regular file is truncated, not replaced. The caller passes
+    the descriptor on, so the program never opens the user's path itself."""
+    try:
+        target, info, in_place = _target(path)
+        if info is not None:
+            mode = info.st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
+                raise UnwritableOutput(path, f"is {_kind(mode)}; not writing to it")
+            fd = _standard_stream(info)
+            if fd is not None:
+                return os.dup(fd)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOCTTY | os.O_NONBLOCK
+        if not in_place:  # the path was resolved link by link: its end is no link
+            flags |= os.O_NOFOLLOW
+        try:
+            fd = os.open(target, flags, 0o666)
+        except OSError as exc:
+            if exc.errno == 6:  # ENXIO
+                raise UnwritableOutput(path, "no process reads this FIFO") from None
+            raise
+        opened = os.fstat(fd)
+        if stat.S_ISREG(opened.st_mode):
+            os.ftruncate(fd, 0)
+        os.set_blocking(fd, True)
+        return fd
+    except OSError as exc:
+        raise UnwritableOutput(path, f"cannot write: {exc.strerror or exc}") from None
+
+
 def write_all(files: list[GeneratedFile]) -> list[Path]:
     """Write every file that changed; returns the paths written."""
     return [f.path for f in files if write_if_changed(f)]

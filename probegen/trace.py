@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probegen.errors import InputError, read_input
+from probegen.output import open_stream
 
 # What a script may hold, as bpftrace 0.17's lexer sees it: a marker is
 # replaced only where it stands in code, never inside a comment or a
@@ -383,11 +384,19 @@ def run(pid: int, paths, output: str | None = None) -> int:
         env["BPFTRACE_STRLEN"] = str(wanted)
     # NamedTemporaryFile: 0600 and O_EXCL under a random name, so nobody
     # can swap the program between writing and bpftrace reading it.
-    with tempfile.NamedTemporaryFile("w", prefix="probegen-", suffix=".bt", encoding="utf-8") as file:
-        file.write(program)
-        file.flush()
-        child = subprocess.Popen(command(pid, file.name, output, bpftrace), env=env)
-        return _wait_forwarding_signals(child)
+    # bpftrace, as root, would follow any link at the output path: it gets
+    # a descriptor opened here, under output's checks, instead of the path.
+    output_fd = None if output is None else open_stream(output)
+    try:
+        with tempfile.NamedTemporaryFile("w", prefix="probegen-", suffix=".bt", encoding="utf-8") as file:
+            file.write(program)
+            file.flush()
+            argv = command(pid, file.name, None if output_fd is None else f"/dev/fd/{output_fd}", bpftrace)
+            child = subprocess.Popen(argv, env=env, pass_fds=() if output_fd is None else (output_fd,))
+            return _wait_forwarding_signals(child)
+    finally:
+        if output_fd is not None:
+            os.close(output_fd)
 
 
 def _wait_forwarding_signals(child: subprocess.Popen) -> int:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
@@ -98,3 +100,78 @@ def test_non_root_is_exit_2(lib_program):
     result = subprocess.run(prefix + probegen_argv("trace", os.getpid(), script), capture_output=True, text=True)
     assert result.returncode == 2, result.stderr
     assert "needs root" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_output_file_is_opened_by_probegen_not_by_bpftrace(lib_program, tmp_path):
+    """bpftrace runs as root and would follow any link at -o: probegen
+    opens the path under its own checks and hands bpftrace the descriptor."""
+    require_bpftrace()
+    library, binary, script = lib_program
+    out = tmp_path / "trace.out"
+    out.write_text("old content that must go\n")
+    program = Process([binary], stdin=True)
+    tracer = None
+    try:
+        program.wait_line("READY")
+        tracer = Process(probegen_argv("trace", program.pid, script, "-o", out))
+        # bpftrace buffers a file's output until it ends: wait instead until
+        # it holds its uprobe (a perf event) and BEGIN had time to run.
+        deadline = time.monotonic() + 30
+        while not _holds_perf_event(tracer.pid):
+            assert tracer.proc.poll() is None, tracer.stderr
+            assert time.monotonic() < deadline, "bpftrace never attached"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        program.send("go\n")
+        program.wait_line("DONE")
+        assert program.proc.wait(10) == 0
+        assert tracer.proc.wait(30) == 0, tracer.stderr
+        text = out.read_text()
+        assert "old content" not in text
+        assert "lib_hit value=-42" in text
+    finally:
+        program.kill()
+        if tracer is not None:
+            tracer.kill()
+
+
+def _holds_perf_event(pid: int) -> bool:
+    """True when pid or one of its children has a perf event open."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return False
+    for process in [str(pid), *children]:
+        try:
+            fds = list(Path(f"/proc/{process}/fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if "perf_event" in os.readlink(fd):
+                    return True
+            except OSError:
+                pass
+    return False
+
+
+def test_output_link_planted_by_another_user_is_refused(lib_program, tmp_path):
+    library, binary, script = lib_program
+    victim = tmp_path / "victim"
+    victim.write_text("root's file\n")
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o1777)
+    shared.chmod(0o1777)
+    link = shared / "trace.out"
+    link.symlink_to(victim)
+    os.lchown(link, 65534, 65534)  # nobody
+    program = Process([binary], stdin=True)
+    try:
+        program.wait_line("READY")
+        result = subprocess.run(probegen_argv("trace", program.pid, script, "-o", link),
+                                capture_output=True, text=True, timeout=60)
+    finally:
+        program.kill()
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and "symbolic link owned by another user" in result.stderr
+    assert victim.read_text() == "root's file\n"
