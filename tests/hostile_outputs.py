@@ -74,6 +74,13 @@ def generate(catalog: Catalog, directory: Path) -> Outputs:
     doc = directory / "probes.md"
     write_all(docs.render_files(catalog, doc))
     outputs = Outputs(catalog, directory, header, sorted(scripts), sorted(tools), doc)
+    # An accepted include path is a relative path of plain names, found
+    # beside the header like a project's own header: give it one.
+    for include in catalog.header.includes:
+        stub = directory / include
+        if include not in ("stdint.h", "stddef.h", "sys/types.h") and not stub.exists():
+            stub.parent.mkdir(parents=True, exist_ok=True)
+            stub.write_text("/* stub for an include the catalog names */\n")
     for enabled in (True, False):
         for cxx in (False, True):
             source = directory / f"site_{'on' if enabled else 'off'}.{'cc' if cxx else 'c'}"

@@ -155,6 +155,11 @@ def test_include_must_be_a_plain_relative_path(tmp_path, include):
     "\u2028",
     "(" * 40 + "0" + ")" * 40,
     "",
+    # Valid C that gcc -Wall -Werror refuses in every probe site (-Wparentheses).
+    "base|ticks + f() * 2",
+    "a && b || c",
+    "a < b < c",
+    "a & b == c",
 ])
 def test_clock_must_be_one_c_expression(tmp_path, clock):
     refused(tmp_path, "CLOCK", clock, "clock")
@@ -162,7 +167,7 @@ def test_clock_must_be_one_c_expression(tmp_path, clock):
 
 @pytest.mark.parametrize("clock", [
     "spdk_get_ticks()", "(uint64_t)rdtsc()", "g_clock.ticks + f(1, 2) * -x[3]", "a ? b() : 0",
-    "(struct clock *)p->now", "1ULL << 40", "0x10", "ticks_hz / 1000",
+    "(struct clock *)p->now", "1ULL << 40", "0x10", "ticks_hz / 1000", "(base | ticks) + f() * 2",
 ])
 def test_clock_expressions_are_kept_as_written(clock):
     assert clock_expression(clock) == clock

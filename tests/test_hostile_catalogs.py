@@ -12,6 +12,7 @@ run for all headers), see tests/hostile_outputs.py.
 
 from __future__ import annotations
 
+import os
 import itertools
 
 from hypothesis import HealthCheck, given, settings
@@ -23,7 +24,7 @@ from tests.hostile_outputs import (
     BPFTRACE_PAYLOAD, C_PAYLOAD, MARKER, PYTHON_PAYLOAD, check_all, generate, write_catalog,
 )
 
-EXAMPLES = 40
+EXAMPLES = int(os.environ.get("PROBEGEN_HYPOTHESIS_EXAMPLES", "40"))
 
 # What ends or opens something in one of the output languages.
 BREAKERS = [

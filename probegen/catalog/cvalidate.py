@@ -43,6 +43,8 @@ _INTEGER = re.compile(r"(?:0[xX][0-9a-fA-F]+|[0-9]+)(?:[uU](?:ll|LL|l|L)?|(?:ll|
 _FLOAT = re.compile(r"(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fFlL]?|[0-9]+[eE][+-]?[0-9]+[fFlL]?")
 _BINARY = frozenset("* / % + - << >> < > <= >= == != & ^ | && ||".split())
 _UNARY = frozenset("- + ! ~ * &".split())
+_ARITHMETIC = frozenset("* / % + -".split())
+_COMPARISONS = frozenset("< > <= >= == !=".split())
 # Deeper nesting than any clock needs is refused rather than recursed into.
 MAX_DEPTH = 32
 
@@ -163,9 +165,19 @@ class _ExpressionParser:
 
     def binary(self) -> None:
         self.unary()
+        operators = []
         while self.peek() in _BINARY:
-            self.take()
+            operators.append(self.take())
             self.unary()
+        # What gcc's -Wparentheses would warn of in every probe site: bit,
+        # shift, logical or comparison operators mixed with others, or a
+        # chained comparison. Only arithmetic mixes freely.
+        others = [o for o in operators if o not in _ARITHMETIC]
+        if others and (len(set(operators)) > 1 or others[0] in _COMPARISONS and len(operators) > 1):
+            distinct = list(dict.fromkeys(operators))
+            chained = "'" + "', '".join(distinct) + ("' are" if len(distinct) > 1 else "' is")
+            self.fail(f"{chained} chained without parentheses: write them in (...) so that "
+                      "the precedence is explicit (gcc -Wparentheses)")
 
     def unary(self) -> None:
         token = self.peek()
