@@ -273,7 +273,35 @@ class _Shape:
     tokens: list  # the type's tokens as C writes it, parameter names left out
 
 
-class _TypeParser:
+class TokenCursor:
+    """Position in a list of C tokens, for the small recursive-descent
+    readers of catalog text (types here, the clock in catalog.cvalidate)."""
+
+    def __init__(self, tokens: list[str]):
+        self.tokens = tokens
+        self.position = 0
+        self.depth = 0
+
+    def fail(self, why: str):
+        raise ValueError(why)
+
+    def peek(self, ahead: int = 0) -> str | None:
+        index = self.position + ahead
+        return self.tokens[index] if index < len(self.tokens) else None
+
+    def take(self) -> str:
+        token = self.tokens[self.position]
+        self.position += 1
+        return token
+
+    def expect(self, token: str) -> None:
+        if self.peek() != token:
+            found = self.peek()
+            self.fail(f"expected '{token}'" + (f" before '{found}'" if found else " at the end"))
+        self.take()
+
+
+class _TypeParser(TokenCursor):
     """Recursive descent over the types a probe argument can have:
 
         type        = specifiers pointer* [ "(" "*" qualifier* ")" "(" params ")" ]
@@ -288,30 +316,18 @@ class _TypeParser:
     """
 
     def __init__(self, tokens: list[str], text: str):
-        self.tokens = tokens
+        super().__init__(tokens)
         self.text = text
-        self.position = 0
-        self.depth = 0
         self.kept: list[str] = []
 
     def fail(self, why: str):
         raise CTypeError(f"cannot read '{_shown(self.text)}' as a C type: {why}")
 
-    def peek(self) -> str | None:
-        return self.tokens[self.position] if self.position < len(self.tokens) else None
-
     def take(self, keep: bool = True) -> str:
-        token = self.tokens[self.position]
-        self.position += 1
+        token = super().take()
         if keep:
             self.kept.append(token)
         return token
-
-    def expect(self, token: str) -> None:
-        if self.peek() != token:
-            found = self.peek()
-            self.fail(f"expected '{token}'" + (f" before '{found}'" if found else " at the end"))
-        self.take()
 
     def type_name(self) -> _Shape:
         words = self.specifiers()

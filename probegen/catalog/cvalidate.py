@@ -18,7 +18,7 @@ import re
 
 import yaml
 
-from probegen.ctypes import is_identifier, is_type_name
+from probegen.ctypes import TokenCursor, is_identifier, is_type_name
 
 # A relative path of names. No '.' or '..' component and no absolute path:
 # the header includes what the build's include path holds, never a file
@@ -114,7 +114,7 @@ def _type_word(token: str) -> bool:
                      "void", "bool", "_Bool", "float", "double", "struct", "union", "enum")
 
 
-class _ExpressionParser:
+class _ExpressionParser(TokenCursor):
     """Recursive descent over the expressions a clock may be:
 
         conditional = binary [ "?" conditional ":" conditional ]
@@ -128,28 +128,8 @@ class _ExpressionParser:
     is one expression, which the header then casts as a whole.
     """
 
-    def __init__(self, tokens: list[str]):
-        self.tokens = tokens
-        self.position = 0
-        self.depth = 0
-
     def fail(self, why: str):
         raise CExpressionError(why)
-
-    def peek(self, ahead: int = 0) -> str | None:
-        index = self.position + ahead
-        return self.tokens[index] if index < len(self.tokens) else None
-
-    def take(self) -> str:
-        token = self.tokens[self.position]
-        self.position += 1
-        return token
-
-    def expect(self, token: str) -> None:
-        if self.peek() != token:
-            found = self.peek()
-            self.fail(f"expected '{token}'" + (f" before '{found}'" if found else " at the end"))
-        self.take()
 
     def conditional(self) -> None:
         self.depth += 1
