@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--test" ]; then
     packages=(gcc g++ make binutils systemtap-sdt-dev bpftrace python3-bpfcc bpfcc-tools
               linux-headers-amd64 dwarves gcc-aarch64-linux-gnu gcc-i686-linux-gnu valgrind
+              gcc-arm-linux-gnueabihf gcc-s390x-linux-gnu gcc-powerpc64le-linux-gnu
+              gcc-mips64el-linux-gnuabi64 gcc-riscv64-linux-gnu
               python3-venv openjdk-17-jre-headless python3.11-minimal)
     missing=()
     for p in "${packages[@]}"; do

@@ -23,6 +23,11 @@ COMPILERS = {
     "x86_64": ("gcc", "gcc"),
     "aarch64": ("aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu"),
     "i686": ("i686-linux-gnu-gcc", "gcc-i686-linux-gnu"),
+    "armhf": ("arm-linux-gnueabihf-gcc", "gcc-arm-linux-gnueabihf"),
+    "s390x": ("s390x-linux-gnu-gcc", "gcc-s390x-linux-gnu"),
+    "ppc64el": ("powerpc64le-linux-gnu-gcc", "gcc-powerpc64le-linux-gnu"),
+    "mips64el": ("mips64el-linux-gnuabi64-gcc", "gcc-mips64el-linux-gnuabi64"),
+    "riscv64": ("riscv64-linux-gnu-gcc", "gcc-riscv64-linux-gnu"),
 }
 
 

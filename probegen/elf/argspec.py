@@ -1,11 +1,26 @@
 """Decoding the argument specs of ``.note.stapsdt`` notes.
 
 <sys/sdt.h> records each probe argument as ``SIZE@OPERAND``: SIZE is the
-byte count, negative for a signed type (newer sdt.h may append ``f`` for
-floating point), and OPERAND is whatever the compiler's assembler syntax
-printed for the ``nor`` asm operand. So the operand grammar is the target
-assembler's: AT&T syntax on x86 (``%eax``, ``$5``, ``-8(%rbp,%rax,8)``,
-``sym(%rip)``), ARM syntax on aarch64 (``x1``, ``[sp, 12]``, ``[x0]``).
+byte count, negative for a signed type (newer sdt.h appends ``f`` for
+floating point), and OPERAND is whatever the compiler printed for the asm
+operand. So the operand grammar is the target assembler's, and the same
+text means different things on different machines: ``5`` is the constant 5
+on aarch64, s390x, mips and riscv but register 5 on powerpc (whose
+constants are written ``i5``); ``$2`` is the constant 2 on x86 but
+register 2 on mips. What gcc emits, per machine (see tests/test_argspec.py):
+
+- x86 (AT&T): ``%eax``, ``$5``, ``$sym``, ``-8(%rbp)``, ``16(%rdi,%rcx,4)``,
+  ``s_vals(,%rdi,8)``, ``40+sym(%rip)``, ``sym@GOTOFF(%ebx)``, ``sym+12``
+  (absolute, i386 non-PIC), ``%fs:sym@tpoff``, ``%gs:(%eax)``
+- aarch64: ``x1``, ``w0``, ``5``, ``[sp]``, ``[sp, 12]``, ``[x0, -8]``,
+  ``[x0, #:lo12:.LANCHOR1]``
+- arm: ``r0``, ``lr``, ``#5``, ``#1.5e+0``, ``#.LANCHOR0+40`` (an address),
+  ``[r7, #6]``, ``[r0, #-4]``, ``[r1, r2]``, ``[r2, r0, lsl #2]``
+- s390x: ``%r2``, ``5``, ``160(%r15)``, ``0(%r2,%r4)`` (index, then base)
+- powerpc: ``8`` (register r8), ``%r8`` (-mregnames), ``i5``, ``0(10)``,
+  ``7,3`` (indexed: r7 + r3)
+- mips: ``$2``, ``$sp``, ``5``, ``32($fp)``, ``%tprel_lo(sym)($2)``
+- riscv: ``a0``, ``s0``, ``5``, ``-24(s0)``, ``%lo(sym)(a4)``
 
 An operand this module does not know is kept as :class:`Unknown` with its
 raw text: shown, never fatal. Only text that is not an argument list at all
@@ -20,7 +35,11 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Register:
-    name: str  # without the '%' of AT&T syntax
+    """A register, named as the target's assembler names it, without the
+    '%' of AT&T and s390 syntax; powerpc's bare numbers become 'r8', mips
+    keeps its '$' ('$2', '$sp') so a register never reads as a number."""
+
+    name: str
 
     kind = "register"
 
@@ -30,7 +49,10 @@ class Register:
 
 @dataclass(frozen=True)
 class Constant:
-    value: int
+    """A literal: an int, or a float for a floating-point literal (arm
+    writes ``#1.5e+0``)."""
+
+    value: int | float
 
     kind = "constant"
 
@@ -39,14 +61,34 @@ class Constant:
 
 
 @dataclass(frozen=True)
+class Address:
+    """A link-time constant that is an address: ``$sym`` (x86),
+    ``#.LANCHOR0+40`` (arm). The value is ``&symbol + offset``."""
+
+    symbol: str
+    offset: int = 0
+    relocation: str | None = None
+
+    kind = "address"
+
+    def describe(self) -> str:
+        return "&" + _symbol_text(self.symbol, self.relocation, self.offset)
+
+
+@dataclass(frozen=True)
 class Memory:
-    """``[base + index*scale + offset + symbol]``; parts may be absent."""
+    """``[segment: base + index*scale + symbol + offset]``; parts may be
+    absent. ``relocation`` is the operator the assembler applies to the
+    symbol: 'GOTOFF', 'tpoff' (x86 ``sym@GOTOFF``), 'lo12' (aarch64
+    ``#:lo12:sym``), 'lo', 'tprel_lo' (mips, riscv ``%lo(sym)``)."""
 
     base: str | None
     offset: int = 0
     index: str | None = None
     scale: int = 1
-    symbol: str | None = None  # e.g. 'gi', 'gi@GOTOFF', '#:lo12:.LANCHOR0'
+    symbol: str | None = None
+    relocation: str | None = None
+    segment: str | None = None  # x86 %fs / %gs
 
     kind = "memory"
 
@@ -57,11 +99,11 @@ class Memory:
         if self.index:
             parts.append(f"{self.index}*{self.scale}" if self.scale != 1 else self.index)
         if self.symbol:
-            parts.append(self.symbol)
+            parts.append(_symbol_text(self.symbol, self.relocation, 0))
         text = "+".join(parts) or "0"
         if self.offset:
             text += f"{self.offset:+d}" if parts else str(self.offset)
-        return f"[{text}]"
+        return f"[{self.segment + ':' if self.segment else ''}{text}]"
 
 
 @dataclass(frozen=True)
@@ -74,7 +116,12 @@ class Unknown:
         return self.text
 
 
-Operand = Register | Constant | Memory | Unknown
+Operand = Register | Constant | Address | Memory | Unknown
+
+
+def _symbol_text(symbol: str, relocation: str | None, offset: int) -> str:
+    text = f"{symbol}@{relocation}" if relocation else symbol
+    return text + (f"{offset:+d}" if offset else "")
 
 
 @dataclass(frozen=True)
@@ -104,93 +151,310 @@ class ArgSpecError(ValueError):
 
 
 _SIZE = re.compile(r"(?P<sign>-?)(?P<size>[1248])(?P<float>f?)@(?P<operand>.+)\Z", re.S)
-_INT = r"[-+]?(?:0[xX][0-9a-fA-F]+|[0-9]+)"
+
+# --- numbers and address expressions, common to all assemblers --------------
+
+_NUMBER = r"(?:0[xX][0-9a-fA-F]+|0[bB][01]+|[0-9]+)"
+_INT = re.compile(r"(?P<sign>[-+]?)(?P<digits>" + _NUMBER + r")\Z")
+_FLOAT = re.compile(r"[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\Z")
+# gas symbols: letters, digits, '_', '.', '$' (not first: '$' starts an x86
+# immediate and a mips register).
+_SYMBOL = r"[A-Za-z_.][A-Za-z0-9_.$]*"
+_TERM = re.compile(
+    r"(?P<sign>[-+]?)(?:(?P<number>" + _NUMBER + r")(?![A-Za-z0-9_.$])"
+    r"|%(?P<operator>[a-z][a-z0-9_]*)\((?P<inner>[^()]*)\)"  # %lo(sym+4)
+    r"|(?P<symbol>" + _SYMBOL + r")(?P<relocations>(?:@[A-Za-z][A-Za-z0-9_]*)*))"
+)
 
 
-def _int(text: str) -> int:
-    """An assembler integer: decimal, 0x hex, or 0-prefixed octal as gas reads it."""
-    digits = text.lstrip("+-")
+def _int(text: str) -> int | None:
+    """An assembler integer as gas reads it: decimal, 0x hex, 0b binary,
+    0-prefixed octal; None for anything else."""
+    match = _INT.match(text)
+    if not match:
+        return None
+    digits = match["digits"]
     if digits[:2] in ("0x", "0X"):
         value = int(digits, 16)
-    elif len(digits) > 1 and digits[0] == "0" and set(digits) <= set("01234567"):
+    elif digits[:2] in ("0b", "0B"):
+        value = int(digits[2:], 2)
+    elif len(digits) > 1 and digits[0] == "0":
+        if not set(digits) <= set("01234567"):
+            return None
         value = int(digits, 8)
     else:
         value = int(digits, 10)
-    return -value if text.startswith("-") else value
+    return -value if match["sign"] == "-" else value
+
+
+@dataclass(frozen=True)
+class _Displacement:
+    offset: int = 0
+    symbol: str | None = None
+    relocation: str | None = None
+
+
+def _displacement(text: str) -> _Displacement | None:
+    """A sum of numbers and at most one symbol, in any order, as gcc prints
+    address constants: '', '-8', 'sym', 'sym+16', '40+sym', '-4+sym',
+    'sym-8', 'sym@GOTOFF', '12+sym@GOTOFF', 'sym@toc@l', '%lo(sym)',
+    '%tprel_lo(sym+8)'. None when it is anything else (two symbols, a
+    subtracted symbol, unknown characters)."""
+    offset, symbol, relocation, at = 0, None, None, 0
+    while at < len(text):
+        term = _TERM.match(text, at)
+        if not term or (at and not term["sign"]):
+            return None
+        at = term.end()
+        negative = term["sign"] == "-"
+        if term["number"] is not None:
+            value = _int(term["number"])
+            if value is None:
+                return None
+            offset += -value if negative else value
+            continue
+        if symbol is not None or negative:
+            return None
+        if term["operator"] is not None:
+            inner = _displacement(term["inner"])
+            if inner is None or inner.symbol is None or inner.relocation:
+                return None
+            symbol, relocation = inner.symbol, term["operator"]
+            offset += inner.offset
+        else:
+            symbol = term["symbol"]
+            relocation = term["relocations"][1:] or None
+    return _Displacement(offset, symbol, relocation)
+
+
+def _constant_or_address(text: str) -> Operand | None:
+    """An immediate's text after its '$' or '#': a number, a float, or an
+    address expression."""
+    value = _int(text)
+    if value is not None:
+        return Constant(value)
+    if _FLOAT.match(text):
+        return Constant(float(text))
+    disp = _displacement(text)
+    if disp is not None and disp.symbol is not None:
+        return Address(disp.symbol, disp.offset, disp.relocation)
+    return None
+
+
+def _memory(disp_text: str, base: str | None, index: str | None = None, scale: int = 1,
+            segment: str | None = None) -> Operand | None:
+    disp = _displacement(disp_text)
+    if disp is None:
+        return None
+    return Memory(base, disp.offset, index, scale, disp.symbol, disp.relocation, segment)
 
 
 # --- x86 (i386 and x86_64), AT&T syntax ----------------------------------
 
-_X86_REG = r"%(?P<{0}>[a-z][a-z0-9]*)"
-_X86_REGISTER = re.compile(_X86_REG.format("reg") + r"\Z")
-_X86_IMMEDIATE = re.compile(r"\$(?P<value>" + _INT + r")\Z")
-# disp(base,index,scale): disp is a number, a symbol expression, or absent.
+_X86_REGISTER = re.compile(r"%(?P<name>[a-z][a-z0-9]*)\Z")
 _X86_MEMORY = re.compile(
-    r"(?P<disp>[^()%$\s]*)\((?:" + _X86_REG.format("base") + r")?"
-    r"(?:,(?:" + _X86_REG.format("index") + r")?(?:,(?P<scale>[1248]))?)?\)\Z"
+    r"(?:%(?P<segment>[c-gs]s):)?(?P<disp>[^()%]*)"
+    r"(?:\((?:%(?P<base>[a-z][a-z0-9]*))?(?:,(?:%(?P<index>[a-z][a-z0-9]*))?(?:,(?P<scale>[1248]))?)?\))?\Z"
 )
 
 
-def _split_displacement(disp: str) -> tuple[int, str | None]:
-    """'-8' -> (-8, None); 'gi' -> (0, 'gi'); 'gi+16' -> (16, 'gi')."""
-    if not disp:
-        return 0, None
-    if re.fullmatch(_INT, disp):
-        return _int(disp), None
-    match = re.fullmatch(r"(?P<sym>.*?[^-+])(?P<off>[-+](?:0[xX][0-9a-fA-F]+|[0-9]+))", disp)
-    if match and not re.fullmatch(_INT, match["sym"]):
-        return _int(match["off"]), match["sym"]
-    return 0, disp
-
-
-def _x86_operand(text: str) -> Operand:
+def _x86_operand(text: str) -> Operand | None:
     match = _X86_REGISTER.match(text)
     if match:
-        return Register(match["reg"])
-    match = _X86_IMMEDIATE.match(text)
-    if match:
-        return Constant(_int(match["value"]))
+        return Register(match["name"])
+    if text.startswith("$"):
+        return _constant_or_address(text[1:])
     match = _X86_MEMORY.match(text)
-    if match and (match["base"] or match["index"] or match["disp"]):
-        offset, symbol = _split_displacement(match["disp"])
-        return Memory(match["base"], offset, match["index"], int(match["scale"] or 1), symbol)
-    return Unknown(text)
+    # Without parentheses the operand is an absolute address ('sym+12',
+    # '%fs:0x28'); the parentheses may not be empty.
+    if not match or not (match["disp"] or "(" in text) or text.endswith("()"):
+        return None
+    return _memory(match["disp"], match["base"], match["index"], int(match["scale"] or 1), match["segment"])
 
 
-# --- aarch64 ----------------------------------------------------------------
+# --- aarch64 -------------------------------------------------------------------
 
 _A64_REG = r"(?:[xw](?:[12]?[0-9]|30)|sp|wsp|xzr|wzr)"
-_A64_REGISTER = re.compile(r"(?P<reg>" + _A64_REG + r")\Z")
-_A64_IMMEDIATE = re.compile(r"#?(?P<value>" + _INT + r")\Z")
-_A64_MEMORY = re.compile(r"\[(?P<base>" + _A64_REG + r")(?:,\s*(?P<rest>[^\]]+?))?\s*\]\Z")
+_A64_REGISTER = re.compile(r"(?P<name>" + _A64_REG + r")\Z")
+_A64_MEMORY = re.compile(r"\[(?P<base>" + _A64_REG + r")(?:, ?(?P<rest>[^\]]+?))?\]\Z")
+_A64_INDEX = re.compile(
+    r"(?P<index>" + _A64_REG + r")(?:, ?(?P<extend>lsl|[su]xt[wx]) ?#?(?P<shift>[0-3])?)?\Z"
+)
+_A64_RELOCATED = re.compile(r"#?:(?P<relocation>[a-z0-9_]+):(?P<expr>.+)\Z")
 
 
-def _aarch64_operand(text: str) -> Operand:
+def _aarch64_operand(text: str) -> Operand | None:
     match = _A64_REGISTER.match(text)
     if match:
-        return Register(match["reg"])
-    match = _A64_IMMEDIATE.match(text)
-    if match:
-        return Constant(_int(match["value"]))
+        return Register(match["name"])
+    value = _int(text.removeprefix("#"))
+    if value is not None:
+        return Constant(value)
     match = _A64_MEMORY.match(text)
+    if not match:
+        return None
+    base, rest = match["base"], match["rest"]
+    if rest is None:
+        return Memory(base)
+    value = _int(rest.removeprefix("#"))
+    if value is not None:
+        return Memory(base, value)
+    index = _A64_INDEX.match(rest)
+    if index:
+        return Memory(base, index=index["index"], scale=1 << int(index["shift"] or 0))
+    relocated = _A64_RELOCATED.match(rest)
+    if relocated:
+        disp = _displacement(relocated["expr"])
+        if disp is not None and disp.symbol is not None and disp.relocation is None:
+            return Memory(base, disp.offset, symbol=disp.symbol, relocation=relocated["relocation"])
+    return None
+
+
+# --- arm (32-bit) ----------------------------------------------------------------
+
+_ARM_REG = r"(?:r1[0-5]|r[0-9]|sp|lr|pc|ip|fp|sl|sb)"
+_ARM_REGISTER = re.compile(r"(?P<name>" + _ARM_REG + r")\Z")
+_ARM_MEMORY = re.compile(r"\[(?P<base>" + _ARM_REG + r")(?:, ?(?P<rest>[^\]]+?))?\]\Z")
+_ARM_INDEX = re.compile(r"(?P<minus>-?)(?P<index>" + _ARM_REG + r")(?:, ?lsl #?(?P<shift>[0-9]|[12][0-9]|3[01]))?\Z")
+
+
+def _arm_operand(text: str) -> Operand | None:
+    match = _ARM_REGISTER.match(text)
     if match:
-        rest = match["rest"]
-        if rest is None:
-            return Memory(match["base"])
-        offset = _A64_IMMEDIATE.match(rest)
-        if offset:
-            return Memory(match["base"], _int(offset["value"]))
-        if re.fullmatch(_A64_REG, rest):
-            return Memory(match["base"], index=rest)
-        return Memory(match["base"], symbol=rest)
-    return Unknown(text)
+        return Register(match["name"])
+    if text.startswith("#"):
+        return _constant_or_address(text[1:])
+    match = _ARM_MEMORY.match(text)
+    if not match:
+        return None
+    base, rest = match["base"], match["rest"]
+    if rest is None:
+        return Memory(base)
+    value = _int(rest.removeprefix("#"))
+    if value is not None:
+        return Memory(base, value)
+    index = _ARM_INDEX.match(rest)
+    if index:
+        scale = 1 << int(index["shift"] or 0)
+        return Memory(base, index=index["index"], scale=-scale if index["minus"] else scale)
+    return None
 
 
+# --- the 'DISP(BASE)' family: s390x, powerpc, mips, riscv ----------------------
+
+_PARENS = re.compile(r"(?P<disp>[^()]*(?:\([^()]*\)[^()]*)?)\((?P<inside>[^()]*)\)\Z")
+
+
+def _parenthesised(text: str, register) -> Operand | None:
+    """'DISP(REG)' with a register recognised by ``register`` (text ->
+    name or None); DISP may hold '%lo(sym)', so the last group is the
+    register."""
+    match = _PARENS.match(text)
+    if not match:
+        return None
+    base = register(match["inside"])
+    return _memory(match["disp"], base) if base else None
+
+
+def _s390_register(text: str) -> str | None:
+    match = re.fullmatch(r"%(?P<name>[rfav](?:1[0-5]|[0-9]))", text)
+    return match["name"] if match else None
+
+
+def _s390_operand(text: str) -> Operand | None:
+    name = _s390_register(text)
+    if name:
+        return Register(name)
+    value = _int(text)
+    if value is not None:  # s390 constants have no prefix: registers have '%'
+        return Constant(value)
+    match = _PARENS.match(text)
+    if match and "," in match["inside"]:
+        # D(X,B): index first, then base.
+        index, _, base = match["inside"].partition(",")
+        index, base = _s390_register(index), _s390_register(base)
+        return _memory(match["disp"], base, index) if index and base else None
+    return _parenthesised(text, _s390_register)
+
+
+def _ppc_register(text: str) -> str | None:
+    # gcc writes general registers as bare numbers, or '%r8' with -mregnames.
+    match = re.fullmatch(r"(?:%?r)?(?P<number>[12]?[0-9]|3[01])", text)
+    return f"r{match['number']}" if match else None
+
+
+def _ppc_operand(text: str) -> Operand | None:
+    name = _ppc_register(text)
+    if name:
+        return Register(name)
+    if text.startswith("i"):  # sdt.h's %I: 'i' marks an immediate
+        value = _int(text[1:])
+        return Constant(value) if value is not None else None
+    if "," in text and "(" not in text:
+        # Indexed (X-form) 'RA,RB': the address is RA + RB.
+        base, _, index = text.partition(",")
+        base, index = _ppc_register(base), _ppc_register(index)
+        return Memory(base, index=index) if base and index else None
+    return _parenthesised(text, _ppc_register)
+
+
+def _mips_register(text: str) -> str | None:
+    return text if re.fullmatch(r"\$(?:[0-9]|[12][0-9]|3[01]|[a-z][a-z0-9]*)", text) else None
+
+
+def _mips_operand(text: str) -> Operand | None:
+    name = _mips_register(text)
+    if name:
+        return Register(name)
+    value = _int(text)
+    if value is not None:  # mips constants have no prefix: registers have '$'
+        return Constant(value)
+    return _parenthesised(text, _mips_register)
+
+
+_RISCV_REGISTERS = frozenset(
+    ["zero", "ra", "sp", "gp", "tp", "fp"]
+    + [f"x{n}" for n in range(32)] + [f"f{n}" for n in range(32)]
+    + [f"t{n}" for n in range(7)] + [f"s{n}" for n in range(12)] + [f"a{n}" for n in range(8)]
+    + [f"ft{n}" for n in range(12)] + [f"fs{n}" for n in range(12)] + [f"fa{n}" for n in range(8)]
+)
+
+
+def _riscv_register(text: str) -> str | None:
+    return text if text in _RISCV_REGISTERS else None
+
+
+def _riscv_operand(text: str) -> Operand | None:
+    name = _riscv_register(text)
+    if name:
+        return Register(name)
+    value = _int(text)
+    if value is not None:
+        return Constant(value)
+    return _parenthesised(text, _riscv_register)
+
+
+# pyelftools' e_machine names; a machine not here gets Unknown operands.
 _DECODERS = {
     "EM_X86_64": _x86_operand,
     "EM_386": _x86_operand,
     "EM_AARCH64": _aarch64_operand,
+    "EM_ARM": _arm_operand,
+    "EM_S390": _s390_operand,
+    "EM_PPC64": _ppc_operand,
+    "EM_PPC": _ppc_operand,
+    "EM_MIPS": _mips_operand,
+    "EM_MIPS_RS3_LE": _mips_operand,
+    "EM_RISCV": _riscv_operand,
 }
+
+
+def decode_operand(text: str, machine: str) -> Operand:
+    """The operand text of one argument on an e_machine; Unknown when the
+    machine or the form is not one this module knows."""
+    decode = _DECODERS.get(machine)
+    operand = decode(text) if decode else None
+    return operand if operand is not None else Unknown(text)
 
 
 def split_args(text: str) -> list[str]:
@@ -218,12 +482,11 @@ def parse_arg(spec: str, machine: str) -> NoteArg:
     match = _SIZE.match(spec)
     if not match:
         raise ArgSpecError(f"argument '{spec}' is not of the form SIZE@OPERAND (SIZE 1, 2, 4 or 8, '-' when signed)")
-    decode = _DECODERS.get(machine, Unknown)
     return NoteArg(
         spec=spec,
         size=int(match["size"]),
         signed=bool(match["sign"]),
-        operand=decode(match["operand"]),
+        operand=decode_operand(match["operand"], machine),
         floating=bool(match["float"]),
     )
 

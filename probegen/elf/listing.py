@@ -3,7 +3,7 @@
 JSON shape (``"version": 1``)::
 
     {"version": 1,
-     "binaries": [{"path": str, "class": 32|64, "machine": "x86_64",
+     "binaries": [{"path": str, "class": 32|64, "machine": "x86_64"|"EM_12345",
                    "type": "ET_DYN", "stapsdt_base": int|null,
                    "probes": [{"provider": str, "name": str,
                                "sites": [{"address": int, "semaphore": int|null,
@@ -12,13 +12,20 @@ JSON shape (``"version": 1``)::
      "errors": [{"path": str, "message": str}]}
 
     ARG = {"spec": "-4@%eax", "size": 4, "signed": true, "float": false,
-           "type": "s32", "location": "register"|"constant"|"memory"|"unknown",
-           # register: "register": "eax"
-           # constant: "value": int
+           "type": "s32",
+           "location": "register"|"constant"|"address"|"memory"|"unknown",
+           # register: "register": "eax" (see argspec.Register for names)
+           # constant: "value": int, or float for a floating-point literal
+           # address:  "symbol": str, "offset": int, "relocation": str|null
+           #           (a link-time address constant: x86 $sym, arm #sym+8)
            # memory:   "base", "index": str|null, "scale": int, "offset": int,
-           #           "symbol": str|null
+           #           "symbol", "relocation", "segment": str|null
            # unknown:  "text": str (the operand as written)
           }
+
+"machine" is always a string: a short name ("x86_64", "i386", "aarch64",
+"arm", "ppc64le", "s390x", "mips64el", "riscv64"), else the ELF name
+("EM_SPARCV9"), "EM_<number>" for a machine pyelftools does not name.
 
 Addresses are plain integers: the pc after the ``.stapsdt.base``
 adjustment tracers make for prelinked files (equal to ``readelf -n``'s
@@ -27,7 +34,9 @@ Location otherwise); ``base`` is the note's own recorded base.
 
 from __future__ import annotations
 
-from probegen.elf.argspec import Constant, Memory, NoteArg, Register
+import re
+
+from probegen.elf.argspec import Address, Constant, Memory, NoteArg, Register
 from probegen.elf.notes import Binary, ElfError
 
 JSON_VERSION = 1
@@ -43,9 +52,12 @@ def arg_json(arg: NoteArg) -> dict:
         out["register"] = operand.name
     elif isinstance(operand, Constant):
         out["value"] = operand.value
+    elif isinstance(operand, Address):
+        out.update(symbol=operand.symbol, offset=operand.offset, relocation=operand.relocation)
     elif isinstance(operand, Memory):
         out.update(base=operand.base, index=operand.index, scale=operand.scale,
-                   offset=operand.offset, symbol=operand.symbol)
+                   offset=operand.offset, symbol=operand.symbol, relocation=operand.relocation,
+                   segment=operand.segment)
     else:
         out["text"] = operand.describe()
     return out
@@ -86,15 +98,19 @@ def listing_json(binaries: list[Binary], errors: list[ElfError]) -> dict:
     }
 
 
+def machine_text(binary: Binary) -> str:
+    """'x86_64'; 'unknown machine 12345' for a number with no ELF name."""
+    number = re.fullmatch(r"EM_([0-9]+)", binary.arch)
+    return f"unknown machine {number[1]}" if number else binary.arch
+
+
 def listing_text(binary: Binary) -> str:
     """One block per probe: its sites, and each argument decoded."""
     width = 2 * binary.pointer_size
-    lines = [
-        f"{binary.path}: {len(binary.probes)} probe(s), {binary.site_count} site(s) "
-        f"[{binary.arch}, ELF{binary.elf_class} {binary.elf_type}]"
-    ]
+    what = f"[{machine_text(binary)}, ELF{binary.elf_class} {binary.elf_type}]"
+    lines = [f"{binary.path}: {len(binary.probes)} probe(s), {binary.site_count} site(s) {what}"]
     if not binary.has_notes:
-        lines[0] = f"{binary.path}: no {'.note.stapsdt'} section (no USDT probes) [{binary.arch}, ELF{binary.elf_class} {binary.elf_type}]"
+        lines[0] = f"{binary.path}: no {'.note.stapsdt'} section (no USDT probes) {what}"
     for probe in binary.probes:
         lines.append(f"  {probe.provider}:{probe.name}")
         for site in probe.sites:

@@ -36,15 +36,49 @@ MAX_NOTES = 100_000
 # an stapsdt note (type 3) may come back as the GNU name for 3.
 _NOTE_TYPES = (NT_STAPSDT, "NT_STAPSDT", "NT_GNU_BUILD_ID")
 
+# uname-style names of the machines Debian builds for; the width and byte
+# order pick the variant (ppc64 vs ppc64le, mips vs mips64el).
 MACHINES = {
     "EM_X86_64": "x86_64",
     "EM_386": "i386",
     "EM_AARCH64": "aarch64",
     "EM_ARM": "arm",
     "EM_PPC64": "ppc64",
+    "EM_PPC": "ppc",
     "EM_S390": "s390",
+    "EM_MIPS": "mips",
+    "EM_MIPS_RS3_LE": "mips",
     "EM_RISCV": "riscv",
+    "EM_LOONGARCH": "loongarch",
 }
+
+
+def machine_name(e_machine: str | int) -> str:
+    """pyelftools names the machines it knows ('EM_X86_64') and gives the
+    bare number of others: that becomes 'EM_12345', a string like the rest."""
+    return e_machine if isinstance(e_machine, str) else f"EM_{e_machine}"
+
+
+def type_name(e_type: str | int) -> str:
+    """'ET_DYN'; an e_type pyelftools does not know as 'ET_65000'."""
+    return e_type if isinstance(e_type, str) else f"ET_{e_type}"
+
+
+def arch_name(machine: str, elf_class: int, little_endian: bool) -> str:
+    """'x86_64', 'ppc64le', 's390x', 'mips64el', 'riscv64'; a machine
+    without a short name by its ELF name ('EM_SPARCV9', 'EM_12345')."""
+    name = MACHINES.get(machine)
+    if name is None:
+        return machine
+    if name == "s390" and elf_class == 64:
+        return "s390x"
+    if name == "ppc64" and little_endian:
+        return "ppc64le"
+    if name == "mips":
+        return ("mips64" if elf_class == 64 else "mips") + ("el" if little_endian else "")
+    if name in ("riscv", "loongarch"):
+        return f"{name}{elf_class}"
+    return name
 
 
 class ElfError(InputError):
@@ -82,7 +116,7 @@ class BinaryProbe:
 class Binary:
     path: str  # as given
     elf_class: int  # 32 or 64
-    machine: str  # pyelftools e_machine name, e.g. EM_X86_64
+    machine: str  # pyelftools e_machine name, e.g. EM_X86_64; 'EM_12345' when it has none
     elf_type: str  # ET_EXEC, ET_DYN, ...
     little_endian: bool
     has_notes: bool  # a .note.stapsdt section exists
@@ -95,7 +129,7 @@ class Binary:
 
     @property
     def arch(self) -> str:
-        return MACHINES.get(self.machine, self.machine)
+        return arch_name(self.machine, self.elf_class, self.little_endian)
 
     @property
     def site_count(self) -> int:
@@ -185,8 +219,8 @@ def _read(elf, shown: str, file_size: int) -> Binary:
     return Binary(
         path=shown,
         elf_class=elf.elfclass,
-        machine=header["e_machine"],
-        elf_type=header["e_type"],
+        machine=machine_name(header["e_machine"]),
+        elf_type=type_name(header["e_type"]),
         little_endian=elf.little_endian,
         has_notes=notes is not None,
         stapsdt_base=stapsdt_base,
@@ -218,7 +252,7 @@ def _decode(note, elf, shown: str, stapsdt_base: int | None) -> tuple[str, str, 
         if semaphore:
             semaphore = (semaphore + delta) & mask
     try:
-        args = parse_args(args_text, elf.header["e_machine"])
+        args = parse_args(args_text, machine_name(elf.header["e_machine"]))
     except ArgSpecError as exc:
         raise ElfError(shown, f"{where} ({provider}:{name}): {exc}") from None
     return provider, name, ProbeSite(pc, semaphore, base, args, args_text)
