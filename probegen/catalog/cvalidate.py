@@ -54,7 +54,7 @@ MAX_DEPTH = 32
 _HIDDEN_IN_DOCS = re.compile(
     "[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 )
-_DOC_KEYS = frozenset(("doc",))
+DOC_KEYS = frozenset(("doc",))  # keys whose values are free text
 
 
 class CExpressionError(ValueError):
@@ -246,31 +246,17 @@ def hidden_character(text: str, doc: bool) -> str | None:
     return next((c for c in text if not c.isprintable()), None)
 
 
-def text_problems(root: yaml.Node) -> list[tuple[yaml.Node, str]]:
-    """(node, message) for every scalar of the catalog holding a character
-    it may not; walked without recursion (the loader refuses aliases, so
-    the nodes form a tree)."""
+def text_problems(unprintable) -> list[tuple[yaml.Node, str]]:
+    """(node, message) for each (scalar, is a doc) the loader found holding
+    a character that is not printable, where that character is not allowed."""
     problems = []
-    stack = [(root, False)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        node, doc = pop()
-        value = node.value
-        if value.__class__ is str:
-            if not value.isprintable():  # the common case stops here
-                char = hidden_character(value, doc)
-                if char is not None:
-                    where = "docs" if doc else "catalog strings other than docs"
-                    problems.append((node, f"character U+{ord(char):04X} is not allowed in {where}"))
-        elif isinstance(node, yaml.MappingNode):
-            for key, item in value:
-                push((key, False))
-                push((item, key.value.__class__ is str and key.value in _DOC_KEYS))
-        else:
-            for item in value:
-                push((item, doc))
+    for node, doc in unprintable:
+        char = hidden_character(node.value, doc)
+        if char is not None:
+            where = "docs" if doc else "catalog strings other than docs"
+            problems.append((node, f"character U+{ord(char):04X} is not allowed in {where}"))
     return problems
 
 
 __all__ = ["CExpressionError", "clock_expression", "hidden_character", "include_problem",
-           "shown", "text_problems"]
+           "shown", "text_problems", "DOC_KEYS"]

@@ -22,7 +22,9 @@ from probegen.catalog.model import (
 from probegen.catalog import constants
 from probegen.catalog.names import BPFTRACE_KEYWORDS, SCRIPT_NAMES, problems as name_problems
 from probegen.catalog.outputs import check_output_paths
-from probegen.catalog.cvalidate import CExpressionError, clock_expression, include_problem, shown, text_problems
+from probegen.catalog.cvalidate import (
+    DOC_KEYS as _DOC_KEYS, CExpressionError, clock_expression, include_problem, shown, text_problems,
+)
 from probegen.catalog.schema_walk import SchemaWalker
 from probegen.ctypes import C_KEYWORDS, CTypeError, Kind, is_identifier, parse_ctype
 from probegen.errors import CatalogError, Diagnostic, InputError, Location
@@ -83,16 +85,20 @@ def _compose(text: str):
         loader.dispose()
 
 
-def _compose_events(loader):
+def _compose_events(loader) -> tuple[yaml.Node | None, list[tuple[yaml.Node, bool]]]:
+    """(the root node, [(scalar, whether it is a doc)] for every scalar
+    holding a character that is not printable): catalog text is screened
+    for control characters here, as it is read, not in a second walk."""
     next_event, resolve = loader.get_event, loader.resolve
     # Locals: this loop runs once per event, ~45,000 times for 2,000 probes.
     ScalarEvent, ScalarNode, MappingStartEvent, SequenceStartEvent = (  # noqa: N806
         yaml.ScalarEvent, yaml.ScalarNode, yaml.MappingStartEvent, yaml.SequenceStartEvent)
     next_event()  # stream start
     if loader.check_event(yaml.StreamEndEvent):
-        return None
+        return None, unprintable
     document = next_event()
     root = None
+    unprintable: list[tuple[yaml.Node, bool]] = []
     stack: list[list] = []  # open collections: [node's value list, mapping key awaiting its value]
     awaiting = object()  # a mapping between its pairs, not holding a key
     while root is None:
@@ -109,6 +115,9 @@ def _compose_events(loader):
             if len(stack) >= MAX_DEPTH:
                 raise _Refused(problem=f"nested more than {MAX_DEPTH} levels deep (a catalog needs 6)",
                                problem_mark=event.start_mark)
+            if not event.value.isprintable():
+                key = stack[-1][1] if stack else None
+                unprintable.append((node, key is not None and key is not awaiting and key.value in _DOC_KEYS))
             node_class = yaml.MappingNode if kind is MappingStartEvent else yaml.SequenceNode
             tag = event.tag
             if tag is None or tag == "!":
@@ -149,7 +158,7 @@ def _compose_events(loader):
         event = next_event()
         raise yaml.composer.ComposerError("expected a single document in the stream", document.start_mark,
                                           "but found another document", event.start_mark)
-    return root
+    return root, unprintable
 
 
 def load_schema() -> dict:
@@ -177,7 +186,7 @@ def parse_catalog(data: bytes, path: Path) -> Catalog:
 
 def _parse_text(text: str, shown: str, path: Path) -> Catalog:
     try:
-        root = _compose(text)
+        root, unprintable = _compose(text)
     except _Refused as exc:
         mark = exc.problem_mark
         raise CatalogError([Diagnostic(Location(shown, mark.line + 1, mark.column + 1), exc.problem)]) from None
@@ -191,7 +200,7 @@ def _parse_text(text: str, shown: str, path: Path) -> Catalog:
     builder = _Builder(shown, path.resolve(), load_schema())
     if root is None:
         raise CatalogError([Diagnostic(Location(shown, 1, 1), "empty catalog: expected 'provider:' and 'probes:'")])
-    catalog = builder.build(root)
+    catalog = builder.build(root, unprintable)
     if builder.diagnostics:
         raise CatalogError(builder.diagnostics)
     return catalog
@@ -249,13 +258,13 @@ class _Builder:
 
     # -- the model -------------------------------------------------------------
 
-    def build(self, root: yaml.Node) -> Catalog | None:
+    def build(self, root: yaml.Node, unprintable=()) -> Catalog | None:
         if not isinstance(root, yaml.MappingNode):
             self.error(root, "catalog: expected a mapping")
             return None
         top_schema = self.schema["properties"]
         top = self.fields(root)
-        for node, message in text_problems(root):
+        for node, message in text_problems(unprintable):
             self.error(node, message)
         # Check every part, even when another part is broken, to report all.
         structure_ok = self._structure.check(root, self.schema, "catalog")
@@ -437,7 +446,7 @@ class _Builder:
                 continue
             fields = self.fields(item)
             name = self.get(fields, "name")
-            named = self.keyword_check(fields.get("name"), name, "probe")
+            named = self.probe_name_check(fields.get("name"), name)
             if named and name in names:
                 self.error(fields["name"], f"duplicate probe name '{name}' (first defined at {self.loc(names[name])})")
                 named = False
