@@ -10,12 +10,13 @@ catalog that `probegen verify` accepts on the same binaries.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from probegen.ctypes import is_identifier
-from probegen.elf.argspec import Constant, NoteArg
+from probegen.elf.argspec import NoteArg
 from probegen.elf.notes import Binary, ProbeSite
 from probegen.errors import CatalogError, InputError
 
@@ -25,6 +26,9 @@ _EXACT_TYPES = {
     (1, True): "int8_t", (2, True): "int16_t", (4, True): "int32_t", (8, True): "int64_t",
     (1, False): "uint8_t", (2, False): "uint16_t", (4, False): "uint32_t", (8, False): "uint64_t",
 }
+
+
+Seen = tuple[ProbeSite, int]  # a site and its binary's pointer size
 
 
 @dataclass(frozen=True)
@@ -52,75 +56,137 @@ class ImportedCatalog:
     sources: tuple[str, ...]
 
 
+def _constant(arg: NoteArg) -> int | None:
+    """The value of an argument the compiler wrote as a literal, or None."""
+    operand = arg.operand
+    return operand.value if getattr(operand, "kind", None) == "constant" else None
+
+
 def _is_zero(arg: NoteArg) -> bool:
-    return isinstance(arg.operand, Constant) and arg.operand.value == 0 and arg.size == 4
+    return _constant(arg) == 0 and arg.size == 4
 
 
 def _is_clock(arg: NoteArg) -> bool:
-    return arg.size == 8 and not arg.floating
+    return arg.size == 8 and not arg.floating and _constant(arg) is None
 
 
-def _spdk_arg0(probes: dict[str, list[ProbeSite]]) -> dict[str, bool] | None:
+def _spdk_arg0(provider: str, probes: dict[str, list[Seen]]) -> dict[str, bool] | None:
     """probe name -> ticks, when every probe passes SPDK's arg0: the int 0
-    at every site, or the 8-byte clock at every site; at least one probe
-    must pass the 0, or any run of pointer-first probes would qualify."""
+    at every site, or the 8-byte clock (never a literal) at every site.
+
+    At least one probe must pass the 0 (or any run of pointer-first probes
+    would qualify); for a provider other than 'spdk', at least two, so a
+    library with one probe whose first argument is a literal 0 is not
+    given SPDK's clock."""
     ticks = {}
-    for name, sites in probes.items():
-        if any(not s.args for s in sites):
+    for name, seen in probes.items():
+        if any(not site.args for site, _ in seen):
             return None
-        if all(_is_zero(s.args[0]) for s in sites):
+        if all(_is_zero(site.args[0]) for site, _ in seen):
             ticks[name] = False
-        elif all(_is_clock(s.args[0]) for s in sites):
+        elif all(_is_clock(site.args[0]) for site, _ in seen):
             ticks[name] = True
         else:
             return None
-    return ticks if ticks and not all(ticks.values()) else None
+    zeros = sum(1 for t in ticks.values() if not t)
+    return ticks if zeros >= (1 if provider == "spdk" else 2) else None
 
 
-def _infer_type(args: list[NoteArg]) -> ImportedArg:
-    size, _ = Counter(a.size for a in args).most_common(1)[0]
-    same = [a for a in args if a.size == size]
-    # A constant's sign is its literal's, not the parameter's: let the
-    # sites that pass a variable decide.
-    deciding = [a for a in same if not isinstance(a.operand, Constant)] or same
-    signed = sum(a.signed for a in deciding) * 2 >= len(deciding)
-    if not [a for a in same if not isinstance(a.operand, Constant)]:
-        signed = any(a.signed or a.operand.value < 0 for a in same)
-    notes = []
-    if len({a.size for a in args}) > 1:
-        notes.append(f"sites disagree on the size: {', '.join(sorted({a.spec for a in args}))}")
-    if any(a.floating for a in args):
+def _exact(size: int, signed: bool) -> str:
+    return _EXACT_TYPES[(size, signed)]
+
+
+@functools.lru_cache(maxsize=None)
+def _fits(value: int, type_name: str) -> bool:
+    from probegen.ctypes import parse_ctype
+    from probegen.verify import constant_fits
+
+    return constant_fits(value, parse_ctype(type_name), 8)
+
+
+def _variables_type(variables: list[tuple[NoteArg, int]], notes: list[str]) -> str:
+    """The type the sites that pass a variable agree on.
+
+    An argument as wide as the pointer in binaries of different pointer
+    sizes is a pointer or a long: (u)intptr_t follows the pointer size as
+    they do. Otherwise the most common size wins (the wider on a tie), and
+    the sign of most sites of that size; a byte passed signed at some sites
+    and unsigned at others is plain char (its sign is the target's choice:
+    signed on x86, unsigned on arm64)."""
+    signed_votes = sum(a.signed for a, _ in variables) * 2
+    if len({p for _, p in variables}) > 1 and all(a.size == p for a, p in variables):
+        return "intptr_t" if signed_votes > len(variables) else "uintptr_t"
+    counts = Counter(a.size for a, _ in variables)
+    size = max(counts, key=lambda s: (counts[s], s))
+    same = [a for a, _ in variables if a.size == size]
+    if len(counts) > 1:
+        notes.append(f"sites disagree on the size: {', '.join(sorted({a.spec for a, _ in variables}))}")
+    signs = {a.signed for a in same}
+    if len(signs) > 1 and size == 1:
+        return "char"
+    if len(signs) > 1:
+        notes.append(f"sites disagree on the sign: {', '.join(sorted({a.spec for a in same}))}")
+    return _exact(size, sum(a.signed for a in same) * 2 >= len(same))
+
+
+def _constants_type(constants: list[NoteArg]) -> str:
+    """A type for an argument only ever passed as a literal: the widest
+    size seen, signed if any literal is (or is negative), widened until
+    every value fits."""
+    values = [_constant(a) for a in constants]
+    signed = any(a.signed for a in constants) or any(v < 0 for v in values)
+    for size in (s for s in (1, 2, 4, 8) if s >= max(a.size for a in constants)):
+        if all(_fits(v, _exact(size, signed)) for v in values):
+            return _exact(size, signed)
+    return _exact(8, signed)
+
+
+def _infer_type(seen: list[tuple[NoteArg, int]]) -> ImportedArg:
+    """The argument's type from every site: (note argument, pointer size).
+
+    A literal tells little about the declared type (gcc records the
+    literal's own type: 'false' is the int 0, '-4@$0'), so the sites that
+    pass a variable decide; `probegen verify` accepts a literal whose value
+    the declared type holds."""
+    notes: list[str] = []
+    variables = [(a, p) for a, p in seen if _constant(a) is None]
+    constants = [a for a, _ in seen if _constant(a) is not None]
+    type_name = _variables_type(variables, notes) if variables else _constants_type(constants)
+    misfits = sorted({a.spec for a in constants if not _fits(_constant(a), type_name)})
+    if misfits:
+        notes.append(f"literals {type_name} cannot hold: {', '.join(misfits)}")
+    if any(a.floating for a, _ in seen):
         notes.append("floating point at some site: the catalog (and bpftrace) cannot read it")
-    return ImportedArg("", _EXACT_TYPES[(size, signed)], "; ".join(notes))
+    return ImportedArg("", type_name, "; ".join(notes))
 
 
 def infer_catalog(binaries: list[Binary], provider: str) -> ImportedCatalog:
     if not is_identifier(provider):
         raise InputError(f"import: error: provider '{provider}' is not a C identifier")
-    sites: dict[str, list[ProbeSite]] = {}
+    sites: dict[str, list[Seen]] = {}
     for binary in binaries:
         for probe in binary.probes:
             if probe.provider == provider:
-                sites.setdefault(probe.name, []).extend(probe.sites)
+                sites.setdefault(probe.name, []).extend((s, binary.pointer_size) for s in probe.sites)
     if not sites:
         found = sorted({p.provider for b in binaries for p in b.probes})
         listed = f"; providers found: {', '.join(found)}" if found else "; the binaries have no USDT probes"
         raise InputError(f"import: error: no probes of provider '{provider}' in "
                          f"{', '.join(b.path for b in binaries)}{listed}")
-    ticks = _spdk_arg0(sites)
+    ticks = _spdk_arg0(provider, sites)
     offset = 1 if ticks is not None else 0
     probes = []
-    for name, probe_sites in sites.items():
-        counts = Counter(len(s.args) for s in probe_sites)
+    for name, seen in sites.items():
+        counts = Counter(len(s.args) for s, _ in seen)
         count = counts.most_common(1)[0][0]
-        usable = [s for s in probe_sites if len(s.args) == count]
+        usable = [(s, p) for s, p in seen if len(s.args) == count]
         args = []
         for index in range(offset, count):
-            inferred = _infer_type([s.args[index] for s in usable])
+            inferred = _infer_type([(s.args[index], p) for s, p in usable])
             args.append(ImportedArg(f"arg{index}", inferred.type, inferred.note))
         note = f"sites disagree on the argument count: {sorted(counts)}" if len(counts) > 1 else ""
-        probes.append(ImportedProbe(name, tuple(args), bool(ticks and ticks[name]), len(probe_sites), note))
-    all_sites = [s for group in sites.values() for s in group]
+        probes.append(ImportedProbe(name, tuple(args), bool(ticks and ticks[name]), len(seen), note))
+    all_sites = [s for group in sites.values() for s, _ in group]
     return ImportedCatalog(
         provider=provider,
         arg0=ticks is not None,

@@ -8,7 +8,10 @@ The rules, for the catalog's provider:
 - every catalog probe has at least one site in the binaries;
 - every probe in the binaries is in the catalog (unless extras are allowed);
 - each site carries the catalog's argument count (plus arg0 in SPDK form);
-- each argument's size and sign are the declared C type's, at every site;
+- each argument's size and sign are the declared C type's on that binary
+  (pointers, size_t, long follow its pointer size), at every site; a
+  literal (gcc records its own type: 'false' is '-4@$0') only has to be a
+  value the declared type holds;
 - with arg0, a ticks probe's arg0 is the 8-byte clock, another's the 0;
 - with semaphores in the header, every site has one.
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from probegen.catalog.model import Arg, Catalog, Probe
+from probegen.ctypes import Kind
 from probegen.elf.argspec import Constant, NoteArg
 from probegen.elf.notes import Binary, BinaryProbe
 from probegen.errors import Location
@@ -76,25 +80,32 @@ def _describe_type(arg: Arg, pointer_size: int) -> str:
     return f"{ctype.spelling} ({size} byte{'s' if size != 1 else ''}, {sign})"
 
 
-def _constant_fits(arg: NoteArg, ctype, pointer_size: int) -> bool:
-    """A constant operand's sign is that of the expression sdt.h saw (the
-    literal 0 is an int); what matters is that the value is one the
-    declared type holds."""
-    if not isinstance(arg.operand, Constant):
-        return False
+def constant_fits(value: int, ctype, pointer_size: int) -> bool:
+    """Whether a literal the compiler recorded can be an argument of the
+    declared type: the note gives the literal's own type ('false' is the
+    int 0, '-4@$0'; a NULL may be '8@$0' or '4@$0'), so its size and sign
+    say nothing; its value must be one the declared type holds. A bool
+    holds 0 and 1; an unsigned type also takes a negative literal that C
+    converts without loss of bits (-1 for all ones, a common sentinel);
+    a type of either sign (plain char, an enum) takes both ranges."""
+    if ctype.kind is Kind.BOOL:
+        return value in (0, 1)
     bits = 8 * ctype.size_on(pointer_size)
-    value = arg.operand.value
-    if ctype.signed is False:
-        return 0 <= value < (1 << bits)
-    return -(1 << (bits - 1)) <= value < (1 << (bits - 1))
+    if ctype.signed is True:
+        return -(1 << (bits - 1)) <= value < (1 << (bits - 1))
+    return -(1 << (bits - 1)) <= value < (1 << bits)
 
 
 def _arg_matches(arg: NoteArg, ctype, pointer_size: int) -> bool:
+    """Size and sign as the declared type's on this binary (a pointer,
+    size_t or long follows the binary's pointer size), or a literal the
+    type holds."""
     if arg.floating:
         return False
     if ctype.matches_note(arg.size, arg.signed, pointer_size):
         return True
-    return arg.size == ctype.size_on(pointer_size) and _constant_fits(arg, ctype, pointer_size)
+    operand = arg.operand
+    return getattr(operand, "kind", None) == "constant" and constant_fits(operand.value, ctype, pointer_size)
 
 
 def _arg0_problem(probe: Probe, arg: NoteArg) -> str | None:

@@ -463,6 +463,7 @@ HOSTILE_WORDS = [
     "DEMO_H", "PROBE_FOO", "PROBE_FOO_ENABLED", "PROBE_B", "foo", "foo_enabled", "FOO", "demo",
     "demo_foo_semaphore", "INT8_MAX", "STAP_PROBE", "DTRACE_PROBE2", "PROBEGEN_USDT", "BEGIN", "None",
     "lambda", "x", "_x", "PROBE", "pg_clock", "DEMO", "DEMO_2", "DEMO_2_TICKS",
+    "throw", "catch", "while", "int", "class", "static_assert", "alignas",  # keywords: probe names only
 ]
 TYPES = ["int", "uint64_t", "size_t", "const char *"]
 _random_names = st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,6}", fullmatch=True).filter(lambda n: n != "main")

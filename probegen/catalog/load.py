@@ -30,6 +30,10 @@ from probegen.ctypes import C_KEYWORDS, CTypeError, Kind, is_identifier, parse_c
 from probegen.errors import CatalogError, Diagnostic, InputError, Location
 
 SCHEMA_FILE = "catalog.schema.json"
+# C++ keywords that C headers define as macros (before C23); bool, true
+# and false are refused with the other system macros (catalog.names).
+_KEYWORD_MACROS = {"alignas": "<stdalign.h>", "alignof": "<stdalign.h>", "static_assert": "<assert.h>",
+                   "thread_local": "<threads.h>"}
 # Members of the struct itself, through nested and anonymous members; not
 # through pointers ("->"), which the scripts would have to read again.
 _MEMBER_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
@@ -94,11 +98,11 @@ def _compose_events(loader) -> tuple[yaml.Node | None, list[tuple[yaml.Node, boo
     ScalarEvent, ScalarNode, MappingStartEvent, SequenceStartEvent = (  # noqa: N806
         yaml.ScalarEvent, yaml.ScalarNode, yaml.MappingStartEvent, yaml.SequenceStartEvent)
     next_event()  # stream start
+    unprintable: list[tuple[yaml.Node, bool]] = []
     if loader.check_event(yaml.StreamEndEvent):
         return None, unprintable
     document = next_event()
     root = None
-    unprintable: list[tuple[yaml.Node, bool]] = []
     stack: list[list] = []  # open collections: [node's value list, mapping key awaiting its value]
     awaiting = object()  # a mapping between its pairs, not holding a key
     while root is None:
@@ -111,13 +115,13 @@ def _compose_events(loader) -> tuple[yaml.Node | None, list[tuple[yaml.Node, boo
             elif tag not in _CORE_TAGS:
                 raise _Refused(problem=f"YAML tag {tag} is not allowed in a catalog", problem_mark=event.start_mark)
             node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+            if not event.value.isprintable():
+                key = stack[-1][1] if stack else None
+                unprintable.append((node, key is not None and key is not awaiting and key.value in _DOC_KEYS))
         elif kind is MappingStartEvent or kind is SequenceStartEvent:
             if len(stack) >= MAX_DEPTH:
                 raise _Refused(problem=f"nested more than {MAX_DEPTH} levels deep (a catalog needs 6)",
                                problem_mark=event.start_mark)
-            if not event.value.isprintable():
-                key = stack[-1][1] if stack else None
-                unprintable.append((node, key is not None and key is not awaiting and key.value in _DOC_KEYS))
             node_class = yaml.MappingNode if kind is MappingStartEvent else yaml.SequenceNode
             tag = event.tag
             if tag is None or tag == "!":
@@ -302,6 +306,23 @@ class _Builder:
                 where = self._header_nodes.get(origin, top.get("header") or root) if isinstance(origin, str) else origin
                 self.diagnostics.append(Diagnostic(where if isinstance(where, Location) else self.loc(where), message))
         return catalog
+
+    def probe_name_check(self, node, name) -> bool:
+        """A probe name reaches C only through <sys/sdt.h>, which pastes it
+        into symbols (provider_name_semaphore) and a string, and through
+        the typed macro's upper-case name: a keyword is fine there
+        (libstdc++'s probes are throw, rethrow and catch). Not the keywords
+        standard headers define as macros: an includer's <assert.h> would
+        rename a probe static_assert to _Static_assert. The other names
+        that break the header (and, linux, bool, ...) are refused with the
+        catalog's other names (catalog.names)."""
+        if isinstance(name, str) and name in C_KEYWORDS and name.isidentifier():
+            if name in _KEYWORD_MACROS:
+                self.error(node, f"probe: '{name}' is a macro in C ({_KEYWORD_MACROS[name]} defines it) "
+                                 "and cannot name a probe")
+                return False
+            return node is not None
+        return self.keyword_check(node, name, "probe")
 
     def keyword_check(self, node, name, what) -> bool:
         if node is not None and isinstance(name, str) and name in C_KEYWORDS:
