@@ -200,6 +200,48 @@ def test_list_json_shape(builds, capsys):
     assert {(p["name"], s["address"]) for p in x64["probes"] for s in p["sites"]} == readelf
 
 
+def _with_header(source, directory, machine=None, elf_type=None):
+    """A copy of an ELF file with another e_machine and/or e_type."""
+    data = bytearray(source.read_bytes())
+    if machine is not None:
+        struct.pack_into("<H", data, 18, machine)  # Elf64_Ehdr.e_machine
+    if elf_type is not None:
+        struct.pack_into("<H", data, 16, elf_type)
+    path = directory / f"machine-{machine}-type-{elf_type}"
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("machine,text,json_name", [
+    (12345, "unknown machine 12345", "EM_12345"),  # a number no one has assigned
+    (43, "EM_SPARCV9", "EM_SPARCV9"),  # a machine with a name but no decoder
+    (0, "EM_NONE", "EM_NONE"),
+])
+def test_every_machine_is_named_by_a_string(builds, tmp_path, capsys, machine, text, json_name):
+    """pyelftools gives the bare number of a machine it has no name for:
+    the text says so, the JSON has a string, and the operands are shown
+    raw (a machine probegen cannot decode is not an error)."""
+    path = _with_header(builds["x86_64"], tmp_path, machine=machine)
+    code, out, err = run_cli(capsys, "list", path)
+    assert code == 0 and not err
+    assert f"[{text}, ELF64 ET_DYN]" in out.splitlines()[0]
+    assert "unknown" in out and "$0" in out  # '-4@$0' shown as written
+    code, out, _ = run_cli(capsys, "list", "--format", "json", path)
+    (binary,) = json.loads(out)["binaries"]
+    assert binary["machine"] == json_name
+    args = [a for p in binary["probes"] for s in p["sites"] for a in s["args"]]
+    assert args and {a["location"] for a in args} == {"unknown"}
+    assert all(a["text"] == a["spec"].split("@", 1)[1] for a in args)
+
+
+def test_unknown_elf_type_is_a_string(builds, tmp_path, capsys):
+    path = _with_header(builds["x86_64"], tmp_path, elf_type=0x1234)
+    code, out, _ = run_cli(capsys, "list", "--format", "json", path)
+    assert code == 0
+    (binary,) = json.loads(out)["binaries"]
+    assert binary["type"] == "ET_4660" and binary["machine"] == "x86_64"
+
+
 # --- bad input ---------------------------------------------------------------------
 
 def _first_note_offset(path):

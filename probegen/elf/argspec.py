@@ -29,6 +29,7 @@ raw text: shown, never fatal. Only text that is not an argument list at all
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -167,11 +168,17 @@ _TERM = re.compile(
 )
 
 
+# 0b and 64 binary digits: the longest spelling of a 64-bit value. Longer
+# digit strings are no value a note can hold (and Python refuses to convert
+# more than 4300 decimal digits).
+_MAX_DIGITS = 66
+
+
 def _int(text: str) -> int | None:
     """An assembler integer as gas reads it: decimal, 0x hex, 0b binary,
     0-prefixed octal; None for anything else."""
     match = _INT.match(text)
-    if not match:
+    if not match or len(match["digits"]) > _MAX_DIGITS:
         return None
     digits = match["digits"]
     if digits[:2] in ("0x", "0X"):
@@ -233,8 +240,8 @@ def _constant_or_address(text: str) -> Operand | None:
     value = _int(text)
     if value is not None:
         return Constant(value)
-    if _FLOAT.match(text):
-        return Constant(float(text))
+    if _FLOAT.match(text) and len(text) <= _MAX_DIGITS and math.isfinite(float(text)):
+        return Constant(float(text))  # finite: JSON has no infinity
     disp = _displacement(text)
     if disp is not None and disp.symbol is not None:
         return Address(disp.symbol, disp.offset, disp.relocation)
