@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elf_helpers import C_DIR, COMPILERS, compile_c, readelf_notes, run_cli, sdt_include_dir
+from elf_helpers import C_DIR, compile_c, readelf_notes, run_cli, sdt_include_dir
 from probegen.elf import read_binary
 from probegen.elf.argspec import Address, Constant, Memory, Register, Unknown, decode_operand, parse_arg
 

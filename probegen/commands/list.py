@@ -2,7 +2,8 @@
 
 For every probe: provider, name, each site's address (a probe the compiler
 inlined or duplicated has several), semaphore, and each argument decoded
-from its note: size, sign, and where it lives (register, constant, memory).
+from its note: size, sign, and where it lives (register, constant, address,
+memory).
 """
 
 from __future__ import annotations

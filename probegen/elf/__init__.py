@@ -1,11 +1,11 @@
 """Reading USDT probes from ELF binaries (``.note.stapsdt``) and finding the
 shared libraries a binary loads. Knows nothing of catalogs."""
 
-from probegen.elf.argspec import ArgSpecError, Constant, Memory, NoteArg, Register, Unknown, parse_args
+from probegen.elf.argspec import Address, ArgSpecError, Constant, Memory, NoteArg, Register, Unknown, parse_args
 from probegen.elf.deps import Dependencies, resolve_dependencies
 from probegen.elf.notes import Binary, BinaryProbe, ElfError, ProbeSite, read_binary
 
 __all__ = [
-    "ArgSpecError", "Binary", "BinaryProbe", "Constant", "Dependencies", "ElfError", "Memory",
+    "Address", "ArgSpecError", "Binary", "BinaryProbe", "Constant", "Dependencies", "ElfError", "Memory",
     "NoteArg", "ProbeSite", "Register", "Unknown", "parse_args", "read_binary", "resolve_dependencies",
 ]
