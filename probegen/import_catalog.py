@@ -3,6 +3,9 @@
 Types are inferred from what the notes record (size and sign), so they are
 the exact-width integers (int32_t, uint64_t, ...): a pointer and a
 uint64_t look the same in a note, and only a person can say which it is.
+Sites that pass a literal do not vote (gcc records the literal's type:
+'false' is '-4@$0' where the variable is a 1-byte bool), and an argument
+as wide as the pointer in binaries of both pointer sizes is (u)intptr_t.
 The result is rendered through templates/catalog.yaml.j2 and loaded back
 with the catalog loader before it is returned, so it is always a valid
 catalog that `probegen verify` accepts on the same binaries.
@@ -54,6 +57,11 @@ class ImportedCatalog:
     semaphores: bool
     probes: tuple[ImportedProbe, ...]
     sources: tuple[str, ...]
+    # From a provider file (probegen.dfile): its typedefs, as (name, C
+    # type), and the header style that keeps dtrace -h's macro names.
+    from_provider_file: bool = False
+    typedefs: tuple[tuple[str, str], ...] = ()
+    header_style: str | None = None
 
 
 def _constant(arg: NoteArg) -> int | None:
@@ -96,7 +104,7 @@ def _exact(size: int, signed: bool) -> str:
     return _EXACT_TYPES[(size, signed)]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=4096)
 def _fits(value: int, type_name: str) -> bool:
     from probegen.ctypes import parse_ctype
     from probegen.verify import constant_fits
