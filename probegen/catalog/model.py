@@ -6,6 +6,7 @@ Built once by ``probegen.catalog.load_catalog``; never re-read from YAML.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from probegen.ctypes import CType, Kind
@@ -70,13 +71,15 @@ class HeaderConfig:
     """How the C header is shaped; defaults suit a project with no history."""
 
     guard: str
-    enable_macro: str
+    enable_macro: str | None  # None: always compiled in (style dtrace without one, as dtrace -h's header)
     disable_macro: str | None = None
     includes: tuple[str, ...] = ()
     compat_prefix: str | None = None  # e.g. SPDK_DTRACE_PROBE: untyped SPDK-style macros
     typed_prefix: str = "PROBE"
     clock: str | None = None  # expression giving the ticks arg0, e.g. spdk_get_ticks()
     semaphores: bool = True  # _ENABLED() checks, backed by sdt.h semaphores
+    style: str = "probegen"  # or "dtrace": macros as dtrace -h names them, arguments passed uncast
+    guard_derived: bool = True  # the guard was not written: a header -o FILE derives its own
 
 
 OUTPUT_KINDS = ("header", "bpftrace", "bcc", "docs")
@@ -110,19 +113,44 @@ class Catalog:
         """N in argN for this argument, as bpftrace and BCC see it."""
         return probe.args.index(arg) + self.arg_offset
 
+    # Look-ups by name go through indexes built on first use (verify asks
+    # once per probe found in the binaries: a scan each time was quadratic).
+    # cached_property stores into the instance __dict__, which a frozen
+    # dataclass without __slots__ allows; the indexes are not fields.
+    @cached_property
+    def _probes_by_name(self) -> dict[str, Probe]:
+        index: dict[str, Probe] = {}
+        for probe in self.probes:
+            index.setdefault(probe.name, probe)  # the first, as a scan would find
+        return index
+
+    @cached_property
+    def _enums_by_name(self) -> dict[str, EnumDecl]:
+        index: dict[str, EnumDecl] = {}
+        for enum in self.enums:
+            index.setdefault(enum.name, enum)
+        return index
+
+    @cached_property
+    def _probes_by_group(self) -> dict[str, tuple[Probe, ...]]:
+        groups: dict[str, list[Probe]] = {}
+        for probe in self.probes:
+            groups.setdefault(probe.group, []).append(probe)
+        return {group: tuple(probes) for group, probes in groups.items()}
+
     def probe(self, name: str) -> Probe | None:
-        return next((p for p in self.probes if p.name == name), None)
+        return self._probes_by_name.get(name)
 
     def enum(self, name: str) -> EnumDecl | None:
-        return next((e for e in self.enums if e.name == name), None)
+        return self._enums_by_name.get(name)
 
     @property
     def groups(self) -> tuple[str, ...]:
         """Probe groups in first-seen order."""
-        return tuple(dict.fromkeys(p.group for p in self.probes))
+        return tuple(self._probes_by_group)
 
     def probes_in(self, group: str) -> tuple[Probe, ...]:
-        return tuple(p for p in self.probes if p.group == group)
+        return self._probes_by_group.get(group, ())
 
 
 __all__ = [

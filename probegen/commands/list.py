@@ -40,6 +40,7 @@ def run(args) -> int:
         if args.format == "text":
             sys.stdout.write(listing_text(binary))
     if args.format == "json":
-        json.dump(listing_json(binaries, errors), sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        # One line, by json's C encoder: indenting takes the pure-Python
+        # one, 3x slower on 20,000 sites (pipe through `jq .` to read it).
+        sys.stdout.write(json.dumps(listing_json(binaries, errors)) + "\n")
     return 2 if errors else 0

@@ -63,7 +63,17 @@ def arg_json(arg: NoteArg) -> dict:
     return out
 
 
+def _args_json(args: tuple[NoteArg, ...], memo: dict) -> list[dict]:
+    """Sites that repeat an argument string share its decoded tuple (see
+    probegen.elf.notes): encoded once per tuple, by identity."""
+    found = memo.get(id(args))
+    if found is None:
+        found = memo[id(args)] = [arg_json(a) for a in args]
+    return found
+
+
 def binary_json(binary: Binary) -> dict:
+    memo: dict[int, list[dict]] = {}  # the tuples live as long as the binary, so ids are stable
     return {
         "path": binary.path,
         "class": binary.elf_class,
@@ -80,7 +90,7 @@ def binary_json(binary: Binary) -> dict:
                         "semaphore": site.semaphore or None,
                         "base": site.base,
                         "args_text": site.args_text,
-                        "args": [arg_json(a) for a in site.args],
+                        "args": _args_json(site.args, memo),
                     }
                     for site in probe.sites
                 ],
@@ -111,14 +121,24 @@ def listing_text(binary: Binary) -> str:
     lines = [f"{binary.path}: {len(binary.probes)} probe(s), {binary.site_count} site(s) {what}"]
     if not binary.has_notes:
         lines[0] = f"{binary.path}: no {'.note.stapsdt'} section (no USDT probes) {what}"
+    args_text: dict[int, str] = {}  # by identity of the shared argument tuple (see _args_json)
+    append = lines.append
     for probe in binary.probes:
-        lines.append(f"  {probe.provider}:{probe.name}")
+        append(f"  {probe.provider}:{probe.name}")
         for site in probe.sites:
             semaphore = f"0x{site.semaphore:0{width}x}" if site.semaphore else "none"
-            lines.append(f"    site 0x{site.address:0{width}x}  semaphore {semaphore}")
-            specw = max((len(a.spec) for a in site.args), default=0)
-            for index, arg in enumerate(site.args):
-                lines.append(
-                    f"      arg{index:<2} {arg.spec:<{specw}}  {arg.type_name:<4} {arg.operand.kind:<8} {arg.operand.describe()}"
-                )
+            append(f"    site 0x{site.address:0{width}x}  semaphore {semaphore}")
+            if site.args:
+                text = args_text.get(id(site.args))
+                if text is None:
+                    text = args_text[id(site.args)] = _args_text(site.args)
+                append(text)
     return "\n".join(lines) + "\n"
+
+
+def _args_text(args: tuple[NoteArg, ...]) -> str:
+    specw = max(len(a.spec) for a in args)
+    return "\n".join(
+        f"      arg{index:<2} {arg.spec:<{specw}}  {arg.type_name:<4} {arg.operand.kind:<8} {arg.operand.describe()}"
+        for index, arg in enumerate(args)
+    )
