@@ -30,6 +30,8 @@ COMMANDS = {
     "verify": "probegen.commands.verify",
     "import": "probegen.commands.import_catalog",
     "docs": "probegen.commands.docs",
+    "paths": "probegen.commands.paths",
+    "schema": "probegen.commands.schema",
 }
 
 

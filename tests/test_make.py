@@ -14,7 +14,7 @@ import pytest
 
 from build_helpers import EXAMPLES, REPO, copy_example, require, require_sdt, run, touch, usdt_probes
 
-FRAGMENT = REPO / "probegen.mk"
+FRAGMENT = REPO / "probegen" / "data" / "probegen.mk"  # shipped; `probegen paths --make` prints it
 LIB_PROBES = {("counter", "counter_add"), ("counter", "counter_reset")}
 PROG_PROBES = {("counter", "demo_start"), ("counter", "demo_done")}
 

@@ -12,7 +12,7 @@ from probegen import depfile
 from probegen.catalog import load_catalog
 from probegen.cli import add_catalog_argument
 from probegen.errors import InputError
-from probegen.generators.header import TEMPLATE, render_header
+from probegen.generators.header import TEMPLATE, for_output, render_header
 from probegen.output import GeneratedFile, write_if_changed
 
 HELP = "generate the C header of probe macros"
@@ -25,10 +25,25 @@ def configure(parser):
         help="header to write (default: the catalog's outputs.header; '-' for stdout)",
     )
     depfile.add_argument(parser)
+    parser.add_argument(
+        "-s", "--provider-file", metavar="FILE.d",
+        help="make the header from a SystemTap/DTrace provider file instead of a catalog, as "
+        "`dtrace -h -s FILE.d -o FILE.h` does (same macros; no `dtrace -G` object needed)",
+    )
+    parser.add_argument(
+        "--print-enable-macro", action="store_true",
+        help="print the catalog's header.enable_macro (what a build defines to compile the probes in) "
+        "and write nothing; the CMake module reads it this way",
+    )
 
 
 def run(args) -> int:
+    if args.provider_file:
+        return _from_provider_file(args)
     catalog = load_catalog(args.catalog)
+    if args.print_enable_macro:
+        print(catalog.header.enable_macro or "")  # none: style dtrace, always compiled in
+        return 0
     output = args.output or catalog.outputs.get("header")
     if output is None:
         raise InputError("probegen header: no output: give -o FILE or set outputs.header in the catalog")
@@ -38,8 +53,28 @@ def run(args) -> int:
         sys.stdout.write(render_header(catalog))
         return 0
     output = Path(output)
-    write_if_changed(GeneratedFile(output, render_header(catalog)))
+    write_if_changed(GeneratedFile(output, render_header(for_output(catalog, output))))
     if args.depfile:
         depfile.write(args.depfile, output, args.catalog, TEMPLATE)
+    return 0
+
+
+def _from_provider_file(args) -> int:
+    """dtrace -h's job: one header section per provider of the file, each
+    with its own guard."""
+    from probegen.dfile import catalogs_of
+
+    # dtrace -h writes FILE.h beside the working directory by default.
+    output = args.output or Path(args.provider_file).with_suffix(".h").name
+    catalogs = catalogs_of(args.provider_file)
+    if str(output) == "-":
+        if args.depfile:
+            raise InputError("probegen header: --depfile needs an output file, not stdout")
+        sys.stdout.write("\n".join(render_header(c) for c in catalogs))
+        return 0
+    output = Path(output)
+    write_if_changed(GeneratedFile(output, "\n".join(render_header(for_output(c, output)) for c in catalogs)))
+    if args.depfile:
+        depfile.write(args.depfile, output, args.provider_file, TEMPLATE)
     return 0
 

@@ -17,8 +17,11 @@
 # really changed (probegen rewrites it only when its content changes; make
 # sees the old mtime).
 #
-# Copy this file into your tree (e.g. mk/probegen.mk) next to your other
-# make fragments; it only needs GNU make, a shell and readelf.
+# It ships with probegen: `probegen paths --make` prints where, so a Makefile
+# can include it from there,
+#   include $(shell probegen paths --make)
+# or a project can copy it into its tree (e.g. mk/probegen.mk). It only needs
+# GNU make, a shell and readelf.
 
 PROBEGEN ?= probegen
 PROBEGEN_CATALOG ?= probes.yaml
