@@ -24,8 +24,9 @@ class Location(namedtuple("Location", "path line column", defaults=(0, 0))):
         return f"{self.path}:{self.line}:{self.column}"
 
 
-class Diagnostic(namedtuple("Diagnostic", "location message severity", defaults=("error",))):
-    """One problem at one place; sorts by place."""
+class Diagnostic(namedtuple("Diagnostic", "location message severity rule", defaults=("error", ""))):
+    """One problem at one place; sorts by place. ``rule`` names the kind of
+    problem for reports that group findings (SARIF rule ids)."""
 
     __slots__ = ()
 

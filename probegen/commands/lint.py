@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 
 from probegen.cli import add_catalog_argument
+from probegen.reports import add_format_arguments
 
 HELP = "check hand-written bpftrace scripts against the catalog"
 
@@ -24,13 +25,14 @@ def configure(parser):
         "--binary", metavar="BINARY",
         help="built binary with DWARF: check struct members used in casts against it",
     )
+    add_format_arguments(parser, "findings")
 
 
 def run(args) -> int:
-    from probegen.catalog import load_catalog
     from probegen.lint import lint_paths
+    from probegen.reports import load_catalog_reported
 
-    catalog = load_catalog(args.catalog)
+    catalog = load_catalog_reported(args, "lint")
     types = None
     if args.binary:
         from probegen.dwarf import DwarfTypes
@@ -43,7 +45,16 @@ def run(args) -> int:
             types.close()
     for error in report.errors:
         print(error, file=sys.stderr)
-    for finding in report.findings:
-        print(finding)
-    print(report.summary())
+    if args.format == "text":
+        for finding in report.findings:
+            print(finding)
+        print(report.summary())
+    else:
+        from probegen.reports import LEVELS, Outcome, Result, emit, problem_of, render
+
+        outcome = Outcome("lint", str(args.catalog), report.summary(), subjects=[str(s) for s in args.scripts])
+        outcome.results = [Result(d.rule, d.message, d.location, d.severity if d.severity in LEVELS else "error")
+                           for d in report.findings]
+        outcome.problems = [problem_of(path, exc) for path, exc in report.failed]
+        emit(render(outcome, args.format), args.output)
     return report.exit_code

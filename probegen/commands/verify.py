@@ -10,6 +10,7 @@ checked).
 from __future__ import annotations
 
 from probegen.cli import add_catalog_argument
+from probegen.reports import add_format_arguments
 
 HELP = "check that built binaries carry the catalog's probes"
 
@@ -27,20 +28,17 @@ def configure(parser):
     parser.add_argument("--expect-none", action="store_true",
                         help="check a build configured without USDT: any probe of the catalog's provider "
                         "in the binaries is a finding")
-    parser.add_argument("--format", choices=("text", "json", "junit"), default="text",
-                        help="text (default), json, or junit XML for CI")
-    parser.add_argument("-o", "--output", metavar="FILE",
-                        help="write the json/junit report here instead of stdout ('-': stdout)")
+    add_format_arguments(parser, "findings")
 
 
 def run(args) -> int:
     import sys
 
-    from probegen.catalog import load_catalog
     from probegen.elf import ElfError, read_binary, resolve_dependencies
+    from probegen.reports import emit, load_catalog_reported
     from probegen.verify import report_json, report_junit, verify_absent, verify_binaries
 
-    catalog = load_catalog(args.catalog)
+    catalog = load_catalog_reported(args, "verify")
     binaries, errors, followed, unresolved = [], [], set(), []
     seen = set()
 
@@ -77,6 +75,8 @@ def run(args) -> int:
                           "its probes are not checked", file=sys.stderr)
 
     if not binaries:
+        if args.format in ("sarif", "github"):  # the report CI expects, with why nothing was checked
+            emit(_annotated(catalog, None, errors, args.format), args.output)
         return 2  # nothing was read (each error is printed): no finding would be true
     if args.expect_none:
         report = verify_absent(catalog, binaries)
@@ -86,19 +86,28 @@ def run(args) -> int:
         for finding in report.findings:
             print(finding)
         print(report.summary() + (f"; {len(errors)} file(s) could not be read" if errors else ""))
-    else:
+    elif args.format == "json":
         import json
 
-        text = (json.dumps(report_json(report, errors), indent=1) + "\n" if args.format == "json"
-                else report_junit(report, errors))
-        if args.output and args.output != "-":
-            from pathlib import Path
-
-            from probegen.output import GeneratedFile, write_if_changed
-
-            write_if_changed(GeneratedFile(Path(args.output), text))
-        else:
-            sys.stdout.write(text)
+        emit(json.dumps(report_json(report, errors), indent=1) + "\n", args.output)
+    elif args.format == "junit":
+        emit(report_junit(report, errors), args.output)
+    else:
+        emit(_annotated(catalog, report, errors, args.format), args.output)
     if errors:
         return 2
     return 0 if report.ok else 1
+
+
+def _annotated(catalog, report, errors, form: str) -> str:
+    """The report as SARIF or GitHub annotations: each finding at its place
+    (the catalog entry, or the binary for probes the catalog lacks)."""
+    from probegen.errors import Location
+    from probegen.reports import Outcome, Problem, Result, render
+
+    outcome = Outcome("verify", str(catalog.path), report.summary() if report else "verify: no binary could be read")
+    if report is not None:
+        outcome.results = [Result(f.check, f.message, f.location) for f in report.findings]
+        outcome.subjects = [b.path for b in report.binaries]
+    outcome.problems = [Problem(e.problem, Location(e.path)) for e in errors]
+    return render(outcome, form)

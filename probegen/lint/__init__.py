@@ -45,6 +45,7 @@ class LintReport:
     findings: list[Diagnostic] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     checked: int = 0
+    failed: list[tuple[str, InputError]] = field(default_factory=list)  # (script, why), for reports
 
     @property
     def exit_code(self) -> int:
@@ -67,6 +68,7 @@ def lint_paths(paths, catalog: Catalog, types=None, types_name: str = "the binar
             report.checked += 1
         except InputError as exc:
             report.errors.append(str(exc))
+            report.failed.append((str(path), exc))
     return report
 
 

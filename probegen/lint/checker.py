@@ -79,8 +79,8 @@ class Checker:
         self.findings: dict[Diagnostic, None] = {}  # ordered set
         self.probe: Probe | None = None  # the probe the block is walked for
 
-    def report(self, line: int, column: int, message: str):
-        self.findings[Diagnostic(Location(self.script.path, line, column), message)] = None
+    def report(self, line: int, column: int, message: str, rule: str):
+        self.findings[Diagnostic(Location(self.script.path, line, column), message, rule=rule)] = None
 
     def run(self) -> list[Diagnostic]:
         if self.types is not None:
@@ -114,19 +114,22 @@ class Checker:
                 return []
             matched = [p for p in self.catalog.probes if fnmatch.fnmatchcase(p.name, name)]
             if not matched:
-                self.report(point.line, name_column, f"'{name}' matches no probe in {self.catalog_name}")
+                self.report(point.line, name_column, f"'{name}' matches no probe in {self.catalog_name}",
+                            "unknown-probe")
             return matched
         probe = self.catalog.probe(name)
         if provider is not None and not fnmatch.fnmatchcase(ours, provider):
             if probe is None:
                 return []  # another library's probe, not this catalog's
             self.report(point.line, provider_column,
-                        f"provider '{provider}' for probe '{name}': {self.catalog_name} says '{ours}'")
+                        f"provider '{provider}' for probe '{name}': {self.catalog_name} says '{ours}'",
+                        "wrong-provider")
             return [probe]
         if probe is None:
             close = difflib.get_close_matches(name, [p.name for p in self.catalog.probes], n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
-            self.report(point.line, name_column, f"unknown probe '{name}': not in {self.catalog_name}{hint}")
+            self.report(point.line, name_column, f"unknown probe '{name}': not in {self.catalog_name}{hint}",
+                        "unknown-probe")
             return []
         return [probe]
 
@@ -236,7 +239,7 @@ class Checker:
             if self.catalog.arg0:
                 why = " (arg0 is the leading 0 or tick count; the catalog's first argument is arg1)"
             self.report(node.line, node.column, f"{node.name} is past the arguments of {probe.name}: "
-                        f"it has {have}{why}")
+                        f"it has {have}{why}", "arg-out-of-range")
             return None
         offset = self.catalog.arg_offset
         if index < offset:
@@ -257,7 +260,7 @@ class Checker:
         if not value.text and ctype is not None and ctype.kind is not Kind.STRING:
             line, column = _start(node.args[0])
             self.report(line, column, f"str() of {value.describe}, which is not a string: "
-                        f"print it with {suggest(value)}")
+                        f"print it with {suggest(value)}", "str-of-non-string")
             return Value(f"str({value.expression or '...'})", text=True)
         return Value(f"{value.describe} read by str()", text=True)
 
@@ -271,21 +274,21 @@ class Checker:
             hint = _UNKNOWN_CONVERSION_HINTS.get(bad.text[-1] if bad.text[-1] == "i" else flag)
             self.report(text.line, text.column + 1 + bad.offset,
                         f"'{bad.text}' is not a conversion bpftrace knows: it prints as text and takes "
-                        f"no argument" + (f"; {hint}" if hint else ""))
+                        f"no argument" + (f"; {hint}" if hint else ""), "printf-conversion")
         if unknown:
             return  # the arguments no longer pair with conversions
         given = len(node.args) - 1
         if given != len(conversions):
             self.report(node.line, node.column,
                         f"printf format has {len(conversions)} conversion(s) but {given} "
-                        f"argument(s) follow it")
+                        f"argument(s) follow it", "printf-arg-count")
         for conversion, arg, value in zip(conversions, node.args[1:], values[1:]):
             if value is None:
                 continue
             problem = mismatch(conversion, value)
             if problem:
                 line, column = _start(arg)
-                self.report(line, column, problem)
+                self.report(line, column, problem, "printf-type")
 
     def cast(self, node: syntax.Cast, value: Value | None) -> Value | None:
         if node.struct_name is None:
@@ -310,7 +313,7 @@ class Checker:
                 problem = f"the catalog says it points to struct {ctype.struct_name}"
             if problem:
                 line, column = _start(node.operand)
-                self.report(line, column, f"cast of {value.describe} to '{node.type_text}': {problem}")
+                self.report(line, column, f"cast of {value.describe} to '{node.type_text}': {problem}", "cast")
         describe = value.describe if value else "a pointer"
         return Value(describe, struct=node.struct_name)
 
@@ -329,7 +332,7 @@ class Checker:
             if info is None:
                 self.report(node.line, node.column,
                             f"struct {struct} has no member '{node.name}' (defined at "
-                            f"{definition.location}){self.close(node.name, definition.members)}")
+                            f"{definition.location}){self.close(node.name, definition.members)}", "struct-member")
                 return None
             return Value(described, info.ctype, info.text, info.struct)
         if self.types is None:
@@ -339,7 +342,7 @@ class Checker:
             ctype = self.types.member_ctype(struct, path)
         except InputError as exc:
             if _no_member(exc):
-                self.report(node.line, node.column, f"in the debug info of {self.types_name}: {exc}")
+                self.report(node.line, node.column, f"in the debug info of {self.types_name}: {exc}", "struct-member")
                 return None
             # No such struct in the binary (nothing to say), or a member
             # scripts cannot print, such as a struct held by value: the path
@@ -361,7 +364,7 @@ class Checker:
                     where = info.location or definition.location
                     self.report(where.line, where.column,
                                 f"member '{name}' of the script's copy of struct {definition.name} "
-                                f"is not in {self.types_name}: {exc}")
+                                f"is not in {self.types_name}: {exc}", "struct-copy")
 
     @staticmethod
     def close(name: str, members) -> str:

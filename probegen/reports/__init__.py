@@ -1,0 +1,154 @@
+"""Findings of ``verify``, ``lint`` and ``check`` in the formats CI reads.
+
+Each command turns what it found into an ``Outcome``: ``Result``s (a rule,
+a message, a place) and ``Problem``s (inputs that could not be read, exit
+2). ``render`` writes an Outcome as SARIF 2.1.0 (code scanning), GitHub
+workflow-command annotations, or, for lint and check, JSON and JUnit XML;
+verify keeps its own JSON and JUnit (probegen.verify), whose shape CI
+users already parse.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from probegen.errors import Location
+
+FORMATS = ("text", "json", "junit", "sarif", "github")
+LEVELS = ("error", "warning", "note")
+
+
+class Result(NamedTuple):
+    """One finding: ``rule`` is one of the command's rules
+    (probegen.reports.rules), ``level`` one of LEVELS."""
+
+    rule: str
+    message: str
+    location: Location
+    level: str = "error"
+
+
+class Problem(NamedTuple):
+    """An input that could not be read or parsed: no finding, exit 2."""
+
+    message: str
+    location: Location
+
+
+@dataclass
+class Outcome:
+    command: str  # verify, lint, check
+    catalog: str
+    summary: str
+    results: list[Result] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    subjects: list[str] = field(default_factory=list)  # what was checked: one JUnit case each
+    aborted: bool = False  # stopped before checking anything (the catalog could not be loaded)
+
+    @property
+    def ok(self) -> bool:
+        return not self.results and not self.problems
+
+
+def add_format_arguments(parser, what: str) -> None:
+    """--format and -o, the same for every command that reports findings;
+    ``what`` names the findings in the help."""
+    parser.add_argument(
+        "--format", choices=FORMATS, default="text",
+        help=f"how to report {what}: text (default), json, junit XML, sarif (SARIF 2.1.0, for GitHub code "
+        "scanning and other SARIF viewers) or github (workflow-command annotations on the lines of a pull "
+        "request)",
+    )
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write the json/junit/sarif/github report here instead of stdout ('-': stdout)")
+
+
+def shown_path(path: str) -> str:
+    """A path relative to the working directory when it is inside it (the
+    repository root in CI, where annotations and SARIF are resolved), else
+    as given."""
+    absolute = os.path.abspath(path)
+    cwd = os.getcwd()
+    if absolute == cwd or not absolute.startswith(cwd.rstrip("/") + "/"):
+        return str(path)
+    return os.path.relpath(absolute, cwd)
+
+
+def problem_of(path: str, exc) -> Problem:
+    """A Problem for an InputError about ``path``: at the error's position
+    when it has one (a script syntax error), with the "path:line:col:
+    error:" prefix of its text left to the report."""
+    location = Location(str(path), getattr(exc, "line", 0) or 0, getattr(exc, "column", 0) or 0)
+    message = str(exc)
+    for prefix in (f"{location}: error: ", f"{path}: error: "):
+        if message.startswith(prefix):
+            message = message[len(prefix):]
+            break
+    return Problem(message, location)
+
+
+def render(outcome: Outcome, form: str) -> str:
+    if form == "sarif":
+        import json
+
+        from probegen.reports.sarif import sarif_log
+
+        return json.dumps(sarif_log(outcome), indent=1, ensure_ascii=False) + "\n"
+    if form == "github":
+        from probegen.reports.github import annotations
+
+        return annotations(outcome)
+    if form == "json":
+        import json
+
+        from probegen.reports.plain import outcome_json
+
+        return json.dumps(outcome_json(outcome), indent=1) + "\n"
+    if form == "junit":
+        from probegen.reports.plain import outcome_junit
+
+        return outcome_junit(outcome)
+    raise ValueError(form)
+
+
+def emit(text: str, output: str | None) -> None:
+    """The report on stdout, or in the file -o names (rewritten only when
+    it changes, like every file probegen writes)."""
+    import sys
+
+    if output and output != "-":
+        from pathlib import Path
+
+        from probegen.output import GeneratedFile, write_if_changed
+
+        write_if_changed(GeneratedFile(Path(output), text))
+    else:
+        sys.stdout.write(text)
+
+
+def load_catalog_reported(args, command: str):
+    """The catalog of ``args.catalog``. When it cannot be loaded and a CI
+    format was asked for, the report still appears (a SARIF file the upload
+    step expects, annotations at the catalog's errors) before the error
+    propagates to its usual message on stderr and exit 2."""
+    from probegen.catalog import load_catalog
+    from probegen.errors import CatalogError, InputError
+
+    try:
+        return load_catalog(args.catalog)
+    except InputError as exc:
+        if args.format in ("sarif", "github"):
+            outcome = Outcome(command, str(args.catalog), f"{command}: the catalog could not be loaded",
+                              aborted=True)
+            if isinstance(exc, CatalogError):
+                outcome.results = [Result("catalog-error", d.message, d.location) for d in exc.diagnostics]
+            else:
+                outcome.problems = [problem_of(args.catalog, exc)]
+            emit(render(outcome, args.format), args.output)
+        raise
+
+
+__all__ = ["FORMATS", "LEVELS", "Outcome", "Problem", "Result", "add_format_arguments", "emit", "load_catalog_reported",
+           "problem_of", "render", "shown_path"]

@@ -1,0 +1,47 @@
+"""An Outcome as GitHub Actions workflow commands: one ``::error`` (or
+``::warning``, ``::notice``) line per finding, which the runner shows as an
+annotation on the file and line, in the log and on the pull request.
+
+The runner reads commands line by line and splits properties at ',' and
+'::', so messages and paths are escaped as it unescapes them: '%', CR and
+LF as %25, %0D, %0A everywhere, and ':' and ',' as %3A, %2C in properties.
+A path or message with a newline (a hostile catalog) thus stays on its
+line and cannot start a command of its own.
+"""
+
+from __future__ import annotations
+
+from probegen.errors import Location, printable
+from probegen.reports import Outcome, shown_path
+
+COMMANDS = {"error": "error", "warning": "warning", "note": "notice"}
+
+
+def escape_data(text: str) -> str:
+    escaped = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # Other control characters would reach the log as they are (escape
+    # sequences drive the terminals logs are read in).
+    return printable(escaped)
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(level: str, location: Location, title: str, message: str) -> str:
+    properties = [f"file={escape_property(shown_path(location.path))}"]
+    if location.line > 0:
+        properties.append(f"line={location.line}")
+        if location.column > 0:
+            properties.append(f"col={location.column}")
+    properties.append(f"title={escape_property(title)}")
+    return f"::{COMMANDS[level]} {','.join(properties)}::{escape_data(message)}"
+
+
+def annotations(outcome: Outcome) -> str:
+    lines = [annotation(r.level, r.location, f"probegen {outcome.command}: {r.rule}", r.message)
+             for r in outcome.results]
+    lines += [annotation("error", p.location, f"probegen {outcome.command}: input error", p.message)
+              for p in outcome.problems]
+    lines.append(printable(outcome.summary))
+    return "\n".join(lines) + "\n"

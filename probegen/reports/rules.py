@@ -1,0 +1,38 @@
+"""The kinds of findings each command reports, by rule id (SARIF
+``reportingDescriptor``s, annotation titles). The ids are those of
+verify's JSON ``check`` field and of lint's Diagnostic ``rule``."""
+
+from __future__ import annotations
+
+CATALOG_ERROR = {"catalog-error": "The catalog has an error, so nothing else was checked"}
+
+RULES: dict[str, dict[str, str]] = {
+    "verify": {
+        "missing-probe": "A probe of the catalog has no site in the binaries",
+        "undocumented-probe": "A probe of the catalog's provider in the binaries is not in the catalog",
+        "arg-count": "A probe site has another number of arguments than the catalog says",
+        "arg-type": "An argument at a probe site has another size or sign than its C type in the catalog",
+        "arg0": "arg0 at a probe site is not the clock (ticks probes) or the literal 0 (the others)",
+        "semaphore": "A probe site has no semaphore though the catalog's header has is-enabled checks",
+        "no-notes": "A binary has no .note.stapsdt section: it was built without USDT",
+        "unexpected-probe": "A build meant to have USDT off carries a probe of the provider",
+        **CATALOG_ERROR,
+    },
+    "lint": {
+        "unknown-probe": "A usdt attach point names no probe of the catalog",
+        "wrong-provider": "A usdt attach point names another provider than the catalog's",
+        "arg-out-of-range": "argN past the probe's arguments",
+        "str-of-non-string": "str() of an argument that is not a string",
+        "printf-conversion": "A printf conversion that bpftrace does not know",
+        "printf-arg-count": "printf has another number of arguments than its format has conversions",
+        "printf-type": "A printf conversion does not fit its argument's type",
+        "cast": "A cast to a struct pointer of a value that is not that struct's address",
+        "struct-member": "A struct member that the struct does not have",
+        "struct-copy": "A member of the script's copy of a struct is not in the binary's struct",
+        **CATALOG_ERROR,
+    },
+    "check": {
+        "stale-file": "A generated file differs from what its catalog generates",
+        **CATALOG_ERROR,
+    },
+}

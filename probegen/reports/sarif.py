@@ -1,0 +1,85 @@
+"""An Outcome as a SARIF 2.1.0 log: one run of the tool "probegen", its
+rules, one result per finding.
+
+Paths inside the working directory (the checkout, in CI) are relative
+URIs against the base id %SRCROOT%, which GitHub code scanning resolves to
+the repository root; other paths are absolute file: URIs. Inputs that
+could not be read are tool execution notifications, not results: they are
+no finding about the code.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import quote
+
+from probegen import __version__
+from probegen.errors import Location
+from probegen.reports import Outcome
+from probegen.reports.rules import RULES
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+SOURCE_ROOT = "%SRCROOT%"
+
+
+def artifact_location(path: str) -> dict:
+    absolute = os.path.abspath(path)
+    cwd = os.getcwd()
+    if absolute.startswith(cwd.rstrip("/") + "/"):
+        # quote() also escapes ':' so that no first segment reads as a scheme.
+        return {"uri": quote(os.path.relpath(absolute, cwd), safe="/"), "uriBaseId": SOURCE_ROOT}
+    return {"uri": Path(absolute).as_uri()}
+
+
+def directory_uri(directory: str) -> str:
+    uri = Path(directory).as_uri()
+    return uri if uri.endswith("/") else uri + "/"  # a base URI names a directory by its final slash
+
+
+def physical_location(location: Location) -> dict:
+    place: dict = {"artifactLocation": artifact_location(location.path)}
+    if location.line > 0:
+        region = {"startLine": location.line}
+        if location.column > 0:
+            region["startColumn"] = location.column
+        place["region"] = region
+    return {"physicalLocation": place}
+
+
+def sarif_log(outcome: Outcome) -> dict:
+    rules = RULES[outcome.command]
+    index = {rule: number for number, rule in enumerate(rules)}
+    results = []
+    for result in outcome.results:
+        entry = {"ruleId": result.rule, "level": result.level, "message": {"text": result.message},
+                 "locations": [physical_location(result.location)]}
+        if result.rule in index:
+            entry["ruleIndex"] = index[result.rule]
+        results.append(entry)
+    notifications = [
+        {"level": "error", "message": {"text": problem.message}, "locations": [physical_location(problem.location)]}
+        for problem in outcome.problems
+    ]
+    invocation = {"executionSuccessful": not outcome.problems and not outcome.aborted}
+    if notifications:
+        invocation["toolExecutionNotifications"] = notifications
+    run = {
+        "tool": {"driver": {
+            "name": "probegen",
+            "version": __version__,
+            "semanticVersion": __version__,
+            "rules": [
+                {"id": rule, "shortDescription": {"text": text}, "defaultConfiguration": {"level": "error"}}
+                for rule, text in rules.items()
+            ],
+        }},
+        # One category per command, so that code scanning keeps verify's,
+        # lint's and check's results apart when all three are uploaded.
+        "automationDetails": {"id": f"probegen/{outcome.command}/"},
+        "originalUriBaseIds": {SOURCE_ROOT: {"uri": directory_uri(os.getcwd())}},
+        "columnKind": "unicodeCodePoints",
+        "invocations": [invocation],
+        "results": results,
+    }
+    return {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
