@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 
 from elf_helpers import C_DIR, compile_c, readelf_notes, run_cli, sdt_include_dir
 from probegen.elf import read_binary
-from probegen.elf.argspec import Address, Constant, Memory, Register, Unknown, decode_operand, parse_arg
+from probegen.elf.argspec import (
+    Address, ArgSpecError, Constant, Memory, Register, Unknown, decode_operand, parse_arg,
+)
 
 X64, I386, A64, ARM = "EM_X86_64", "EM_386", "EM_AARCH64", "EM_ARM"
 S390, PPC, MIPS, RISCV = "EM_S390", "EM_PPC64", "EM_MIPS", "EM_RISCV"
@@ -431,3 +433,13 @@ def test_displacement_terms_in_any_order(symbol, offsets, at, relocation, hexade
     operand = decode_operand(f"{text}({base})", X64)
     assert isinstance(operand, Memory), text
     assert (operand.offset, operand.symbol, operand.relocation) == (sum(offsets), symbol, relocation[1:] or None)
+
+
+def test_long_specs_are_decoded_uncached_and_errors_stay_short():
+    long_symbol = "s" * 5000
+    arg = parse_arg(f"-4@{long_symbol}+8(%rip)", X64)
+    assert arg.operand == Memory("rip", 8, symbol=long_symbol)
+    with pytest.raises(ArgSpecError) as info:
+        parse_arg("x" * 5000, X64)
+    assert len(str(info.value)) < 200
+    assert parse_arg("-4@%eax", X64) is parse_arg("-4@%eax", X64)  # cached, frozen

@@ -29,9 +29,11 @@ raw text: shown, never fatal. Only text that is not an argument list at all
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
 @dataclass(frozen=True)
@@ -172,30 +174,30 @@ _TERM = re.compile(
 # digit strings are no value a note can hold (and Python refuses to convert
 # more than 4300 decimal digits).
 _MAX_DIGITS = 66
+_OCTAL_DIGITS = frozenset("01234567")
 
 
 def _int(text: str) -> int | None:
     """An assembler integer as gas reads it: decimal, 0x hex, 0b binary,
     0-prefixed octal; None for anything else."""
-    match = _INT.match(text)
-    if not match or len(match["digits"]) > _MAX_DIGITS:
+    digits = text[1:] if text[:1] in ("-", "+") else text
+    if not digits or len(digits) > _MAX_DIGITS:
         return None
-    digits = match["digits"]
-    if digits[:2] in ("0x", "0X"):
-        value = int(digits, 16)
-    elif digits[:2] in ("0b", "0B"):
-        value = int(digits[2:], 2)
-    elif len(digits) > 1 and digits[0] == "0":
-        if not set(digits) <= set("01234567"):
+    if digits.isascii() and digits.isdigit():  # the common case, without a regex
+        if digits[0] != "0" or len(digits) == 1:
+            value = int(digits)
+        elif set(digits) <= _OCTAL_DIGITS:
+            value = int(digits, 8)
+        else:
             return None
-        value = int(digits, 8)
+    elif _INT.match(text):  # int() alone would also take '_' and spaces
+        value = int(digits[2:], 16 if digits[1] in "xX" else 2)
     else:
-        value = int(digits, 10)
-    return -value if match["sign"] == "-" else value
+        return None
+    return -value if text[0] == "-" else value
 
 
-@dataclass(frozen=True)
-class _Displacement:
+class _Displacement(NamedTuple):
     offset: int = 0
     symbol: str | None = None
     relocation: str | None = None
@@ -207,6 +209,9 @@ def _displacement(text: str) -> _Displacement | None:
     'sym-8', 'sym@GOTOFF', '12+sym@GOTOFF', 'sym@toc@l', '%lo(sym)',
     '%tprel_lo(sym+8)'. None when it is anything else (two symbols, a
     subtracted symbol, unknown characters)."""
+    value = _int(text) if text else 0
+    if value is not None:  # most displacements are a plain number
+        return _Displacement(value)
     offset, symbol, relocation, at = 0, None, None, 0
     while at < len(text):
         term = _TERM.match(text, at)
@@ -464,31 +469,45 @@ def decode_operand(text: str, machine: str) -> Operand:
     return operand if operand is not None else Unknown(text)
 
 
+_SPLIT_MARKS = re.compile(r"[\[\]() ]")
+
+
 def split_args(text: str) -> list[str]:
     """Split an argument string at spaces outside brackets and parentheses
-    (aarch64 writes '[sp, 12]' with a space inside)."""
-    args, depth, current = [], 0, []
-    for char in text:
+    (aarch64 writes '[sp, 12]' with a space inside). Visits only the
+    marks, not every character: big binaries have many notes."""
+    args, depth, start = [], 0, 0
+    for mark in _SPLIT_MARKS.finditer(text):
+        char = mark.group()
         if char in "[(":
             depth += 1
         elif char in "])":
             depth = max(depth - 1, 0)
-        if char == " " and depth == 0:
-            if current:
-                args.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-    if current:
-        args.append("".join(current))
+        elif depth == 0:
+            if mark.start() > start:
+                args.append(text[start:mark.start()])
+            start = mark.end()
+    if start < len(text):
+        args.append(text[start:])
     return args
+
+
+# The notes of one binary repeat the same few hundred argument strings, so
+# decodings are cached (a NoteArg is frozen); only short strings, so that
+# a crafted file's huge ones are not kept alive.
+_CACHED_LENGTH = 512
 
 
 def parse_arg(spec: str, machine: str) -> NoteArg:
     """Decode one 'SIZE@OPERAND'. Raises ArgSpecError without a size."""
+    return _parse_arg_cached(spec, machine) if len(spec) <= _CACHED_LENGTH else _parse_arg(spec, machine)
+
+
+def _parse_arg(spec: str, machine: str) -> NoteArg:
     match = _SIZE.match(spec)
     if not match:
-        raise ArgSpecError(f"argument '{spec}' is not of the form SIZE@OPERAND (SIZE 1, 2, 4 or 8, '-' when signed)")
+        shown = spec if len(spec) <= 60 else spec[:57] + "..."
+        raise ArgSpecError(f"argument '{shown}' is not of the form SIZE@OPERAND (SIZE 1, 2, 4 or 8, '-' when signed)")
     return NoteArg(
         spec=spec,
         size=int(match["size"]),
@@ -498,6 +517,18 @@ def parse_arg(spec: str, machine: str) -> NoteArg:
     )
 
 
+_parse_arg_cached = functools.lru_cache(maxsize=1 << 16)(_parse_arg)
+
+
 def parse_args(text: str, machine: str) -> tuple[NoteArg, ...]:
     """Decode a note's whole argument string for an ELF e_machine name."""
+    if len(text) <= _CACHED_LENGTH:
+        return _parse_args_cached(text, machine)
+    return _parse_args(text, machine)
+
+
+def _parse_args(text: str, machine: str) -> tuple[NoteArg, ...]:
     return tuple(parse_arg(spec, machine) for spec in split_args(text))
+
+
+_parse_args_cached = functools.lru_cache(maxsize=1 << 14)(_parse_args)
