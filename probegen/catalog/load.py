@@ -20,7 +20,7 @@ from probegen.catalog.model import (
     MAX_NAMED_ENUMS, Arg, Catalog, EnumDecl, Enumerator, HeaderConfig, Probe, SDT_MAX_ARGS,
 )
 from probegen.catalog import constants
-from probegen.catalog.names import BPFTRACE_KEYWORDS, SCRIPT_NAMES, problems as name_problems
+from probegen.catalog.names import BPFTRACE_KEYWORDS, SCRIPT_NAMES, default_guard, dtrace_prefix, problems as name_problems
 from probegen.catalog.outputs import check_output_paths
 from probegen.catalog.cvalidate import (
     DOC_KEYS as _DOC_KEYS, CExpressionError, clock_expression, include_problem, shown, text_problems,
@@ -281,7 +281,7 @@ class _Builder:
         arg0 = bool(self.get(top, "arg0", False)) if _is_bool(top.get("arg0")) else False
         typedefs = self.build_typedefs(top.get("typedefs"))
         enums = self.build_enums(top.get("enums"))
-        header = self.build_header(top.get("header"), top.get("outputs"))
+        header = self.build_header(top.get("header"), top.get("outputs"), provider)
         outputs = {}
         output_nodes = {}
         if isinstance(top.get("outputs"), yaml.MappingNode):
@@ -400,7 +400,7 @@ class _Builder:
             enums.append(EnumDecl(name, self.loc(item), self.get(fields, "strip_prefix", ""), tuple(enumerators)))
         return enums
 
-    def build_header(self, node, outputs_node) -> HeaderConfig:
+    def build_header(self, node, outputs_node, provider: str = "") -> HeaderConfig:
         fields = self.fields(node) if isinstance(node, yaml.MappingNode) else {}
         values = {k: self.get(fields, k) for k in fields if isinstance(fields[k], (yaml.ScalarNode, yaml.SequenceNode))}
         for key in ("guard", "enable_macro", "disable_macro", "compat_prefix", "typed_prefix"):
@@ -414,20 +414,20 @@ class _Builder:
                 out = self.fields(outputs_node).get("header")
                 if out is not None:
                     self._header_nodes["guard"] = out  # the guard is made from this path
-            stem = str(out.value) if isinstance(out, yaml.ScalarNode) else "probes.h"
-            guard = re.sub(r"[^A-Za-z0-9]+", "_", Path(stem).as_posix()).strip("_").upper()
-            if not guard or guard[0].isdigit():
-                guard = "PROBES_" + guard
+            guard = default_guard(provider, str(out.value) if isinstance(out, yaml.ScalarNode) else "probes.h")
         clock = self.build_clock(fields.get("clock"))
+        dtrace = values.get("style") == "dtrace"
         return HeaderConfig(
             guard=guard,
-            enable_macro=values.get("enable_macro", "PROBEGEN_USDT"),
+            enable_macro=values.get("enable_macro", None if dtrace else "PROBEGEN_USDT"),
             disable_macro=values.get("disable_macro"),
             includes=self.build_includes(fields.get("includes")),
             compat_prefix=values.get("compat_prefix"),
-            typed_prefix=values.get("typed_prefix", "PROBE"),
+            typed_prefix=values.get("typed_prefix", dtrace_prefix(provider) if dtrace else "PROBE"),
             clock=clock,
             semaphores=bool(values.get("semaphores", True)),
+            style="dtrace" if dtrace else "probegen",
+            guard_derived=values.get("guard") is None,
         )
 
     def build_clock(self, node) -> str | None:

@@ -12,6 +12,7 @@ words C++ or bpftrace read as operators or keywords.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import NamedTuple, Union
 
 from probegen.catalog.model import SDT_MAX_ARGS, Catalog, HeaderConfig
@@ -65,7 +66,24 @@ Origin = Union[Location, str]  # where a name comes from: a position, or a key u
 
 
 def typed_macro(header: HeaderConfig, probe_name: str) -> str:
+    if header.style == "dtrace":  # dtrace -h: MYAPP_QUERY_START for query__start
+        probe_name = probe_name.replace("__", "_")
     return f"{header.typed_prefix}_{probe_name.upper()}"
+
+
+def dtrace_prefix(provider: str) -> str:
+    """The macro prefix dtrace -h gives a provider's probes."""
+    return provider.upper()
+
+
+def default_guard(provider: str, output: str) -> str:
+    """The include guard of a header whose catalog does not set one: the
+    provider and the header's file name (not its directory, which differs
+    between build trees), so the headers of two catalogs, or two headers
+    of one catalog, can be included in one translation unit."""
+    name = re.sub(r"[^A-Za-z0-9]+", "_", Path(output).name).strip("_").upper() or "PROBES_H"
+    guard = f"{provider.upper()}_{name}" if provider else name
+    return guard if guard[0].isalpha() else "PROBES_" + guard.lstrip("_")
 
 
 def enabled_macro(header: HeaderConfig, probe_name: str) -> str:
@@ -114,8 +132,10 @@ def header_definitions(catalog: Catalog) -> list[Definition]:
     found = [Definition(header.guard, "guard", "", "guard")]
     found += [Definition(n, "compat", "", "compat_prefix") for n in compat_macros(header, catalog.arg0, catalog.max_args)]
     prefix, provider, semaphores = header.typed_prefix + "_", catalog.provider + "_", header.semaphores
+    dtrace = header.style == "dtrace"
     for probe in catalog.probes:
-        macro = prefix + probe.name.upper()  # typed_macro(), enabled_macro(), semaphore(), inline
+        # typed_macro(), enabled_macro(), semaphore(), inline
+        macro = prefix + (probe.name.replace("__", "_") if dtrace else probe.name).upper()
         found.append(Definition(macro, "macro", probe.name, probe.location))
         found.append(Definition(macro + ENABLED_SUFFIX, "enabled", probe.name, probe.location))
         if semaphores:
@@ -185,7 +205,7 @@ def problems(catalog: Catalog) -> list[tuple[Origin, str]]:
                                             f"with '{LOCAL_PREFIX}' are the header's own (its locals)"))
 
     # Macros the user defines and the header only tests.
-    tested = {header.enable_macro: "enable_macro"}
+    tested = {header.enable_macro: "enable_macro"} if header.enable_macro else {}
     if header.disable_macro:
         if header.disable_macro == header.enable_macro:
             found.append(("disable_macro", f"disable_macro '{header.disable_macro}' is also the enable_macro: "

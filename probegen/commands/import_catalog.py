@@ -15,8 +15,14 @@ HELP = "write a catalog from the probes in binaries"
 
 
 def configure(parser):
-    parser.add_argument("binaries", nargs="+", metavar="BINARY", help="ELF executables or shared libraries")
-    parser.add_argument("--provider", required=True, metavar="NAME", help="the provider whose probes to import")
+    parser.add_argument("binaries", nargs="*", metavar="BINARY",
+                        help="ELF executables or shared libraries, or one SystemTap/DTrace provider file (NAME.d)")
+    parser.add_argument("--from-d", metavar="FILE.d",
+                        help="import a SystemTap/DTrace provider file (what `dtrace -h -s` reads); "
+                        "a single argument ending in .d is read so too")
+    parser.add_argument("--provider", metavar="NAME",
+                        help="the provider whose probes to import (needed for binaries, and for a "
+                        "provider file declaring several)")
     parser.add_argument("-o", "--output", metavar="FILE", help="catalog to write (default: stdout; '-' for stdout)")
 
 
@@ -27,6 +33,23 @@ def run(args) -> int:
     from probegen.elf import ElfError, read_binary
     from probegen.import_catalog import import_catalog
 
+    from probegen.dfile import import_provider_file, is_provider_file
+    from probegen.errors import InputError
+
+    provider_file = args.from_d
+    if provider_file is None and len(args.binaries) == 1 and is_provider_file(args.binaries[0]):
+        provider_file = args.binaries[0]
+    elif provider_file is not None and args.binaries:
+        raise InputError("import: error: give binaries or --from-d FILE.d, not both")
+    if provider_file is None and not args.binaries:
+        raise InputError("import: error: give the binaries to import from, or a provider file (FILE.d)")
+    if provider_file is None and args.provider is None:
+        raise InputError("import: error: --provider NAME is needed to import from binaries")
+    to_file = args.output not in (None, "-")
+    if provider_file is not None:
+        text = import_provider_file(provider_file, args.provider, Path(args.output).name if to_file else "probes.yaml")
+        return _write(text, args.output if to_file else None)
+
     binaries, failed = [], False
     for path in args.binaries:
         try:
@@ -36,12 +59,18 @@ def run(args) -> int:
             failed = True
     if failed:
         return 2
-    to_file = args.output not in (None, "-")
     text = import_catalog(binaries, args.provider, Path(args.output).name if to_file else "probes.yaml")
-    if to_file:
+    return _write(text, args.output if to_file else None)
+
+
+def _write(text: str, output: str | None) -> int:
+    import sys
+    from pathlib import Path
+
+    if output is not None:
         from probegen.output import GeneratedFile, write_if_changed
 
-        write_if_changed(GeneratedFile(Path(args.output), text))
+        write_if_changed(GeneratedFile(Path(output), text))
     else:
         sys.stdout.write(text)
     return 0

@@ -32,12 +32,16 @@ class ProbeMacros:
     semaphore: str
     sdt_call: str  # the sdt.h macro call with its arguments
     guarded: bool  # the probe reads the clock only when enabled
+    passed_as_written: list  # style dtrace: the parameters, passed uncast (none in style probegen)
 
 
 def context(catalog: Catalog) -> dict:
     header = catalog.header
     provider = catalog.provider
     offset = catalog.arg_offset
+    # Style dtrace passes the arguments as dtrace -h's header does, uncast,
+    # so a call site's notes are the same with either header.
+    dtrace = header.style == "dtrace"
     probes = []
     for probe in catalog.probes:
         macro = typed_macro(header, probe.name)
@@ -63,16 +67,19 @@ def context(catalog: Catalog) -> dict:
                 while param in taken or param in others:
                     param += "_"
                 params[i] = param
+        if dtrace:
+            passed = passed[:offset] + params
         probes.append(ProbeMacros(
             probe=probe,
             macro=macro,
             params=", ".join(params),
             args=list(enumerate(probe.args, offset)),
-            locals=[(arg.ctype.declare(local), param, local)
-                    for arg, local, param in zip(probe.args, locals_, params)],
+            locals=[] if dtrace else [(arg.ctype.declare(local), param, local)
+                                      for arg, local, param in zip(probe.args, locals_, params)],
             semaphore=semaphore,
             sdt_call=f"{sdt_macro}({', '.join([provider, probe.name, *passed])})",
             guarded=probe.ticks and catalog.arg0 and header.semaphores,
+            passed_as_written=params if dtrace else [],
         ))
     catalog_name = catalog.path.name
     # <stdint.h> always: the clock is cast to uint64_t.
@@ -93,6 +100,28 @@ def _words(text: str) -> frozenset[str]:
 
 def render_header(catalog: Catalog) -> str:
     return render(TEMPLATE, **context(catalog))
+
+
+def for_output(catalog: Catalog, output) -> Catalog:
+    """The catalog as it writes the header at ``output``: a guard the
+    catalog does not set is made from the provider and that file's name
+    (probegen header -o FILE), as it is from outputs.header."""
+    from dataclasses import replace
+
+    from probegen.catalog.names import default_guard, problems
+    from probegen.errors import InputError
+
+    if not catalog.header.guard_derived or str(output) == "-":
+        return catalog
+    guard = default_guard(catalog.provider, str(output))
+    if guard == catalog.header.guard:
+        return catalog
+    derived = replace(catalog, header=replace(catalog.header, guard=guard))
+    found = problems(derived)
+    if found:
+        raise InputError(f"probegen header: the include guard {guard}, made from the provider and "
+                         f"'{Path(str(output)).name}': {found[0][1]}; set header.guard in the catalog")
+    return derived
 
 
 def render_files(catalog: Catalog, output: Path) -> list[GeneratedFile]:

@@ -1,0 +1,480 @@
+"""SystemTap/DTrace provider files (``.d``): what ``dtrace -h`` reads.
+
+The grammar real projects write::
+
+    /* comments */  // and these
+    #define Oid unsigned int          (a type alias, as `dtrace -C` expands it)
+    #pragma D attributes ...          (stability lines: ignored)
+    #include "x.h"                    (ignored: probegen does not run cpp)
+    typedef unsigned long long hrtime_t;
+    struct conn { int fd; };          (tag declarations: skipped)
+    provider NAME {
+        probe NAME(TYPE [name], ...);
+        probe NAME(TYPE, ...) : (TRANSLATED-TYPE, ...);
+    };
+
+A small tokenizer and a recursive-descent reader; every error names
+file:line:column. ``string`` is DTrace's string type, a ``char *`` at the
+call. Types are checked with probegen's own C type reader, so the catalog
+made from the file loads.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from probegen.ctypes import CTypeError, is_identifier, parse_ctype
+from probegen.errors import InputError, Location, printable
+
+# Words that are part of a type, never an argument's name.
+_TYPE_WORDS = frozenset(
+    "char short int long signed unsigned void float double _Bool bool const volatile restrict "
+    "struct union enum string".split()
+)
+_QUALIFIERS = frozenset(["const", "volatile", "restrict"])
+_TOKEN = re.compile(
+    r"(?P<space>[ \t\r\f\v]+)|(?P<newline>\n)|(?P<comment>/\*)|(?P<line_comment>//[^\n]*)"
+    r"|(?P<ident>[A-Za-z_$][A-Za-z0-9_$]*)|(?P<number>[0-9][A-Za-z0-9_]*)"
+    r"|(?P<punct>\.\.\.|[(){};,*:\[\]=])|(?P<other>.)"
+)
+_MAX_EXPANSION = 64  # nested #define expansions: far more than types need
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str
+    kind: str  # ident, number, punct, eof
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
+class DArg:
+    type: str  # as C writes it: "const char *"
+    name: str | None  # the name the file gives, if any
+    location: Location
+
+
+@dataclass(frozen=True)
+class DProbe:
+    name: str
+    args: tuple[DArg, ...]
+    location: Location
+
+
+@dataclass(frozen=True)
+class DProvider:
+    name: str
+    probes: tuple[DProbe, ...]
+    location: Location
+
+
+@dataclass(frozen=True)
+class ProviderFile:
+    path: str
+    providers: tuple[DProvider, ...]
+    typedefs: tuple[tuple[str, str], ...]  # (name, C type) of the file's scalar typedefs
+
+    def provider(self, name: str | None) -> DProvider:
+        """The provider called ``name``, or the file's only one."""
+        names = [p.name for p in self.providers]
+        if name is None:
+            if len(self.providers) == 1:
+                return self.providers[0]
+            raise InputError(f"{printable(self.path)}: error: {len(names)} providers ({', '.join(names)}); "
+                             "a catalog has one: give --provider NAME")
+        for provider in self.providers:
+            if provider.name == name:
+                return provider
+        raise InputError(f"{printable(self.path)}: error: no provider '{printable(name)}' "
+                         f"(the file has: {', '.join(names) or 'none'})")
+
+
+class _Lexer:
+    """Tokens of the file with comments and directives taken out and
+    object-like #define macros expanded (from their definition on, as cpp
+    does)."""
+
+    def __init__(self, text: str, path: str):
+        self.text, self.path = text, path
+        self.macros: dict[str, list[Token]] = {}
+
+    def fail(self, line: int, column: int, why: str):
+        raise InputError(printable(f"{self.path}:{line}:{column}: error: {why}"))
+
+    def tokens(self) -> list[Token]:
+        out: list[Token] = []
+        text, pos, line, line_start = self.text, 0, 1, 0
+        at_line_start = True
+        while pos < len(text):
+            column = pos - line_start + 1
+            if at_line_start and text[pos] == "#":
+                end = pos
+                while True:  # a directive runs to the end of its line, joined by backslashes
+                    end = text.find("\n", end)
+                    if end == -1:
+                        end = len(text)
+                        break
+                    if text[end - 1] != "\\":
+                        break
+                    end += 1
+                directive = text[pos:end]
+                self.directive(directive, line, column, out)
+                line += directive.count("\n")
+                if "\n" in directive:
+                    line_start = pos + directive.rfind("\n") + 1
+                pos = end
+                continue
+            match = _TOKEN.match(text, pos)
+            kind = match.lastgroup
+            if kind == "newline":
+                line, line_start, at_line_start = line + 1, match.end(), True
+                pos = match.end()
+                continue
+            if kind == "space" or kind == "line_comment":
+                pos = match.end()
+                continue
+            at_line_start = False
+            if kind == "comment":
+                end = text.find("*/", pos + 2)
+                if end == -1:
+                    self.fail(line, column, "unterminated comment /* (no */ before the end of the file)")
+                body = text[pos:end + 2]
+                if "\n" in body:
+                    line += body.count("\n")
+                    line_start = pos + body.rfind("\n") + 1
+                pos = end + 2
+                continue
+            if kind == "other":
+                self.fail(line, column, f"unexpected character {match.group()!r}")
+            self.emit(Token(match.group(), kind, line, column), out, frozenset())
+            pos = match.end()
+        out.append(Token("", "eof", line, len(text) - line_start + 1))
+        return out
+
+    def emit(self, token: Token, out: list[Token], expanding: frozenset[str]) -> None:
+        body = self.macros.get(token.text) if token.kind == "ident" else None
+        if body is None or token.text in expanding:
+            out.append(token)
+            return
+        if len(expanding) >= _MAX_EXPANSION:
+            self.fail(token.line, token.column, f"#define '{token.text}' expands too deeply")
+        for part in body:  # the expansion is reported where the macro is used
+            self.emit(Token(part.text, part.kind, token.line, token.column), out, expanding | {token.text})
+
+    def directive(self, text: str, line: int, column: int, out: list[Token]) -> None:
+        body = re.sub(r"/\*.*?\*/|//.*", " ", text.replace("\\\n", " "), flags=re.S).strip()[1:].strip()
+        word = re.match(r"[A-Za-z_]*", body).group()
+        if word in ("pragma", "include", "") or body.startswith("ident"):
+            return  # stability attributes, headers for cpp, a null directive
+        if word == "undef":
+            self.macros.pop(body[len(word):].strip(), None)
+            return
+        if word != "define":
+            self.fail(line, column, f"#{word}: only #define, #undef, #include and #pragma are read "
+                                    "(probegen does not run the C preprocessor); write the provider without it")
+        match = re.match(r"define\s+([A-Za-z_][A-Za-z0-9_]*)(\(?)(.*)", body, re.S)
+        if not match:
+            self.fail(line, column, "#define: expected a macro name")
+        name, function_like, value = match.groups()
+        if function_like:
+            return  # a function-like macro: types never use one
+        tokens: list[Token] = []
+        for part in _TOKEN.finditer(value):
+            if part.lastgroup in ("ident", "number", "punct"):
+                tokens.append(Token(part.group(), part.lastgroup, line, column))
+            elif part.lastgroup == "other":
+                return  # not a type: a macro the probes cannot use
+        self.macros[name] = tokens
+
+
+class _Reader:
+    """Recursive descent over the tokens."""
+
+    def __init__(self, tokens: list[Token], path: str):
+        self.tokens, self.path, self.pos = tokens, path, 0
+        self.typedefs: dict[str, str] = {}  # as written, for the catalog
+        self.typedef_types: dict = {}  # name -> CType, for checking the types that use them
+        self.tags: set[str] = set()  # typedef names of structs: usable behind a pointer
+
+    def loc(self, token: Token) -> Location:
+        return Location(self.path, token.line, token.column)
+
+    def fail(self, token: Token, why: str):
+        raise InputError(printable(f"{self.loc(token)}: error: {why}"))
+
+    def peek(self) -> Token:
+        return self.tokens[self.pos]
+
+    def take(self) -> Token:
+        token = self.tokens[self.pos]
+        if token.kind != "eof":
+            self.pos += 1
+        return token
+
+    def expect(self, text: str, what: str = "") -> Token:
+        token = self.take()
+        if token.text != text or token.kind == "eof":
+            self.fail(token, f"expected '{text}'{what}, found {_shown(token)}")
+        return token
+
+    def identifier(self, what: str) -> Token:
+        token = self.take()
+        if token.kind != "ident":
+            self.fail(token, f"expected {what}, found {_shown(token)}")
+        return token
+
+    def file(self) -> list[DProvider]:
+        providers = []
+        while self.peek().kind != "eof":
+            token = self.peek()
+            if token.text == "provider":
+                providers.append(self.provider())
+            elif token.text == "typedef":
+                self.typedef()
+            elif token.text in ("struct", "union", "enum"):
+                self.tag_declaration()
+            elif token.text == ";":
+                self.take()
+            else:
+                self.fail(token, f"expected 'provider', 'typedef' or a struct declaration, found {_shown(token)}")
+        if not providers:
+            raise InputError(f"{printable(self.path)}: error: no 'provider NAME {{ ... }};' in the file")
+        return providers
+
+    def provider(self) -> DProvider:
+        start = self.take()
+        name = self.identifier("the provider's name")
+        if not is_identifier(name.text):
+            self.fail(name, f"provider '{name.text}' is not a C identifier")
+        self.expect("{", " after the provider's name")
+        probes: list[DProbe] = []
+        seen: dict[str, DProbe] = {}
+        while self.peek().text != "}":
+            token = self.peek()
+            if token.kind == "eof":
+                self.fail(start, f"provider '{name.text}': no closing '}}'")
+            if token.text != "probe":
+                self.fail(token, f"expected 'probe' or '}}', found {_shown(token)}")
+            probe = self.probe()
+            if probe.name in seen:
+                self.fail(token, f"probe '{probe.name}' is declared twice (first at {seen[probe.name].location})")
+            seen[probe.name] = probe
+            probes.append(probe)
+        self.take()
+        if self.peek().text == ";":
+            self.take()
+        return DProvider(name.text, tuple(probes), self.loc(start))
+
+    def probe(self) -> DProbe:
+        self.take()
+        name = self.identifier("the probe's name")
+        if name.text.startswith("__") or "$" in name.text:
+            self.fail(name, f"probe '{name.text}': a probe name is a C identifier not starting with '__'")
+        self.expect("(", f" after probe '{name.text}'")
+        args = self.parameters(name.text)
+        if self.peek().text == ":":  # DTrace's translated types: the native ones above are what is passed
+            self.take()
+            self.expect("(", " of the translated argument types")
+            self.parameters(name.text, check=False)
+        self.expect(";", f" after probe '{name.text}'")
+        return DProbe(name.text, tuple(args), self.loc(name))
+
+    def parameters(self, probe: str, check: bool = True) -> list[DArg]:
+        if self.peek().text == ")":
+            self.take()
+            return []
+        if self.peek().text == "void" and self.tokens[self.pos + 1].text == ")":
+            self.pos += 2
+            return []
+        args: list[DArg] = []
+        while True:
+            first = self.peek()
+            words: list[Token] = []
+            depth = 0
+            while depth or self.peek().text not in (",", ")"):
+                token = self.take()
+                if token.kind == "eof" or token.text in (";", "{", "}"):
+                    self.fail(token, f"probe '{probe}': expected ',' or ')' in the argument list, found {_shown(token)}")
+                depth += {"[": 1, "]": -1}.get(token.text, 0)
+                words.append(token)
+            if not words:
+                self.fail(first, f"probe '{probe}': argument {len(args) + 1} has no type")
+            if check:
+                args.append(self.argument(probe, len(args) + 1, words))
+            if self.take().text == ")":
+                return args
+
+    def argument(self, probe: str, index: int, words: list[Token]) -> DArg:
+        texts = [w.text for w in words]
+        stars = 0
+        if "[" in texts:  # an array parameter is a pointer, as in C
+            texts = texts[:texts.index("[")]
+            stars = 1
+        name = None
+        if (len(texts) > 1 and is_identifier(texts[-1]) and texts[-1] not in _TYPE_WORDS
+                and texts[-2] not in ("struct", "union", "enum")
+                and any(t not in _QUALIFIERS for t in texts[:-1])):
+            name = texts.pop()
+        texts = [("char *" if t == "string" else t) for t in texts] + ["*"] * stars
+        spelling = re.sub(r"\*\s+(?=\*)", "*", " ".join(texts))
+        where = f"probe '{probe}': argument {index}"
+        try:
+            parse_ctype(spelling, self.typedef_types)
+        except CTypeError as exc:
+            hint = ""
+            if "unknown type" in str(exc):
+                hint = (f"; define it in the file ('#define {texts[0]} unsigned int', which `dtrace -C` "
+                        f"would expand, or 'typedef unsigned int {texts[0]};')")
+            self.fail(words[0], f"{where}: {str(exc).split(': declare it')[0]}{hint}")
+        return DArg(spelling, name, self.loc(words[0]))
+
+    def typedef(self) -> None:
+        start = self.take()
+        if self.peek().text in ("struct", "union", "enum") and self.tokens[self.pos + 2].text == "{" \
+                or self.peek().text in ("struct", "union") and self.tokens[self.pos + 1].text == "{":
+            self.take()
+            if self.peek().kind == "ident":
+                self.take()
+            self.skip_braces()
+            name = self.identifier("the typedef's name")
+            self.tags.add(name.text)
+            self.expect(";", " after the typedef")
+            return
+        words: list[Token] = []
+        while self.peek().text != ";":
+            token = self.take()
+            if token.kind == "eof":
+                self.fail(start, "typedef: no ';' before the end of the file")
+            words.append(token)
+        self.take()
+        if len(words) < 2 or not is_identifier(words[-1].text):
+            self.fail(start, "typedef: expected 'typedef TYPE NAME;'")
+        name = words[-1].text
+        spelling = re.sub(r"\*\s+(?=\*)", "*", " ".join(w.text for w in words[:-1]))
+        if words[-2].text in ("struct", "union") or spelling.split()[0] in ("struct", "union") and "*" not in spelling:
+            self.tags.add(name)  # typedef struct x x_t: a type only a pointer can pass
+            return
+        try:
+            self.typedef_types[name] = parse_ctype(spelling, self.typedef_types)
+        except CTypeError as exc:
+            self.fail(words[0], f"typedef '{name}': {exc}")
+        self.typedefs[name] = spelling
+
+    def tag_declaration(self) -> None:
+        self.take()
+        self.identifier("a struct, union or enum tag")
+        if self.peek().text == "{":
+            self.skip_braces()
+        self.expect(";", " after the declaration")
+
+    def skip_braces(self) -> None:
+        start = self.expect("{")
+        depth = 1
+        while depth:
+            token = self.take()
+            if token.kind == "eof":
+                self.fail(start, "no closing '}' before the end of the file")
+            depth += {"{": 1, "}": -1}.get(token.text, 0)
+
+
+def _shown(token: Token) -> str:
+    return "the end of the file" if token.kind == "eof" else f"'{token.text}'"
+
+
+def parse_provider_file(text: str, path: str) -> ProviderFile:
+    tokens = _Lexer(text, path).tokens()
+    reader = _Reader(tokens, path)
+    providers = reader.file()
+    return ProviderFile(path, tuple(providers), tuple(reader.typedefs.items()))
+
+
+def read_provider_file(path) -> ProviderFile:
+    """The file's providers; InputError (exit 2) at file:line:column."""
+    from probegen.errors import read_input
+
+    data = read_input(path, "provider file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(printable(f"{path}:{line}: error: the file is not UTF-8 (byte 0x{data[exc.start]:02x})")) from None
+    return parse_provider_file(text, str(path))
+
+
+def imported_catalog(source: ProviderFile, provider_name: str | None = None):
+    """The ImportedCatalog (what `probegen import` renders) of one provider."""
+    from probegen.import_catalog import ImportedArg, ImportedCatalog, ImportedProbe
+
+    provider = source.provider(provider_name)
+    probes = []
+    for probe in provider.probes:
+        args, names = [], set()
+        for index, arg in enumerate(probe.args):
+            # The file's name where it can name a catalog argument, else argN
+            # (N as bpftrace numbers it).
+            name = arg.name
+            if not name or name in names or name.startswith("_") or not is_identifier(name):
+                name = f"arg{index}"
+            while name in names:
+                name += "_"
+            names.add(name)
+            args.append(ImportedArg(name, arg.type))
+        probes.append(ImportedProbe(probe.name, tuple(args), ticks=False, sites=0))
+    used = {word for probe in provider.probes for arg in probe.args for word in arg.type.split()}
+    return ImportedCatalog(
+        provider=provider.name, arg0=False, semaphores=True, probes=tuple(probes), sources=(source.path,),
+        from_provider_file=True, header_style="dtrace",
+        typedefs=tuple((name, spelling) for name, spelling in source.typedefs if name in used or _used_by(name, source, used)),
+    )
+
+
+def _used_by(name: str, source: ProviderFile, used: set[str]) -> bool:
+    """Whether a typedef the probes use is written with this one."""
+    return any(name in spelling.split() for other, spelling in source.typedefs if other in used)
+
+
+def import_provider_file(path, provider_name: str | None = None, file_name: str = "probes.yaml") -> str:
+    """The catalog YAML of a provider file's provider, checked by the loader."""
+    from probegen.catalog.load import parse_catalog
+    from probegen.errors import CatalogError
+    from probegen.import_catalog import render_catalog
+
+    imported = imported_catalog(read_provider_file(path), provider_name)
+    text = render_catalog(imported)
+    try:
+        parse_catalog(text.encode("utf-8"), Path(file_name))
+    except CatalogError as exc:
+        first = exc.diagnostics[0].message if exc.diagnostics else str(exc)
+        raise InputError(printable(f"{path}: error: provider '{imported.provider}' cannot form a catalog: {first}")) from None
+    return text
+
+
+def catalogs_of(path) -> list:
+    """A catalog (style dtrace) per provider of the file, for a header
+    made straight from it."""
+    from probegen.catalog.load import parse_catalog
+    from probegen.errors import CatalogError
+    from probegen.import_catalog import render_catalog
+
+    source = read_provider_file(path)
+    catalogs = []
+    for provider in source.providers:
+        imported = imported_catalog(source, provider.name)
+        try:
+            catalogs.append(parse_catalog(render_catalog(imported).encode("utf-8"), Path(str(path))))
+        except CatalogError as exc:
+            first = exc.diagnostics[0].message if exc.diagnostics else str(exc)
+            raise InputError(printable(f"{path}: error: provider '{provider.name}': {first}")) from None
+    return catalogs
+
+
+def is_provider_file(path) -> bool:
+    """Whether a path names a provider file rather than a binary."""
+    return Path(str(path)).suffix == ".d"
+
+
+__all__ = ["DArg", "DProbe", "DProvider", "ProviderFile", "parse_provider_file", "read_provider_file",
+           "imported_catalog", "import_provider_file", "is_provider_file"]
