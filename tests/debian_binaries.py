@@ -147,6 +147,8 @@ def _keep_only_binaries(tree: Path, package: str, arch: str) -> None:
 
 def _download(root: Path, missing: list[tuple[str, str]]) -> None:
     """apt-get download each (package, arch) and dpkg -x it into the cache."""
+    for stale in (root / "unpacked").glob("*/.*.*"):  # left by a killed run
+        shutil.rmtree(stale, ignore_errors=True)
     options = _apt_options(root, sorted({arch for _, arch in missing}))
     update = _run(["apt-get", *options, "update"])
     # A sources entry that fails (a mirror mid-sync) is tolerable as long
@@ -155,7 +157,9 @@ def _download(root: Path, missing: list[tuple[str, str]]) -> None:
     debs.mkdir(exist_ok=True)
     got = _run(["apt-get", *options, "download", *(f"{p}:{a}" for p, a in missing)], cwd=debs)
     if got.returncode != 0:
-        raise RuntimeError(f"apt-get download failed: {(got.stderr or update.stderr).strip()[-500:]}")
+        errors = [line for line in (update.stderr + got.stderr).splitlines() if line.startswith("E:")]
+        shown = " / ".join(dict.fromkeys(errors[:1] + errors[-1:])) or got.stderr.strip()[-300:]
+        raise RuntimeError(f"apt-get download failed: {shown}")
     for package, arch in missing:
         found = [d for d in debs.glob(f"{package}_*_{arch}.deb")]
         if len(found) != 1:
@@ -180,7 +184,10 @@ def fetch_all() -> Path:
     for tool, package in (("apt-get", "apt"), ("dpkg", "dpkg")):
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} not found (Debian's {package}): real Debian binaries cannot be fetched")
-    root = _private_directory(cache_root())
+    try:
+        root = _private_directory(cache_root())
+    except PermissionError as error:
+        pytest.skip(f"cannot create the test cache (set PROBEGEN_TEST_CACHE): {error}")
     wanted = sorted({(b.package, arch) for b, arch in cases()})
     with open(root / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one download per machine, even with parallel runs

@@ -22,7 +22,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from debian_binaries import BINARIES, binary_path, case_id, cases, fetch_all
-from elf_helpers import readelf_notes, require_tool, run_cli
+from elf_helpers import note_count, readelf_notes, require_tool, run_cli
 
 
 @pytest.fixture(scope="session")
@@ -70,7 +70,7 @@ def stapsdt_base_address(path: Path) -> int | None:
 def test_list_equals_readelf(case, debian_root, capsys):
     path = binary_path(debian_root, *case)
     notes = readelf_notes(path)
-    assert notes, f"readelf finds no stapsdt notes in {path}"
+    assert notes and len(notes) == note_count(path), f"readelf's stapsdt notes in {path} not all read"
     binary = list_json(capsys, path)
     assert isinstance(binary["machine"], str) and not binary["machine"].isdigit()
     sites = sites_of(binary)
@@ -129,13 +129,17 @@ def decode_x86(op: str) -> dict:
             "offset": offset, "symbol": symbol, "relocation": relocation}
 
 
+def memory(offset: int) -> dict:
+    """The fields of a memory operand without index or symbol, besides its base."""
+    return {"index": None, "scale": 1, "offset": offset, "symbol": None, "relocation": None}
+
+
 def decode_arm(op: str) -> dict:
     """aarch64 and 32-bit ARM: 'x0', 'r5', '#0' or '0', '[sp, 36]', '[r4, #-32]'."""
     if m := re.fullmatch(r"#?(" + NUMBER + ")", op):
         return {"location": "constant", "value": number(m[1])}
     if m := re.fullmatch(r"\[(\w+)(?:, #?(" + NUMBER + r"))?\]", op):
-        return {"location": "memory", "base": m[1], "index": None, "scale": 1,
-                "offset": number(m[2] or "0"), "symbol": None, "relocation": None}
+        return {"location": "memory", "base": m[1], **memory(number(m[2] or "0"))}
     assert re.fullmatch(r"[a-z]+\d*", op), f"ARM operand {op!r}"
     return {"location": "register", "register": op}
 
@@ -147,7 +151,7 @@ def decode_s390x(op: str) -> dict:
         return {"location": "register", "register": m[1]}
     m = re.fullmatch(r"(" + NUMBER + r")\(%(r\d+)\)", op)
     assert m, f"s390x operand {op!r}"
-    return {"location": "memory", "base": m[2], "index": None, "scale": 1, "offset": number(m[1]), "symbol": None, "relocation": None}
+    return {"location": "memory", "base": m[2], **memory(number(m[1]))}
 
 
 def decode_ppc(op: str) -> dict:
@@ -158,7 +162,7 @@ def decode_ppc(op: str) -> dict:
         return {"location": "register", "register": f"r{op}"}
     m = re.fullmatch(r"(" + NUMBER + r")\((\d+)\)", op)
     assert m, f"ppc64 operand {op!r}"
-    return {"location": "memory", "base": f"r{m[2]}", "index": None, "scale": 1, "offset": number(m[1]), "symbol": None, "relocation": None}
+    return {"location": "memory", "base": f"r{m[2]}", **memory(number(m[1]))}
 
 
 def decode_mips(op: str) -> dict:
@@ -168,7 +172,7 @@ def decode_mips(op: str) -> dict:
         return {"location": "register", "register": op}
     m = re.fullmatch(r"(" + NUMBER + r")\((\$\w+)\)", op)
     assert m, f"mips operand {op!r}"
-    return {"location": "memory", "base": m[2], "index": None, "scale": 1, "offset": number(m[1]), "symbol": None, "relocation": None}
+    return {"location": "memory", "base": m[2], **memory(number(m[1]))}
 
 
 DECODERS = {"amd64": decode_x86, "i386": decode_x86, "arm64": decode_arm, "armhf": decode_arm,
