@@ -1,0 +1,146 @@
+"""Reading SystemTap/DTrace provider files (probegen.dfile) and importing
+them as catalogs (probegen import FILE.d)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from probegen.catalog import load_catalog
+from probegen.dfile import parse_provider_file, read_provider_file
+from probegen.errors import InputError
+from tests.elf_helpers import run_cli
+
+D_DIR = Path(__file__).parent / "d"
+SHOP = D_DIR / "shop.d"
+
+
+def probes_of(text: str, provider: str | None = None) -> dict[str, list[tuple[str, str | None]]]:
+    source = parse_provider_file(text, "t.d")
+    return {p.name: [(a.type, a.name) for a in p.args] for p in source.provider(provider).probes}
+
+
+def test_shop_file_reads_as_written():
+    source = read_provider_file(SHOP)
+    assert [p.name for p in source.providers] == ["shop"]
+    probes = {p.name: [(a.type, a.name) for a in p.args] for p in source.providers[0].probes}
+    assert probes == {
+        "order__start": [("unsigned int", None), ("const char *", None)],
+        "order__done": [("unsigned int", "id"), ("int", "status"), ("uint64_t", "elapsed")],
+        "basket__add": [("struct basket *", "b"), ("int64_t", "price"), ("uintptr_t", "cookie")],
+        "log": [("char *", "message"), ("unsigned char", None)],
+        "tick": [("shop_time_t", None)],
+        "total": [("unsigned long long", None), ("long long", None)],
+        "idle": [],
+        "shutdown": [],
+        "pay__card__check": [("const char *", "card"), ("unsigned short", None), ("long", None),
+                             ("signed char", None)],
+    }
+    assert source.typedefs == (("shop_time_t", "unsigned long long"),)
+    assert source.providers[0].probes[0].location == (str(SHOP), 17, 8)
+
+
+# Grammar real files use beyond shop.d (forms SystemTap's dtrace does not
+# all read, but illumos/macOS dtrace and cpp-expanded files do).
+@pytest.mark.parametrize("text, expected", [
+    ("provider p { probe a(void); };", {"a": []}),
+    ("provider p { probe a(unsigned long long when, long long int x); }", {
+        "a": [("unsigned long long", "when"), ("long long int", "x")]}),
+    ("provider p { probe a(char buf[16], int v[]); };", {"a": [("char *", "buf"), ("int *", "v")]}),
+    ("provider p { probe a(struct in *i) : (struct out *o); };", {"a": [("struct in *", "i")]}),
+    ("provider p { probe a(char **argv, const char * const name, void *p); };", {
+        "a": [("char **", "argv"), ("const char * const", "name"), ("void *", "p")]}),
+    ("provider p { probe a(string, const string s); };", {"a": [("char *", None), ("const char *", "s")]}),
+    ("#define A B\n#define B unsigned \\\n  short\nprovider p { probe a(A); };", {"a": [("unsigned short", None)]}),
+    ("#define X int\n#undef X\n#define X long\nprovider p { probe a(X); };", {"a": [("long", None)]}),
+    ("#define F(x) x\n# pragma D attributes Evolving/Evolving/Common provider p args\n"
+     "provider p { probe a(int); };", {"a": [("int", None)]}),
+    ("typedef struct conn { int fd; } conn_t;\ntypedef conn_t *conn_p;\nenum e { E1 };\nstruct s;\n"
+     "provider p { probe a(conn_t *, conn_p, enum e); };", {"a": [("conn_t *", None), ("conn_p", None), ("enum e", None)]}),
+    ("provider p /* c */ { // c\n probe /* c */ a /* c */ ( int /* c */ ) ; } ;", {"a": [("int", None)]}),
+    ("provider p { probe a(int x, int x, int _y); };", {"a": [("int", "x"), ("int", "x"), ("int", "_y")]}),
+])
+def test_grammar(text, expected):
+    assert probes_of(text) == expected
+
+
+def test_several_providers_need_a_choice():
+    text = "provider one { probe a(int); };\nprovider two { probe b(long); };"
+    assert probes_of(text, "two") == {"b": [("long", None)]}
+    with pytest.raises(InputError, match=r"t\.d: error: 2 providers \(one, two\); a catalog has one: give --provider"):
+        probes_of(text)
+    with pytest.raises(InputError, match=r"no provider 'three' \(the file has: one, two\)"):
+        probes_of(text, "three")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("provider p { probe a(int); };\n/* open", "t.d:2:1: error: unterminated comment"),
+    ("provider p {\n  probe a(int)\n};", "t.d:3:1: error: expected ';' after probe 'a', found '}'"),
+    ("provider p { probe a(Oid); };", "t.d:1:22: error: probe 'a': argument 1: unknown type 'Oid'; define it in "
+                                     "the file ('#define Oid unsigned int'"),
+    ("provider p { probe a(double); };", "t.d:1:22: error: probe 'a': argument 1: floating-point type 'double'"),
+    ("provider p { probe a(struct s); };", "t.d:1:22: error: probe 'a': argument 1: 'struct s' passed by value"),
+    ("#ifdef X\nprovider p { probe a(int); };\n#endif", "t.d:1:1: error: #ifdef: only #define, #undef, #include and #pragma"),
+    ("provider p { probe a(int); probe a(long); };", "t.d:1:28: error: probe 'a' is declared twice (first at t.d:1:20)"),
+    ("/* nothing */", "t.d: error: no 'provider NAME { ... };' in the file"),
+    ("provider p { probe __a(int); };", "t.d:1:20: error: probe '__a': a probe name is a C identifier"),
+    ("provider p { probe a(int,); };", "t.d:1:26: error: probe 'a': argument 2 has no type"),
+    ("provider p { probe a(int; };", "t.d:1:25: error: probe 'a': expected ',' or ')'"),
+    ("provider p { probe a(int); ", "t.d:1:1: error: provider 'p': no closing '}'"),
+    ("provider p { probe a(int @); };", "t.d:1:26: error: unexpected character '@'"),
+    ("provider 1p { };", "t.d:1:10: error: expected the provider's name, found '1p'"),
+    ("int x;", "t.d:1:1: error: expected 'provider', 'typedef' or a struct declaration, found 'int'"),
+    ("provider p { probe a(char buf[16]) : (string; };", "t.d:1:45: error: probe 'a': expected ',' or ')'"),
+])
+def test_errors_name_file_line_column(text, message):
+    with pytest.raises(InputError) as caught:
+        parse_provider_file(text, "t.d")
+    assert str(caught.value).startswith(message), str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_import_writes_a_catalog_that_loads(tmp_path, capsys):
+    out = tmp_path / "shop.yaml"
+    code, _, err = run_cli(capsys, "import", SHOP, "-o", out)
+    assert (code, err) == (0, "")
+    catalog = load_catalog(out)
+    assert catalog.provider == "shop" and catalog.header.style == "dtrace"
+    assert catalog.header.typed_prefix == "SHOP" and catalog.header.enable_macro is None
+    assert [p.name for p in catalog.probes][:2] == ["order__start", "order__done"]
+    done = catalog.probe("order__done")
+    assert [(a.name, a.ctype.spelling) for a in done.args] == [
+        ("id", "unsigned int"), ("status", "int"), ("elapsed", "uint64_t")]
+    assert [a.name for a in catalog.probe("order__start").args] == ["arg0", "arg1"]
+    assert catalog.probe("tick").args[0].ctype.alias == "shop_time_t"
+    text = out.read_text()
+    assert "style: dtrace" in text and 'shop_time_t: "unsigned long long"' in text
+    # --from-d reads it the same way; stdout when no -o.
+    code, printed, _ = run_cli(capsys, "import", "--from-d", SHOP)
+    assert code == 0 and printed == text
+
+
+def test_imported_argument_names_are_usable():
+    from probegen.dfile import imported_catalog
+
+    source = parse_provider_file("provider p { probe a(int x, int x, int _y, char *name); };", "t.d")
+    names = [a.name for a in imported_catalog(source).probes[0].args]
+    assert names == ["x", "arg1", "arg2", "name"]
+
+
+def test_import_errors_exit_2(tmp_path, capsys):
+    bad = tmp_path / "bad.d"
+    bad.write_text("provider p {\n  probe a(Oid);\n};\n")
+    code, _, err = run_cli(capsys, "import", bad)
+    assert code == 2
+    assert err.startswith(f"{bad}:2:11: error: probe 'a': argument 1: unknown type 'Oid'")
+    code, _, err = run_cli(capsys, "import", "--from-d", bad, "some-binary")
+    assert code == 2 and "not both" in err
+    code, _, err = run_cli(capsys, "import", "some-binary")
+    assert code == 2 and "--provider NAME is needed" in err
+    two = tmp_path / "two.d"
+    two.write_text("provider a { probe x(); };\nprovider b { probe y(); };\n")
+    code, _, err = run_cli(capsys, "import", two)
+    assert code == 2 and "give --provider NAME" in err
+    code, printed, _ = run_cli(capsys, "import", two, "--provider", "b")
+    assert code == 0 and "provider: b\n" in printed
