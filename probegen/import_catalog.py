@@ -5,7 +5,8 @@ the exact-width integers (int32_t, uint64_t, ...): a pointer and a
 uint64_t look the same in a note, and only a person can say which it is.
 Sites that pass a literal do not vote (gcc records the literal's type:
 'false' is '-4@$0' where the variable is a 1-byte bool), and an argument
-as wide as the pointer in binaries of both pointer sizes is (u)intptr_t.
+as wide as the pointer in binaries of both pointer sizes is a void *
+(intptr_t when signed).
 The result is rendered through templates/catalog.yaml.j2 and loaded back
 with the catalog loader before it is returned, so it is always a valid
 catalog that `probegen verify` accepts on the same binaries.
@@ -116,14 +117,15 @@ def _variables_type(variables: list[tuple[NoteArg, int]], notes: list[str]) -> s
     """The type the sites that pass a variable agree on.
 
     An argument as wide as the pointer in binaries of different pointer
-    sizes is a pointer or a long: (u)intptr_t follows the pointer size as
-    they do. Otherwise the most common size wins (the wider on a tie), and
+    sizes is a pointer (void *: most such arguments are, and scripts print
+    it in hex), or a long when signed (intptr_t); both follow the pointer
+    size. Otherwise the most common size wins (the wider on a tie), and
     the sign of most sites of that size; a byte passed signed at some sites
     and unsigned at others is plain char (its sign is the target's choice:
     signed on x86, unsigned on arm64)."""
     signed_votes = sum(a.signed for a, _ in variables) * 2
     if len({p for _, p in variables}) > 1 and all(a.size == p for a, p in variables):
-        return "intptr_t" if signed_votes > len(variables) else "uintptr_t"
+        return "intptr_t" if signed_votes > len(variables) else "void *"
     counts = Counter(a.size for a, _ in variables)
     size = max(counts, key=lambda s: (counts[s], s))
     same = [a for a, _ in variables if a.size == size]

@@ -101,11 +101,12 @@ def test_keyword_and_double_underscore_names_are_imported_as_they_are(built, tmp
 
 def test_three_architectures_together(built, tmp_path, capsys):
     """Pointer-wide arguments in binaries of both pointer sizes become
-    (u)intptr_t; a char signed on x86 and unsigned on arm64 is plain char."""
+    void * (intptr_t when signed); a char signed on x86 and unsigned on
+    arm64 is plain char."""
     binaries = binaries_for(built, *ARCHES)
     catalog = import_catalog(capsys, tmp_path / "rt.yaml", "rt", *binaries)
-    assert types(catalog, "mixed") == ["uintptr_t", "uintptr_t", "intptr_t", "uint32_t", "char", "uint64_t"]
-    assert types(catalog, "throw") == ["uintptr_t", "int32_t"]
+    assert types(catalog, "mixed") == ["void *", "void *", "intptr_t", "uint32_t", "char", "uint64_t"]
+    assert types(catalog, "throw") == ["void *", "int32_t"]
     code, out = verify(capsys, tmp_path / "rt.yaml", *binaries)
     assert code == 0 and "30 sites in 3 binaries" in out, out
     for binary in binaries:
@@ -305,3 +306,23 @@ def test_real_binaries_import_then_verify(tmp_path, capsys, path, package, provi
         assert {p.name for p in catalog.probes} == {"throw", "rethrow", "catch"}
     if provider == "postgresql":
         assert types(catalog, "sort__start")[1] == "uint8_t"  # the bool, not the literal false's int
+
+
+def test_imported_catalog_builds_a_header_that_verifies(built, tmp_path, capsys):
+    """The catalog imported from the three builds generates a header gcc
+    and g++ compile (names with '__' and keywords included), and the
+    program built with it verifies against the same catalog."""
+    from probegen.generators.header import render_header
+
+    binaries = binaries_for(built, *ARCHES)
+    catalog = import_catalog(capsys, tmp_path / "rt.yaml", "rt", *binaries)
+    (tmp_path / "rt.h").write_text(render_header(catalog))
+    (tmp_path / "main.c").write_text(
+        '#include "rt.h"\nstatic char b[4];\nvolatile int v;\nint main(void)\n{\n'
+        "\tPROBE_SORT__START(v, 1);\n\tPROBE_MIXED(b, (void *)sizeof(b), -1L, 2u, 'c', 3);\n\tPROBE_LITERALS(0, 5);\n"
+        "\tPROBE_THROW(b, v);\n\tPROBE_CATCH(b, v);\n\treturn 0;\n}\n")
+    for cxx in (False, True):
+        binary = compile_native([tmp_path / "main.c"], tmp_path / f"main_{cxx}", include_dirs=[tmp_path],
+                                defines=["PROBEGEN_USDT"], cxx=cxx)
+        code, out = verify(capsys, tmp_path / "rt.yaml", binary)
+        assert code == 0, out

@@ -3,8 +3,8 @@
 Names come from the notes, as they are (sort__start, throw); argument
 types are inferred from each argument's size and sign at the sites that
 pass a variable (int32_t, uint64_t, ...; a literal does not vote); given
-binaries of both pointer sizes, pointer-wide arguments become uintptr_t
-or intptr_t. Argument names and docs are placeholders to edit. SPDK's
+binaries of both pointer sizes, pointer-wide arguments become void *
+(intptr_t when signed). Argument names and docs are placeholders to edit. SPDK's
 arg0 is recognised when every probe of the provider has it. The result
 passes `probegen verify` on the same binaries.
 """
