@@ -114,8 +114,12 @@ function(probegen_add_header name)
   # Followed transitively: every target linking ${name} builds after the header exists.
   add_dependencies(${name} ${name}_generate)
   target_include_directories(${name} INTERFACE "${output_dir}")
-  if(arg_USDT)
+  if(arg_USDT AND enable_macro)
     target_compile_definitions(${name} INTERFACE "${enable_macro}")
+  elseif(NOT arg_USDT AND NOT enable_macro)
+    # A dtrace-style header without an enable macro always compiles its probes in.
+    message(FATAL_ERROR "probegen_add_header(${name}): USDT is off, but ${arg_CATALOG} sets no "
+      "header.enable_macro, so its probes cannot be compiled out: set one in the catalog")
   endif()
   set_target_properties(${name} PROPERTIES
     PROBEGEN_CATALOG "${catalog}"
