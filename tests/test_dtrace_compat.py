@@ -83,9 +83,15 @@ def test_header_is_stable_and_not_rewritten(tmp_path, capsys):
     assert "#define SHOP_PAY_CARD_CHECK(card, arg1, arg2, arg3)" in first
     assert "DTRACE_PROBE4(shop, pay__card__check, card, arg1, arg2, arg3)" in first
     assert "#ifndef SHOP_PROBES_H" in first
-    # dtrace -h's default output: FILE.h in the working directory.
-    code, _, _ = run_cli(capsys, "header", "-s", SHOP, "-o", "-")
-    assert code == 0 and "#ifndef SHOP__H" not in capsys.readouterr().out
+    code, printed, _ = run_cli(capsys, "header", "-s", SHOP, "-o", "-")
+    assert code == 0 and printed == first
+
+
+def test_default_output_is_named_after_the_provider_file(tmp_path, capsys, monkeypatch):
+    """As dtrace -h: FILE.h in the working directory."""
+    monkeypatch.chdir(tmp_path)
+    assert run_cli(capsys, "header", "-s", SHOP)[0] == 0
+    assert "#ifndef SHOP_SHOP_H\n" in (tmp_path / "shop.h").read_text()
 
 
 def test_provider_file_with_two_providers(tmp_path, capsys):
