@@ -20,6 +20,7 @@ def configure(parser):
 
 
 def run(args) -> int:
+    from probegen.errors import printable
     from probegen.generators import render_outputs
     from probegen.output import stale
     from probegen.reports import load_catalog_reported
@@ -28,8 +29,8 @@ def run(args) -> int:
     files = render_outputs(catalog)
     out_of_date = stale(files)
     for path in out_of_date:
-        print(f"{os.path.relpath(path)}: stale: differs from what {args.catalog} generates "
-              f"(run: probegen generate --catalog {args.catalog})", file=sys.stderr)
+        print(printable(f"{os.path.relpath(path)}: stale: differs from what {args.catalog} generates "
+                        f"(run: probegen generate --catalog {args.catalog})"), file=sys.stderr)
     summary = (f"{len(out_of_date)} of {len(files)} generated file(s) stale" if out_of_date
                else f"{len(files)} generated file(s) up to date")
     if args.format != "text":

@@ -25,7 +25,7 @@ RULES: dict[str, dict[str, str]] = {
         "str-of-non-string": "str() of an argument that is not a string",
         "printf-conversion": "A printf conversion that bpftrace does not know",
         "printf-arg-count": "printf has another number of arguments than its format has conversions",
-        "printf-type": "A printf conversion does not fit its argument's type",
+        "printf-type": "A printf conversion does not fit its argument's type (or prints a string without str())",
         "cast": "A cast to a struct pointer of a value that is not that struct's address",
         "struct-member": "A struct member that the struct does not have",
         "struct-copy": "A member of the script's copy of a struct is not in the binary's struct",
