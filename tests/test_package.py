@@ -199,3 +199,12 @@ def _have_sdt() -> bool:
     except pytest.skip.Exception:
         return False
     return True
+
+
+def test_paths_and_schema_commands_in_this_checkout():
+    probegen = VENV_BIN / "probegen"
+    paths = installed_paths(VENV_BIN.parent)
+    assert paths == {name: path.resolve() for name, path in SHIPPED.items()}
+    assert sh([probegen, "schema"], REPO).stdout == SHIPPED["schema"].read_text()
+    both = subprocess.run([probegen, "paths", "--make", "--schema"], capture_output=True, text=True)
+    assert both.returncode == 2 and "not allowed with" in both.stderr and "Traceback" not in both.stderr
