@@ -121,13 +121,14 @@ def listing_text(binary: Binary) -> str:
     lines = [f"{binary.path}: {len(binary.probes)} probe(s), {binary.site_count} site(s) {what}"]
     if not binary.has_notes:
         lines[0] = f"{binary.path}: no {'.note.stapsdt'} section (no USDT probes) {what}"
+    address = f"0{width}x"
     args_text: dict[int, str] = {}  # by identity of the shared argument tuple (see _args_json)
     append = lines.append
     for probe in binary.probes:
         append(f"  {probe.provider}:{probe.name}")
         for site in probe.sites:
-            semaphore = f"0x{site.semaphore:0{width}x}" if site.semaphore else "none"
-            append(f"    site 0x{site.address:0{width}x}  semaphore {semaphore}")
+            semaphore = "0x" + format(site.semaphore, address) if site.semaphore else "none"
+            append(f"    site 0x{format(site.address, address)}  semaphore {semaphore}")
             if site.args:
                 text = args_text.get(id(site.args))
                 if text is None:

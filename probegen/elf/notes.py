@@ -25,6 +25,7 @@ from probegen.errors import InputError
 from probegen.inputs import UnreadableInput, open_seekable
 
 _NAME = re.compile(r"[A-Za-z0-9_]+\Z")  # provider and probe names in a note
+_NAME_BYTES = re.compile(rb"[A-Za-z0-9_]+\Z")
 
 _MAGIC = b"\x7fELF"
 NOTE_SECTION = ".note.stapsdt"
@@ -284,8 +285,8 @@ class _NoteReader:
             key = names.get(data[strings_at:name_end])
             decoded = arguments.get(data[name_end + 1:args_end])
             if key is None or decoded is None:
-                key, decoded = self._check(data[desc_at:desc_end], f"stapsdt note at byte {section_offset + note_at}",
-                                           key is None)
+                key, decoded = self._check(data[strings_at:provider_end], data[provider_end + 1:name_end],
+                                           data[name_end + 1:args_end], f"stapsdt note at byte {section_offset + note_at}")
             # Prelinking moves sections but not the addresses inside notes;
             # tracers shift pc (and the semaphore) by how far .stapsdt.base moved.
             if self.stapsdt_base and base:
@@ -302,28 +303,34 @@ class _NoteReader:
         return grouped
 
     def _strings(self, desc: bytes, where: str) -> list[bytes]:
+        """Raises for a descriptor without three NUL-terminated strings."""
         strings = desc[3 * self.width:].split(b"\0")
         if len(strings) < 4:
             raise ElfError(self.shown, f"{where}: provider, name and arguments are not three NUL-terminated strings")
         return strings
 
-    def _check(self, desc: bytes, where: str, new_name: bool):
+    def _check(self, raw_provider: bytes, raw_name: bytes, raw_args: bytes, where: str):
         """((provider, name), (argument text, decoded arguments)) of a note
-        with a string not seen before: checked and decoded (in the order of
-        the messages), and remembered for the notes that repeat it."""
-        shown = self.shown
-        raw_provider, raw_name, raw_args = self._strings(desc, where)[:3]
-        if not new_name:
-            args_text = _text(raw_args, shown, where, "arguments")
-            provider, name = key = self.names[raw_provider + b"\0" + raw_name]
-        else:
-            provider, name, args_text = (_text(s, shown, where, what) for s, what in
-                                         ((raw_provider, "provider"), (raw_name, "name"), (raw_args, "arguments")))
+        with a string not seen before: checked and decoded (problems in the
+        order of the messages), and remembered for the notes that repeat it."""
+        shown, raw_key = self.shown, raw_provider + b"\0" + raw_name
+        key = self.names.get(raw_key)
+        decoded = self.args.get(raw_args)
+        if key is None and decoded is not None and _NAME_BYTES.match(raw_provider) and _NAME_BYTES.match(raw_name):
+            # A new probe with a known argument string: C names are plain
+            # ASCII, nothing else to check (the common case).
+            key = self.names[raw_key] = (raw_provider.decode("ascii"), raw_name.decode("ascii"))
+            return key, decoded
+        if key is None:
+            provider, name, args_text = (_text(raw_provider, shown, where, "provider"), _text(raw_name, shown, where, "name"),
+                                         _text(raw_args, shown, where, "arguments"))
             for value, what in ((provider, "provider"), (name, "name")):
                 if not _NAME.match(value):
                     raise ElfError(shown, f"{where}: {what} {value!r} is not a C identifier")
-            key = self.names.setdefault(raw_provider + b"\0" + raw_name, (provider, name))
-        decoded = self.args.get(raw_args)
+            key = self.names[raw_key] = (provider, name)
+        else:
+            provider, name = key
+            args_text = _text(raw_args, shown, where, "arguments")
         if decoded is None:
             try:
                 args = parse_args(args_text, self.machine)
