@@ -132,3 +132,15 @@ def test_module_usage_errors_are_clear(project):
     result = configure(project, "Ninja", check=False)
     assert result.returncode != 0
     assert "probegen_add_header(counter_probes): CATALOG <probes.yaml> is required" in result.stderr
+
+
+def test_usdt_off_needs_an_enable_macro(project):
+    """A dtrace-style catalog without header.enable_macro compiles its probes
+    in always: switching them off is refused, not silently ignored."""
+    catalog = project / "probes.yaml"
+    text = catalog.read_text()
+    text = text.replace("  enable_macro: COUNTER_CONFIG_USDT", "  style: dtrace  #").replace("  typed_prefix: COUNTER_PROBE\n", "")
+    catalog.write_text(text)
+    result = configure(project, "Ninja", "-DCOUNTER_USDT=OFF", check=False)
+    assert result.returncode != 0
+    assert "USDT is off, but probes.yaml sets no header.enable_macro" in " ".join(result.stderr.split())
