@@ -157,9 +157,7 @@ def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bo
             where = ", ".join(b.path for b in binaries) or "no binaries"
             add(Finding(probe.location, f"probe '{probe.name}' has no site in {where}", "missing-probe", probe.name))
             continue
-        for binary, bprobe in occurrences:
-            for site in bprobe.sites:
-                report.sites_checked += 1
+        report.sites_checked += sum(len(bprobe.sites) for _, bprobe in occurrences)
         _check_probe(catalog, probe, occurrences, add)
 
     if not allow_extra:
@@ -198,8 +196,6 @@ def verify_absent(catalog: Catalog, binaries: list[Binary]) -> Report:
 
 
 def _check_probe(catalog: Catalog, probe: Probe, occurrences, add) -> None:
-    expected = catalog.note_arg_count(probe)
-    offset = catalog.arg_offset
     # Group identical problems across sites: one finding, the first site,
     # and how many more sites have it.
     problems: dict[tuple, list] = {}
@@ -208,27 +204,15 @@ def _check_probe(catalog: Catalog, probe: Probe, occurrences, add) -> None:
         problems.setdefault(key, [location, check, binary, message, []])[4].append(site.address)
 
     for binary, bprobe in occurrences:
-        pointer_size = binary.pointer_size
+        # Sites often repeat an argument string: its problems are found
+        # once per binary, and noted at each site that has it.
+        args_problems: dict[str, list[tuple]] = {}
         for site in bprobe.sites:
-            if len(site.args) != expected:
-                extra = f" (arg0 plus {len(probe.args)})" if offset else ""
-                note(("count", binary.path, len(site.args)), probe.location, "arg-count", binary, site,
-                     f"probe '{probe.name}': catalog says {expected} argument{'s' if expected != 1 else ''}{extra}, "
-                     f"binary {binary.path} site {{site}} has {len(site.args)}: {site.args_text or '(none)'}")
-                continue
-            if offset:
-                problem = _arg0_problem(probe, site.args[0])
-                if problem:
-                    note(("arg0", binary.path, site.args[0].spec), probe.location, "arg0", binary, site,
-                         f"probe '{probe.name}': {problem} (binary {binary.path} site {{site}})")
-            for index, arg in enumerate(probe.args):
-                got = site.args[index + offset]
-                if _arg_matches(got, arg.ctype, pointer_size):
-                    continue
-                note(("arg", index, binary.path, got.size, got.signed, got.floating), arg.location, "arg-type",
-                     binary, site,
-                     f"probe '{probe.name}' argument {index + offset} '{arg.name}': catalog says "
-                     f"{_describe_type(arg, pointer_size)}, binary {binary.path} site {{site}} has {got.describe()}")
+            found = args_problems.get(site.args_text)
+            if found is None:
+                found = args_problems[site.args_text] = _args_problems(catalog, probe, binary, site)
+            for key, location, check, message in found:
+                note(key, location, check, binary, site, message)
             if catalog.header.semaphores and not site.semaphore:
                 note(("semaphore", binary.path), probe.location, "semaphore", binary, site,
                      f"probe '{probe.name}': the catalog's header has is-enabled checks (semaphores: true) but "
@@ -237,6 +221,34 @@ def _check_probe(catalog: Catalog, probe: Probe, occurrences, add) -> None:
     for location, check, binary, message, addresses in problems.values():
         more = f" (and {len(addresses) - 1} more site{'s' if len(addresses) > 2 else ''})" if len(addresses) > 1 else ""
         add(Finding(location, message.replace("{site}", _hex(addresses[0]) + more), check, probe.name, binary.path))
+
+
+def _args_problems(catalog: Catalog, probe: Probe, binary: Binary, site) -> list[tuple]:
+    """(key, location, check, message) of each problem of the site's
+    arguments; ``{site}`` in the message stands for the sites that have it."""
+    expected = catalog.note_arg_count(probe)
+    offset = catalog.arg_offset
+    pointer_size = binary.pointer_size
+    found = []
+    if len(site.args) != expected:
+        extra = f" (arg0 plus {len(probe.args)})" if offset else ""
+        found.append((("count", binary.path, len(site.args)), probe.location, "arg-count",
+                      f"probe '{probe.name}': catalog says {expected} argument{'s' if expected != 1 else ''}{extra}, "
+                      f"binary {binary.path} site {{site}} has {len(site.args)}: {site.args_text or '(none)'}"))
+        return found
+    if offset:
+        problem = _arg0_problem(probe, site.args[0])
+        if problem:
+            found.append((("arg0", binary.path, site.args[0].spec), probe.location, "arg0",
+                          f"probe '{probe.name}': {problem} (binary {binary.path} site {{site}})"))
+    for index, arg in enumerate(probe.args):
+        got = site.args[index + offset]
+        if _arg_matches(got, arg.ctype, pointer_size):
+            continue
+        found.append((("arg", index, binary.path, got.size, got.signed, got.floating), arg.location, "arg-type",
+                      f"probe '{probe.name}' argument {index + offset} '{arg.name}': catalog says "
+                      f"{_describe_type(arg, pointer_size)}, binary {binary.path} site {{site}} has {got.describe()}"))
+    return found
 
 
 # --- rendering ---------------------------------------------------------------
