@@ -144,3 +144,14 @@ def test_usdt_off_needs_an_enable_macro(project):
     result = configure(project, "Ninja", "-DCOUNTER_USDT=OFF", check=False)
     assert result.returncode != 0
     assert "USDT is off, but probes.yaml sets no header.enable_macro" in " ".join(result.stderr.split())
+
+
+def test_module_works_through_include_too(project):
+    require_sdt()
+    edit(project / "CMakeLists.txt", "find_package(probegen 0.1 CONFIG REQUIRED HINTS ${probegen_cmake_dir})",
+         "include(${probegen_cmake_dir}/probegenConfig.cmake)")
+    configure(project, "Ninja", "-DCOUNTER_USDT=ON")
+    build(project)
+    program, library = binaries(project)
+    assert usdt_probes(program) | usdt_probes(library) == ALL_PROBES
+    ctest(project)

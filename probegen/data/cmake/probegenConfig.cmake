@@ -11,6 +11,8 @@
 #     OUTPUT_VARIABLE probegen_cmake_dir OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
 #   find_package(probegen CONFIG REQUIRED HINTS ${probegen_cmake_dir})
 #
+# (or include(${probegen_cmake_dir}/probegenConfig.cmake)).
+#
 # Then:
 #
 #   probegen_add_header(<name> CATALOG <probes.yaml> [OUTPUT <header>] [USDT <bool>])
@@ -56,6 +58,15 @@ if(NOT PROBEGEN_EXECUTABLE)
     "the probegen program was not found: install probegen (pip install probegen) or set PROBEGEN_EXECUTABLE")
   cmake_policy(POP)
   return()
+endif()
+
+# include()d directly rather than through find_package(): no version yet.
+if(NOT DEFINED probegen_VERSION)
+  function(_probegen_read_version)
+    include("${CMAKE_CURRENT_FUNCTION_LIST_DIR}/probegenConfigVersion.cmake")
+    set(probegen_VERSION "${PACKAGE_VERSION}" PARENT_SCOPE)
+  endfunction()
+  _probegen_read_version()
 endif()
 
 # A module from one installation driving another installation's probegen
