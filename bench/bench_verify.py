@@ -3,7 +3,8 @@
 
 1. Scale: synthetic binaries with 1,000 / 5,000 / 20,000 probe sites
    (make_probe_binary.py: gcc, the real <sys/sdt.h>, a catalog that
-   describes them), each command against `readelf -n` on the same file in
+   describes them: 2 sites a probe, as in Debian's PostgreSQL, libvirt and
+   libruby, which have 1 to 2), each command against `readelf -n` on the same file in
    the same run. Target: verify and list (text and JSON) within 15x
    readelf -n at 20,000 notes, and time per note flat as notes grow.
 2. The JDK's libjvm.so (531 probe sites, provider hotspot_jni imported
@@ -36,25 +37,30 @@ PROBEGEN = [PYTHON, "-m", "probegen"]
 def bench_scale(tmp: Path, sizes, rounds: int) -> bool:
     import make_probe_binary
 
-    print(f"1. synthetic binaries against readelf -n on the same file, best of {rounds} rounds")
-    print(f"   {'notes':>6}  {'command':20} {'ms':>8}  {'x readelf':>9}  {'us/note':>7}")
+    print(f"1. synthetic binaries against readelf -n on the same file, best of {rounds} rounds:")
+    print("   wall-clock ms and ratio (the target's measure), and CPU (user + system) ms and ratio")
+    print(f"   {'notes':>6}  {'command':24} {'wall ms':>8} {'x readelf':>9}  {'cpu ms':>8} {'x readelf':>9}")
     met = True
     for notes in sizes:
         catalog, binary = make_probe_binary.build(tmp / f"notes{notes}", notes)
         reference = Command("readelf -n", ["readelf", "-n", str(binary)])
         ours = [
+            # What verify spends before it reads the binary: start-up and
+            # loading the catalog (here 1 probe for every 2 sites).
+            Command("floor: load catalog", [PYTHON, "-c", "import gc, sys; gc.disable(); "
+                    "from probegen.catalog import load_catalog; load_catalog(sys.argv[1])", str(catalog)]),
             Command("list", PROBEGEN + ["list", str(binary)]),
             Command("list --format json", PROBEGEN + ["list", "--format", "json", str(binary)]),
             Command("verify", PROBEGEN + ["verify", "-c", str(catalog), str(binary)]),
             Command("verify --format json", PROBEGEN + ["verify", "--format", "json", "-c", str(catalog), str(binary)]),
         ]
         race([reference, *ours], rounds=rounds, warmup=1)
-        print(f"   {notes:>6}  {reference.label:20} {reference.best_ms:8.1f}  {1:9.2f}")
-        for command in ours:
+        for command in (reference, *ours):
             ratio = command.best_ms / reference.best_ms
-            per_note = command.best_ms * 1000 / notes
-            print(f"   {notes:>6}  {command.label:20} {command.best_ms:8.1f}  {ratio:9.2f}  {per_note:7.1f}")
-            if notes == max(sizes):
+            cpu_ratio = command.best_cpu_ms / reference.best_cpu_ms
+            print(f"   {notes:>6}  {command.label:24} {command.best_ms:8.1f} {ratio:9.2f}  "
+                  f"{command.best_cpu_ms:8.1f} {cpu_ratio:9.2f}")
+            if notes == max(sizes) and not command.label.startswith("floor"):
                 met &= ratio <= SCALE_TARGET
     print(f"   target at {max(sizes):,} notes: <= {SCALE_TARGET:g}x readelf -n: {'met' if met else 'MISSED'}")
     return met

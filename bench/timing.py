@@ -6,6 +6,7 @@ shared machine hits all of them alike; each keeps its best round.
 
 from __future__ import annotations
 
+import resource
 import subprocess
 import sys
 import time
@@ -26,17 +27,25 @@ class Command:
     def __init__(self, label: str, argv: list[str], env: dict | None = None, before=None):
         self.label, self.argv, self.env, self.before = label, argv, env, before
         self.times: list[float] = []
+        self.cpu_times: list[float] = []  # user + system of the process: less swayed by a busy machine
 
     def run(self) -> None:
         if self.before:
             self.before()  # untimed set-up, e.g. editing the catalog
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(self.argv, check=True, env=self.env, stdout=subprocess.DEVNULL)
         self.times.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.cpu_times.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
 
     @property
     def best_ms(self) -> float:
         return min(self.times) * 1000
+
+    @property
+    def best_cpu_ms(self) -> float:
+        return min(self.cpu_times) * 1000
 
 
 def race(commands: list[Command], rounds: int, warmup: int = 2) -> None:
@@ -45,6 +54,7 @@ def race(commands: list[Command], rounds: int, warmup: int = 2) -> None:
             command.run()
     for command in commands:
         command.times.clear()
+        command.cpu_times.clear()
     for _ in range(rounds):
         for command in commands:
             command.run()
