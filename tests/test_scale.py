@@ -120,3 +120,8 @@ def test_verify_finds_undocumented_probes_in_linear_work(builds):
     largest = reports[max(reports)]
     assert {f.check for f in largest.findings} == {"undocumented-probe"}
     assert len(largest.findings) == SIZES[-1] // 2 // 2  # two sites a probe, one finding a probe
+
+
+def test_catalog_load_is_linear(builds):
+    """verify reads the catalog first: one probe per two sites here."""
+    assert growth(builds, lambda catalog, binary: load_catalog(catalog)) <= MAX_GROWTH
