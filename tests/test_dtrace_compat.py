@@ -125,3 +125,32 @@ def test_header_errors_exit_2(tmp_path, capsys):
     code, _, err = run_cli(capsys, "header", "-s", clash, "-o", tmp_path / "x.h")
     assert code == 2 and "P_A_B" in err
     assert not (tmp_path / "x.h").exists()
+
+
+@pytest.mark.parametrize("header, defines, probes", [
+    ("{style: dtrace, enable_macro: APP_USDT}", ["APP_USDT"], 1),
+    ("{style: dtrace, enable_macro: APP_USDT}", [], 0),
+    ("{style: dtrace, disable_macro: APP_NO_USDT}", [], 1),
+    ("{style: dtrace, disable_macro: APP_NO_USDT}", ["APP_NO_USDT"], 0),
+])
+def test_style_dtrace_switches(tmp_path, capsys, header, defines, probes):
+    """Compiled in unless the catalog asks for a switch; compiled out, the
+    macros use their arguments (no unused-variable warnings) and evaluate none."""
+    catalog = tmp_path / "probes.yaml"
+    catalog.write_text(f"provider: app\nheader: {header}\nprobes:\n  - name: go__now\n    group: g\n"
+                       "    doc: d\n    args: [{name: n, type: int}]\n")
+    assert run_cli(capsys, "header", "-c", catalog, "-o", tmp_path / "probes.h")[0] == 0
+    main = tmp_path / "main.c"
+    main.write_text('#include "probes.h"\nstatic int calls;\nstatic int next(void) { return ++calls; }\n'
+                    "int main(void) {\n\tint n = 4;\n\tAPP_GO_NOW(n);\n\tAPP_GO_NOW(next());\n"
+                    "\treturn APP_GO_NOW_ENABLED() + calls;\n}\n")
+    binary = compile_c([main], tmp_path / "main", include_dirs=[tmp_path], defines=defines)
+    assert len(notes(binary)) == 2 * probes
+    assert subprocess.run([binary]).returncode == probes  # next() ran once when compiled in, never when out
+
+
+def test_style_is_checked(tmp_path, capsys):
+    catalog = tmp_path / "probes.yaml"
+    catalog.write_text("provider: app\nheader: {style: dtrace3}\nprobes: [{name: a, group: g, doc: d}]\n")
+    code, _, err = run_cli(capsys, "header", "-c", catalog, "-o", "-")
+    assert code == 2 and err.startswith(f"{catalog}:2:17: error: 'style': 'dtrace3' is not of the form")
