@@ -32,9 +32,9 @@ NOTE_SECTION = ".note.stapsdt"
 BASE_SECTION = ".stapsdt.base"
 NOTE_OWNER = "stapsdt"
 NT_STAPSDT = 3
-# SPDK has ~150 probe sites, the largest users a few thousand; reading
-# 100,000 notes takes about a second. A crafted section of a million empty
-# notes would take tens of seconds: refused instead.
+# SPDK has ~150 probe sites, the largest users tens of thousands; reading
+# 100,000 notes takes about half a second. A crafted section of millions
+# of empty notes would take many seconds: refused instead.
 MAX_NOTES = 100_000
 
 # Every note starts with three 4-byte words (n_namesz, n_descsz, n_type)
