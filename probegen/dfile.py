@@ -40,6 +40,7 @@ _TOKEN = re.compile(
     r"|(?P<punct>\.\.\.|[(){};,*:\[\]=])|(?P<other>.)"
 )
 _MAX_EXPANSION = 64  # nested #define expansions: far more than types need
+_MAX_EXPANDED = 100_000  # tokens from #define expansions: macros that double each other would never end
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ class _Lexer:
     def __init__(self, text: str, path: str):
         self.text, self.path = text, path
         self.macros: dict[str, list[Token]] = {}
+        self.expanded = 0
 
     def fail(self, line: int, column: int, why: str):
         raise InputError(printable(f"{self.path}:{line}:{column}: error: {why}"))
@@ -157,6 +159,10 @@ class _Lexer:
     def emit(self, token: Token, out: list[Token], expanding: frozenset[str]) -> None:
         body = self.macros.get(token.text) if token.kind == "ident" else None
         if body is None or token.text in expanding:
+            if expanding:
+                self.expanded += 1
+                if self.expanded > _MAX_EXPANDED:
+                    self.fail(token.line, token.column, f"#define expansions give more than {_MAX_EXPANDED:,} tokens")
             out.append(token)
             return
         if len(expanding) >= _MAX_EXPANSION:

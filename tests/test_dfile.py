@@ -100,6 +100,12 @@ def test_errors_name_file_line_column(text, message):
     assert "\n" not in str(caught.value)
 
 
+def test_macros_that_double_each_other_are_refused():
+    text = "#define X0 int\n" + "".join(f"#define X{i} X{i - 1} X{i - 1}\n" for i in range(1, 41))
+    with pytest.raises(InputError, match=r"t\.d:42:22: error: #define expansions give more than 100,000 tokens"):
+        parse_provider_file(text + "provider p { probe a(X40); };", "t.d")
+
+
 def test_import_writes_a_catalog_that_loads(tmp_path, capsys):
     out = tmp_path / "shop.yaml"
     code, _, err = run_cli(capsys, "import", SHOP, "-o", out)
