@@ -1,0 +1,64 @@
+"""The recipes in README.md and doc/*.md run as written.
+
+A build recipe is shown as a whole example file, marked with the comment
+`<!-- file: PATH -->` before its block; the example tests (test_meson,
+test_make, test_cmake) build those files with USDT on and off, so the
+copy in the docs must be the file, byte for byte. The catalog the README
+shows loads, and the pre-commit hooks it names exist.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from probegen.catalog import load_catalog
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [ROOT / "README.md", *sorted((ROOT / "doc").glob("*.md"))]
+FENCE = re.compile(r"^```(?P<lang>[\w+-]*)\n(?P<body>.*?)^```$", re.M | re.S)
+FILE_MARK = re.compile(r"<!-- file: (?P<path>\S+) -->\n```[\w+-]*\n(?P<body>.*?)^```$", re.M | re.S)
+
+
+def blocks(lang: str) -> list[tuple[Path, str]]:
+    return [(doc, m["body"]) for doc in DOCS for m in FENCE.finditer(doc.read_text("utf-8")) if m["lang"] == lang]
+
+
+MARKED = [(doc, m["path"], m["body"]) for doc in DOCS for m in FILE_MARK.finditer(doc.read_text("utf-8"))]
+
+
+def test_build_recipes_are_shown_whole():
+    shown = {path for _, path, _ in MARKED}
+    assert {"examples/meson/meson.build", "examples/meson/meson_options.txt",
+            "examples/make/Makefile", "examples/cmake/CMakeLists.txt"} <= shown
+    # Every meson, make and cmake block is a whole, tested example file.
+    for lang in ("meson", "make", "cmake"):
+        for doc, body in blocks(lang):
+            assert any(body == marked for _, _, marked in MARKED), f"{doc.name}: a {lang} block that is no example file"
+
+
+@pytest.mark.parametrize("doc,path,body", MARKED, ids=[f"{d.name}:{p}" for d, p, _ in MARKED])
+def test_marked_block_is_the_file(doc, path, body):
+    assert body == (ROOT / path).read_text("utf-8"), f"{doc.name} shows an old copy of {path}"
+
+
+def test_catalog_examples_load(tmp_path):
+    catalogs = [body for _, body in blocks("yaml") if "\nprobes:" in body]
+    assert catalogs, "the README shows a catalog"
+    for index, body in enumerate(catalogs):
+        path = tmp_path / f"catalog{index}.yaml"
+        path.write_text(body)
+        catalog = load_catalog(path)
+        assert catalog.probes
+
+
+def test_pre_commit_recipe_names_real_hooks():
+    hooks = {hook["id"] for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    recipes = [yaml.safe_load(body) for _, body in blocks("yaml") if "hooks:" in body]
+    assert recipes, "the README shows the pre-commit recipe"
+    for recipe in recipes:
+        named = {hook["id"] for repo in recipe for hook in repo["hooks"]}
+        assert named and named <= hooks
