@@ -39,11 +39,13 @@ _URI_REFERENCE = re.compile(r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]+")
 @pytest.fixture(scope="session")
 def sarif_schema(request):
     """The SARIF 2.1.0 schema from the sarif-om sdist, downloaded once with
-    pip into pytest's cache (PROBEGEN_SARIF_SCHEMA may name a local copy)."""
+    pip into ~/.cache/probegen-tests, beside the Debian packages (or
+    PROBEGEN_SARIF_SCHEMA naming a local copy)."""
     local = os.environ.get("PROBEGEN_SARIF_SCHEMA")
     if local:
         return json.loads(Path(local).read_text())
-    cache = Path(request.config.cache.mkdir("sarif-schema"))
+    cache = Path.home() / ".cache" / "probegen-tests" / "sarif-schema"
+    cache.mkdir(parents=True, exist_ok=True)
     found = sorted(cache.glob("sarif_om-*.tar.gz"))
     if not found:
         proc = subprocess.run(
