@@ -458,9 +458,9 @@ def import_provider_file(path, provider_name: str | None = None, file_name: str 
     return text
 
 
-def catalogs_of(path) -> list:
+def catalogs_of(path, header_output=None) -> list:
     """A catalog (style dtrace) per provider of the file, for a header
-    made straight from it."""
+    made straight from it (at ``header_output``, which names the guards)."""
     from probegen.catalog.load import parse_catalog
     from probegen.errors import CatalogError
     from probegen.import_catalog import render_catalog
@@ -470,7 +470,7 @@ def catalogs_of(path) -> list:
     for provider in source.providers:
         imported = imported_catalog(source, provider.name)
         try:
-            catalogs.append(parse_catalog(render_catalog(imported).encode("utf-8"), Path(str(path))))
+            catalogs.append(parse_catalog(render_catalog(imported).encode("utf-8"), Path(str(path)), header_output))
         except CatalogError as exc:
             first = exc.diagnostics[0].message if exc.diagnostics else str(exc)
             raise InputError(printable(f"{path}: error: provider '{provider.name}': {first}")) from None

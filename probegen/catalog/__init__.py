@@ -17,10 +17,12 @@ __all__ = [
 ]
 
 
-def load_catalog(path: str | Path) -> Catalog:
-    """Read, check and model a catalog. Raises InputError or CatalogError."""
+def load_catalog(path: str | Path, header_output=None) -> Catalog:
+    """Read, check and model a catalog. Raises InputError or CatalogError.
+    ``header_output``: the file the header is written to, when it is not
+    the catalog's outputs.header (it names a guard the catalog leaves out)."""
     path = Path(path)
     data = read_input(path, "catalog file")
     from probegen.catalog.load import parse_catalog  # PyYAML: only when a catalog is read
 
-    return parse_catalog(data, path)
+    return parse_catalog(data, path, header_output)

@@ -172,9 +172,11 @@ def load_schema() -> dict:
     return json.loads(text)
 
 
-def parse_catalog(data: bytes, path: Path) -> Catalog:
+def parse_catalog(data: bytes, path: Path, header_output=None) -> Catalog:
     """Model a catalog from its bytes; ``path`` names it in messages and
-    anchors the relative output paths."""
+    anchors the relative output paths. ``header_output``: where the header
+    is written (probegen header -o), which names a guard the catalog does
+    not set, in place of outputs.header."""
     shown = str(path)
     try:
         text = data.decode("utf-8")
@@ -185,10 +187,10 @@ def parse_catalog(data: bytes, path: Path) -> Catalog:
             Location(shown, line, column),
             f"file is not UTF-8 (byte 0x{data[exc.start]:02x}); save the catalog as UTF-8",
         )]) from None
-    return _parse_text(text, shown, path)
+    return _parse_text(text, shown, path, header_output)
 
 
-def _parse_text(text: str, shown: str, path: Path) -> Catalog:
+def _parse_text(text: str, shown: str, path: Path, header_output=None) -> Catalog:
     try:
         root, unprintable = _compose(text)
     except _Refused as exc:
@@ -201,7 +203,7 @@ def _parse_text(text: str, shown: str, path: Path) -> Catalog:
         raise CatalogError([Diagnostic(where, f"YAML syntax: {problem}")]) from None
     except yaml.YAMLError as exc:
         raise CatalogError([Diagnostic(Location(shown), f"YAML: {exc}")]) from None
-    builder = _Builder(shown, path.resolve(), load_schema())
+    builder = _Builder(shown, path.resolve(), load_schema(), header_output)
     if root is None:
         raise CatalogError([Diagnostic(Location(shown, 1, 1), "empty catalog: expected 'provider:' and 'probes:'")])
     catalog = builder.build(root, unprintable)
@@ -211,7 +213,8 @@ def _parse_text(text: str, shown: str, path: Path) -> Catalog:
 
 
 class _Builder:
-    def __init__(self, shown: str, path: Path, schema: dict):
+    def __init__(self, shown: str, path: Path, schema: dict, header_output=None):
+        self.header_output = None if header_output is None or str(header_output) == "-" else Path(header_output)
         self.shown = shown
         self.path = path
         self.base_dir = path.parent
@@ -303,6 +306,9 @@ class _Builder:
         if not self.diagnostics:  # names of a broken catalog would only repeat its problems
             self._header_nodes.setdefault("provider", top.get("provider"))
             for origin, message in name_problems(catalog):
+                if header.guard_derived and self.header_output is not None and header.guard in message:
+                    message += (f" (the include guard {header.guard} is made from the provider and "
+                                f"'{self.header_output.name}'): set header.guard in the catalog")
                 where = self._header_nodes.get(origin, top.get("header") or root) if isinstance(origin, str) else origin
                 self.diagnostics.append(Diagnostic(where if isinstance(where, Location) else self.loc(where), message))
         return catalog
@@ -408,7 +414,9 @@ class _Builder:
                 self.keyword_check(fields[key], values[key], key)
         self._header_nodes.update(fields)
         guard = values.get("guard")
-        if guard is None:
+        if guard is None and self.header_output is not None:
+            guard = default_guard(provider, str(self.header_output))
+        elif guard is None:
             out = None
             if isinstance(outputs_node, yaml.MappingNode):
                 out = self.fields(outputs_node).get("header")

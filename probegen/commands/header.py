@@ -12,7 +12,7 @@ from probegen import depfile
 from probegen.catalog import load_catalog
 from probegen.cli import add_catalog_argument
 from probegen.errors import InputError
-from probegen.generators.header import TEMPLATE, for_output, render_header
+from probegen.generators.header import TEMPLATE, render_header
 from probegen.output import GeneratedFile, write_if_changed
 
 HELP = "generate the C header of probe macros"
@@ -40,7 +40,9 @@ def configure(parser):
 def run(args) -> int:
     if args.provider_file:
         return _from_provider_file(args)
-    catalog = load_catalog(args.catalog)
+    # With -o, a guard the catalog does not set is made from that file's name.
+    named_output = args.output if args.output and not args.print_enable_macro else None
+    catalog = load_catalog(args.catalog, header_output=named_output)
     if args.print_enable_macro:
         print(catalog.header.enable_macro or "")  # none: style dtrace, always compiled in
         return 0
@@ -53,7 +55,7 @@ def run(args) -> int:
         sys.stdout.write(render_header(catalog))
         return 0
     output = Path(output)
-    write_if_changed(GeneratedFile(output, render_header(for_output(catalog, output))))
+    write_if_changed(GeneratedFile(output, render_header(catalog)))
     if args.depfile:
         depfile.write(args.depfile, output, args.catalog, TEMPLATE)
     return 0
@@ -66,14 +68,14 @@ def _from_provider_file(args) -> int:
 
     # dtrace -h writes FILE.h beside the working directory by default.
     output = args.output or Path(args.provider_file).with_suffix(".h").name
-    catalogs = catalogs_of(args.provider_file)
+    catalogs = catalogs_of(args.provider_file, header_output=output)
     if str(output) == "-":
         if args.depfile:
             raise InputError("probegen header: --depfile needs an output file, not stdout")
         sys.stdout.write("\n".join(render_header(c) for c in catalogs))
         return 0
     output = Path(output)
-    write_if_changed(GeneratedFile(output, "\n".join(render_header(for_output(c, output)) for c in catalogs)))
+    write_if_changed(GeneratedFile(output, "\n".join(render_header(c) for c in catalogs)))
     if args.depfile:
         depfile.write(args.depfile, output, args.provider_file, TEMPLATE)
     return 0

@@ -102,27 +102,5 @@ def render_header(catalog: Catalog) -> str:
     return render(TEMPLATE, **context(catalog))
 
 
-def for_output(catalog: Catalog, output) -> Catalog:
-    """The catalog as it writes the header at ``output``: a guard the
-    catalog does not set is made from the provider and that file's name
-    (probegen header -o FILE), as it is from outputs.header."""
-    from dataclasses import replace
-
-    from probegen.catalog.names import default_guard, problems
-    from probegen.errors import InputError
-
-    if not catalog.header.guard_derived or str(output) == "-":
-        return catalog
-    guard = default_guard(catalog.provider, str(output))
-    if guard == catalog.header.guard:
-        return catalog
-    derived = replace(catalog, header=replace(catalog.header, guard=guard))
-    found = problems(derived)
-    if found:
-        raise InputError(f"probegen header: the include guard {guard}, made from the provider and "
-                         f"'{Path(str(output)).name}': {found[0][1]}; set header.guard in the catalog")
-    return derived
-
-
 def render_files(catalog: Catalog, output: Path) -> list[GeneratedFile]:
     return [GeneratedFile(Path(output), render_header(catalog))]
