@@ -274,13 +274,16 @@ def _replace(target: str, data: bytes, executable: bool) -> None:
     with _removed_on_signal():
         fd, temporary = _create_temporary(directory, os.path.basename(target))
         try:
+            # The descriptor (and so the lock) is kept until the rename: a
+            # run sweeping this directory takes an unlocked temporary for a
+            # killed run's.
             try:
                 _write_fully(fd, data)
                 os.fsync(fd)
                 os.fchmod(fd, mode)  # on the descriptor: the name could be swapped for a link
+                os.replace(temporary, target)
             finally:
                 os.close(fd)
-            os.replace(temporary, target)
         except BaseException:
             _unlink_quietly(temporary)
             raise

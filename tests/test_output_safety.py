@@ -524,3 +524,29 @@ def test_dash_is_stdout_for_import_and_verify(tmp_path):
     assert report.returncode == 0, report.stderr
     assert isinstance(json.loads(report.stdout), dict)
     assert not (tmp_path / "-").exists()
+
+
+def test_a_sweeping_run_leaves_a_temporary_alone_until_its_rename(tmp_path, monkeypatch):
+    """ninja runs probegen header and docs at once into one directory; one
+    run's sweep must not take the other's finished temporary for a killed
+    run's between its last write and its rename (seen in CI: 'cannot write:
+    No such file or directory'). The sweep runs in a real second process at
+    exactly that moment."""
+    from probegen import output
+
+    real_replace = os.replace
+    sweeps = []
+
+    def replace_after_a_sweep(source, destination):
+        sweep = subprocess.run(
+            [sys.executable, "-c", "import sys; from probegen import output; output._sweep(sys.argv[1])", str(tmp_path)],
+            capture_output=True, text=True)
+        sweeps.append(sweep)
+        return real_replace(source, destination)
+
+    monkeypatch.setattr(output.os, "replace", replace_after_a_sweep)
+    target = tmp_path / "probes.md"
+    assert output.write_if_changed(output.GeneratedFile(target, "probes\n"))
+    assert [s.returncode for s in sweeps] == [0], [s.stderr for s in sweeps]
+    assert target.read_text() == "probes\n"
+    assert not [p for p in tmp_path.iterdir() if p.name != "probes.md"]
