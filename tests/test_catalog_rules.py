@@ -5,7 +5,6 @@ loads and BCC tools that load, all of them printing every hit."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from probegen.errors import CatalogError
 from probegen.generators import bcc, bpftrace
 from probegen.generators.header import render_header
 from probegen.output import write_all
-from tests.cbuild import WARNINGS, compile_c, require, require_sdt
+from tests.cbuild import compile_c, require, require_sdt
 from tests.tracing_helpers import SYSTEM_PYTHON, require_bcc, require_bpftrace, run_traced, tracer_lines
 
 REPO = Path(__file__).parent.parent

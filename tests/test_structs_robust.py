@@ -35,13 +35,9 @@ RUN_SECONDS = 20  # per structs run; each takes well under a second
 
 @pytest.fixture(scope="module", autouse=True)
 def no_cache():
-    saved = os.environ.get("PROBEGEN_NO_CACHE")
-    os.environ["PROBEGEN_NO_CACHE"] = "1"
-    yield
-    if saved is None:
-        os.environ.pop("PROBEGEN_NO_CACHE", None)
-    else:
-        os.environ["PROBEGEN_NO_CACHE"] = saved
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PROBEGEN_NO_CACHE", "1")
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ from probegen.catalog.cvalidate import (
 )
 from probegen.catalog.schema_walk import SchemaWalker
 from probegen.ctypes import C_KEYWORDS, CTypeError, Kind, is_identifier, parse_ctype
-from probegen.errors import CatalogError, Diagnostic, InputError, Location
+from probegen.errors import CatalogError, Diagnostic, Location
 
 SCHEMA_FILE = "catalog.schema.json"
 # C++ keywords that C headers define as macros (before C23); bool, true

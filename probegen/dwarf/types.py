@@ -4,7 +4,6 @@ C for bpftrace, and offered to the script generators as a TypeSource.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from probegen.catalog.model import Enumerator
 from probegen.ctypes import CType, Kind

@@ -18,7 +18,6 @@ import os
 import re
 import struct
 from dataclasses import dataclass
-from pathlib import Path
 
 from probegen.elf.argspec import ArgSpecError, NoteArg, parse_args
 from probegen.errors import InputError
