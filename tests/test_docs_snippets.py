@@ -3,8 +3,9 @@
 A build recipe is shown as a whole example file, marked with the comment
 `<!-- file: PATH -->` before its block; the example tests (test_meson,
 test_make, test_cmake) build those files with USDT on and off, so the
-copy in the docs must be the file, byte for byte. The catalog the README
-shows loads, and the pre-commit hooks it names exist.
+copy in the docs must be the file, byte for byte. The catalogs the docs
+show load, the pre-commit hooks they name exist, and their links to
+other pages lead to files.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import yaml
 from probegen.catalog import load_catalog
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = [ROOT / "README.md", *sorted((ROOT / "doc").glob("*.md"))]
+# doc/usdt_probes.md is generated from probes.yaml (test_docs checks it).
+GENERATED = {"usdt_probes.md"}
+DOCS = [ROOT / "README.md", *sorted(p for p in (ROOT / "doc").glob("*.md") if p.name not in GENERATED)]
 FENCE = re.compile(r"^```(?P<lang>[\w+-]*)\n(?P<body>.*?)^```$", re.M | re.S)
 FILE_MARK = re.compile(r"<!-- file: (?P<path>\S+) -->\n```[\w+-]*\n(?P<body>.*?)^```$", re.M | re.S)
 
@@ -47,7 +50,7 @@ def test_marked_block_is_the_file(doc, path, body):
 
 def test_catalog_examples_load(tmp_path):
     catalogs = [body for _, body in blocks("yaml") if "\nprobes:" in body]
-    assert catalogs, "the README shows a catalog"
+    assert catalogs, "the docs show a catalog"
     for index, body in enumerate(catalogs):
         path = tmp_path / f"catalog{index}.yaml"
         path.write_text(body)
@@ -58,7 +61,31 @@ def test_catalog_examples_load(tmp_path):
 def test_pre_commit_recipe_names_real_hooks():
     hooks = {hook["id"] for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
     recipes = [yaml.safe_load(body) for _, body in blocks("yaml") if "hooks:" in body]
-    assert recipes, "the README shows the pre-commit recipe"
+    assert recipes, "the docs show the pre-commit recipe"
     for recipe in recipes:
         named = {hook["id"] for repo in recipe for hook in repo["hooks"]}
         assert named and named <= hooks
+
+
+LINK = re.compile(r"\]\((?P<target>[^)#\s]*)(?:#(?P<anchor>[^)\s]+))?\)")
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors GitHub makes of a page's headings."""
+    text = FENCE.sub("", page.read_text("utf-8"))
+    return {re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+            for title in re.findall(r"^#+ (.*)$", text, re.M)}
+
+
+def test_pages_exist_and_links_lead_somewhere():
+    pages = {p.name for p in DOCS[1:]}
+    assert {"catalog.md", "build.md", "tracing.md", "verify-import.md", "structs.md", "security.md",
+            "internals.md"} <= pages
+    for doc in DOCS:
+        for m in LINK.finditer(doc.read_text("utf-8")):
+            if "://" in m["target"]:
+                continue
+            target = doc.parent / m["target"] if m["target"] else doc
+            assert target.exists(), f"{doc.name} links to {m['target']}, which is missing"
+            if m["anchor"]:
+                assert m["anchor"] in anchors(target), f"{doc.name} links to {m['target']}#{m['anchor']}: no such heading"
