@@ -10,7 +10,10 @@ other pages lead to files.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -89,3 +92,47 @@ def test_pages_exist_and_links_lead_somewhere():
             assert target.exists(), f"{doc.name} links to {m['target']}, which is missing"
             if m["anchor"]:
                 assert m["anchor"] in anchors(target), f"{doc.name} links to {m['target']}#{m['anchor']}: no such heading"
+
+
+def code_lines(text: str) -> list[str]:
+    """What the docs show as code: inline spans, fenced and indented blocks
+    (not the build files, which the example tests build)."""
+    shown = [m["body"] for m in FENCE.finditer(text) if m["lang"] not in ("make", "meson", "cmake")]
+    prose = FENCE.sub("", text)
+    shown += re.findall(r"^(?: {4}|\t)(.*)$", prose, re.M)
+    shown += re.findall(r"`([^`\n]+)`", prose)
+    return [line for block in shown for line in block.splitlines()]
+
+
+COMMAND = re.compile(r"(?:^|[\s$(])probegen (?P<command>[a-z]+)(?P<rest>[^|;&#\n]*)")
+
+
+def test_commands_shown_are_real():
+    """Every `probegen COMMAND --option` the docs show names a real command
+    and options its --help lists."""
+    from probegen.cli import COMMANDS
+
+    used: dict[str, set[str]] = {}
+    for doc in DOCS:
+        for line in code_lines(doc.read_text("utf-8")):
+            for m in COMMAND.finditer(line):
+                assert m["command"] in COMMANDS, f"{doc.name}: `{line.strip()}`: no command {m['command']}"
+                used.setdefault(m["command"], set()).update(re.findall(r"(?<![\w-])--[a-z][a-z-]*", m["rest"]))
+    assert {"header", "verify", "list", "bpftrace"} <= used.keys()
+    for command, options in used.items():
+        result = subprocess.run([sys.executable, "-m", "probegen", command, "--help"],
+                                capture_output=True, text=True, cwd=ROOT)
+        assert result.returncode == 0, result.stderr
+        known = set(re.findall(r"--[a-z][a-z-]*", result.stdout))
+        assert options <= known, f"probegen {command}: the docs show {sorted(options - known)}"
+
+
+def test_readme_commands_exist():
+    """The README's two fresh-machine commands are there, and CI runs the test one."""
+    readme = (ROOT / "README.md").read_text("utf-8")
+    commands = re.findall(r"^ {4}(tools/\S+\.sh)$", readme, re.M)
+    assert commands == ["tools/generate.sh", "tools/test.sh"]
+    for command in commands:
+        assert os.access(ROOT / command, os.X_OK), f"{command} is not an executable file"
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert re.search(r"^exec tools/test\.sh$", ci, re.M), ".ci/run does not run the README's test command"
