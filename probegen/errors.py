@@ -52,9 +52,9 @@ class InputError(Exception):
 
 def read_input(path, what: str) -> bytes:
     """The bytes of a file the user named (a regular file or a pipe, within
-    probegen.inputs.TEXT_LIMIT); InputError says what is wrong, calling the
+    probegen.files.inputs.TEXT_LIMIT); InputError says what is wrong, calling the
     file a ``what`` (e.g. "catalog file", "script")."""
-    from probegen.inputs import read_input as read_bounded
+    from probegen.files.inputs import read_input as read_bounded
 
     return read_bounded(path, what)
 

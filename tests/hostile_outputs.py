@@ -28,10 +28,10 @@ import pytest
 import yaml
 
 from probegen.catalog import Catalog
-from probegen.ctypes import Kind
+from probegen.catalog.ctype import Kind
 from probegen.generators import bcc, bpftrace, docs
 from probegen.generators.header import render_header
-from probegen.output import write_all
+from probegen.files.output import write_all
 from tests.cbuild import WARNINGS, require, require_sdt
 
 MARKER = "PGINJECT"

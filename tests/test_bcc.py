@@ -11,7 +11,7 @@ import pytest
 
 from probegen.catalog import load_catalog
 from probegen.generators import bcc
-from probegen.output import write_all
+from probegen.files.output import write_all
 from tests.tracing_helpers import (
     C_DIR, CATALOGS, SYSTEM_PYTHON, Process, build_program, expected_lines, require_bcc,
     run_traced, tracer_lines,

@@ -13,7 +13,7 @@ import pytest
 from probegen.catalog import load_catalog
 from probegen.errors import InputError
 from probegen.generators import bpftrace
-from probegen.output import write_all
+from probegen.files.output import write_all
 from tests.tracing_helpers import (
     C_DIR, CATALOGS, build_program, expected_lines, probegen_argv, require_bpftrace,
     run_traced, tracer_lines,

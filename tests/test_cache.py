@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from dwarf_helpers import C_DIR, gcc
-from probegen import cache
+from probegen.files import cache
 from probegen.dwarf import DwarfTypes
 
 REPO = Path(__file__).resolve().parent.parent

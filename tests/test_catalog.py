@@ -17,7 +17,7 @@ import yaml
 
 from probegen.catalog import load_catalog
 from probegen.catalog.load import load_schema
-from probegen.ctypes import CTypeError, Kind, parse_ctype
+from probegen.catalog.ctype import CTypeError, Kind, parse_ctype
 from probegen.errors import CatalogError, InputError
 
 REPO = Path(__file__).parent.parent

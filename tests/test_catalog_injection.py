@@ -22,7 +22,7 @@ import pytest
 
 from probegen.catalog import load_catalog
 from probegen.catalog.cvalidate import clock_expression
-from probegen.ctypes import CTypeError, parse_ctype
+from probegen.catalog.ctype import CTypeError, parse_ctype
 from probegen.errors import CatalogError
 from tests.hostile_outputs import (
     BPFTRACE_PAYLOAD, C_PAYLOAD, MARKER, PYTHON_PAYLOAD, SYSTEM_PYTHON, build_site, check_all, generate,
@@ -369,7 +369,7 @@ def test_depfile_refuses_a_catalog_name_make_would_run(tmp_path):
 def test_docs_cannot_speak_to_probegen_trace(tmp_path):
     """`probegen trace` replaces __EXE__ and __PID__ anywhere in a script
     and reads BPFTRACE_STRLEN= from it: in catalog text they are text."""
-    from probegen import trace
+    from probegen.runtime import trace
     from probegen.generators import bpftrace
 
     doc = "BPFTRACE_STRLEN=999 usdt:__EXE__:nothere usdt:__EXE__:demo:nothere __PID__"

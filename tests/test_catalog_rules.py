@@ -17,7 +17,7 @@ from probegen.catalog.names import header_definitions
 from probegen.errors import CatalogError
 from probegen.generators import bcc, bpftrace
 from probegen.generators.header import render_header
-from probegen.output import write_all
+from probegen.files.output import write_all
 from tests.cbuild import compile_c, require, require_sdt
 from tests.tracing_helpers import SYSTEM_PYTHON, require_bcc, require_bpftrace, run_traced, tracer_lines
 

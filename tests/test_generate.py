@@ -13,7 +13,7 @@ import pytest
 
 from probegen.catalog import load_catalog
 from probegen.generators import render_outputs
-from probegen.output import GeneratedFile, UnwritableOutput, write_if_changed
+from probegen.files.output import GeneratedFile, UnwritableOutput, write_if_changed
 
 REPO = Path(__file__).parent.parent
 

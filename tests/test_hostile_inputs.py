@@ -240,7 +240,7 @@ def test_catalog_and_script_from_pipes(world):
 
 
 def test_a_binary_pipe_is_copied_only_up_to_the_limit(world):
-    from probegen import inputs
+    from probegen.files import inputs
 
     # An endless pipe: copied to a temporary file (not memory) and refused
     # at the bound. In-process, with a small bound, so that the test does

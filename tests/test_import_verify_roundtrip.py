@@ -249,7 +249,7 @@ def test_keyword_probe_names_compile_verify_and_fire(keyword_build, capsys, cxx)
 def test_keyword_probe_names_in_generated_scripts(keyword_build):
     """The generated all.bt (usdt:FILE:throw, ...) loads and prints one line per hit."""
     from probegen.generators import bpftrace as bpftrace_generator
-    from probegen.output import write_all
+    from probegen.files.output import write_all
 
     bpftrace = require_bpftrace()
     directory, catalog_path = keyword_build

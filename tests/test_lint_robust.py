@@ -18,10 +18,10 @@ import pytest
 from probegen.catalog import load_catalog
 from probegen.cli import main
 from probegen.errors import InputError
-from probegen.lint import ScriptSyntaxError, lint_text
-from probegen.lint.cdefs import MAX_NESTED_STRUCTS, struct_definitions
-from probegen.lint.lexer import EOF, tokenize
-from probegen.lint.syntax import MAX_NESTING, CDefinition
+from probegen.checks.lint import ScriptSyntaxError, lint_text
+from probegen.checks.lint.cdefs import MAX_NESTED_STRUCTS, struct_definitions
+from probegen.checks.lint.lexer import EOF, tokenize
+from probegen.checks.lint.syntax import MAX_NESTING, CDefinition
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG = ROOT / "probes.yaml"

@@ -20,7 +20,7 @@ from probegen.cli import main
 from probegen.dwarf import DwarfTypes
 from probegen.generators import bpftrace
 from probegen.generators.lines import probe_line
-from probegen.output import write_all
+from probegen.files.output import write_all
 from tests.tracing_helpers import (
     C_DIR, CATALOGS, SYSTEM_PYTHON, build_program, expected_lines, probegen_argv, require_bcc,
     require_bpftrace, run_traced, tracer_lines,

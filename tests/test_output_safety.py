@@ -341,7 +341,7 @@ BIG = 48 << 20
 BIG_WRITER = f"""
 import sys
 from pathlib import Path
-from probegen.output import GeneratedFile, write_if_changed
+from probegen.files.output import GeneratedFile, write_if_changed
 try:
     write_if_changed(GeneratedFile(Path(sys.argv[1]), "x" * {BIG}))
 except KeyboardInterrupt:
@@ -442,7 +442,7 @@ KILL_LOOP = """
 import json, os, random, signal, sys, time
 from probegen.catalog import load_catalog
 from probegen.generators import render_outputs
-from probegen.output import GeneratedFile, write_all
+from probegen.files.output import GeneratedFile, write_all
 
 def writer(files):
     pid = os.fork()
@@ -532,14 +532,14 @@ def test_a_sweeping_run_leaves_a_temporary_alone_until_its_rename(tmp_path, monk
     run's between its last write and its rename (seen in CI: 'cannot write:
     No such file or directory'). The sweep runs in a real second process at
     exactly that moment."""
-    from probegen import output
+    from probegen.files import output
 
     real_replace = os.replace
     sweeps = []
 
     def replace_after_a_sweep(source, destination):
         sweep = subprocess.run(
-            [sys.executable, "-c", "import sys; from probegen import output; output._sweep(sys.argv[1])", str(tmp_path)],
+            [sys.executable, "-c", "import sys; from probegen.files import output; output._sweep(sys.argv[1])", str(tmp_path)],
             capture_output=True, text=True)
         sweeps.append(sweep)
         return real_replace(source, destination)

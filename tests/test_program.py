@@ -44,8 +44,8 @@ import sys
 from probegen.cli import main
 code = main(sys.argv[1:])
 heavy = sorted({m.split(".")[0] if not m.startswith("probegen") else ".".join(m.split(".")[:2])
-                for m in sys.modules} & {"yaml", "jinja2", "probegen.dwarf", "probegen.render",
-                                         "probegen.generators", "probegen.lint"})
+                for m in sys.modules} & {"yaml", "jinja2", "probegen.dwarf", "probegen.generators.render",
+                                         "probegen.generators", "probegen.checks.lint"})
 print(code, ",".join(heavy))
 """
 

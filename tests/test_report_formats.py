@@ -23,10 +23,10 @@ import pytest
 from elf_helpers import build_pgtest, line_of, run_cli, write_pgtest
 from probegen.catalog import load_catalog
 from probegen.elf import read_binary
-from probegen.lint import lint_file
+from probegen.checks.lint import lint_file
 from probegen.reports.github import escape_data, escape_property
 from probegen.reports.rules import RULES
-from probegen.verify import report_json, verify_binaries
+from probegen.checks.verify import report_json, verify_binaries
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "tests" / "lint_corpus"

@@ -23,7 +23,7 @@ from cbuild import REPO, require, require_sdt
 from probegen.catalog import load_catalog
 from probegen.elf import read_binary
 from probegen.elf.listing import listing_json, listing_text
-from probegen.verify import verify_binaries
+from probegen.checks.verify import verify_binaries
 
 sys.path.insert(0, str(REPO / "bench"))
 import make_probe_binary  # noqa: E402

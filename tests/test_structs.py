@@ -15,7 +15,7 @@ from dwarf_helpers import (
     trace_first_line,
 )
 from probegen.cli import main
-from probegen.ctypes import Kind
+from probegen.catalog.ctype import Kind
 from probegen.dwarf import DwarfTypes, model as m
 from probegen.dwarf.cdecl import order_definitions
 from probegen.errors import InputError

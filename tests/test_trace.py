@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from probegen import trace
+from probegen.runtime import trace
 from probegen.errors import InputError
 from tests.cbuild import compile_c
 from tests.tracing_helpers import (

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from probegen import trace
+from probegen.runtime import trace
 from tests.cbuild import compile_c
 from tests.tracing_helpers import Process, probegen_argv, require_bpftrace
 

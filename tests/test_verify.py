@@ -14,7 +14,7 @@ from elf_helpers import (
 )
 from probegen.catalog import load_catalog
 from probegen.elf import read_binary
-from probegen.verify import verify_binaries
+from probegen.checks.verify import verify_binaries
 
 VARIANTS = {
     "good": (),

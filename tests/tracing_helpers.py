@@ -57,7 +57,7 @@ def require_bcc() -> None:
     if probe.returncode != 0:
         pytest.skip("python3-bpfcc not installed (import bcc failed in /usr/bin/python3)")
     if not Path(f"/lib/modules/{os.uname().release}/build/include").exists():
-        pytest.skip("kernel headers not linked where BCC looks (run scripts/setup.sh --test)")
+        pytest.skip("kernel headers not linked where BCC looks (run tools/setup.sh --test)")
 
 
 class Process:

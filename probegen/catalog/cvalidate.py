@@ -18,7 +18,7 @@ import re
 
 import yaml
 
-from probegen.ctypes import TokenCursor, is_identifier, is_type_name
+from probegen.catalog.ctype import TokenCursor, is_identifier, is_type_name
 
 # A relative path of names. No '.' or '..' component and no absolute path:
 # the header includes what the build's include path holds, never a file

@@ -26,7 +26,7 @@ from probegen.catalog.cvalidate import (
     DOC_KEYS as _DOC_KEYS, CExpressionError, clock_expression, include_problem, shown, text_problems,
 )
 from probegen.catalog.schema_walk import SchemaWalker
-from probegen.ctypes import C_KEYWORDS, CTypeError, Kind, is_identifier, parse_ctype
+from probegen.catalog.ctype import C_KEYWORDS, CTypeError, Kind, is_identifier, parse_ctype
 from probegen.errors import CatalogError, Diagnostic, Location
 
 SCHEMA_FILE = "catalog.schema.json"

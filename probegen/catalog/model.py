@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from probegen.ctypes import CType, Kind
+from probegen.catalog.ctype import CType, Kind
 from probegen.errors import Location
 
 # <sys/sdt.h> defines STAP_PROBE1..STAP_PROBE12.

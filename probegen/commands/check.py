@@ -22,7 +22,7 @@ def configure(parser):
 def run(args) -> int:
     from probegen.errors import printable
     from probegen.generators import render_outputs
-    from probegen.output import stale
+    from probegen.files.output import stale
     from probegen.reports import load_catalog_reported
 
     catalog = load_catalog_reported(args, "check")
@@ -56,7 +56,7 @@ def run(args) -> int:
 def _difference(file) -> tuple[int, str]:
     """(the first line where the file on disk differs, or 0; what is
     wrong), for an annotation on that line."""
-    from probegen.inputs import UnreadableInput, open_seekable
+    from probegen.files.inputs import UnreadableInput, open_seekable
 
     try:
         stream, size = open_seekable(file.path, "generated file")

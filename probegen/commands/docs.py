@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from probegen import depfile
+from probegen.files import depfile
 from probegen.cli import add_catalog_argument
 
 HELP = "generate the Markdown reference of every probe"
@@ -28,7 +28,7 @@ def run(args) -> int:
     from probegen.catalog import load_catalog
     from probegen.errors import InputError
     from probegen.generators.docs import TEMPLATE, render_docs
-    from probegen.output import GeneratedFile, write_if_changed
+    from probegen.files.output import GeneratedFile, write_if_changed
 
     catalog = load_catalog(args.catalog)
     output = args.output or catalog.outputs.get("docs") or "-"

@@ -21,7 +21,7 @@ def run(args) -> int:
     from probegen.catalog import load_catalog
     from probegen.errors import InputError
     from probegen.generators import render_outputs
-    from probegen.output import write_if_changed
+    from probegen.files.output import write_if_changed
 
     catalog = load_catalog(args.catalog)
     files = render_outputs(catalog)

@@ -8,12 +8,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from probegen import depfile
+from probegen.files import depfile
 from probegen.catalog import load_catalog
 from probegen.cli import add_catalog_argument
 from probegen.errors import InputError
 from probegen.generators.header import TEMPLATE, render_header
-from probegen.output import GeneratedFile, write_if_changed
+from probegen.files.output import GeneratedFile, write_if_changed
 
 HELP = "generate the C header of probe macros"
 
@@ -64,7 +64,7 @@ def run(args) -> int:
 def _from_provider_file(args) -> int:
     """dtrace -h's job: one header section per provider of the file, each
     with its own guard."""
-    from probegen.dfile import catalogs_of
+    from probegen.catalog.dfile import catalogs_of
 
     # dtrace -h writes FILE.h beside the working directory by default.
     output = args.output or Path(args.provider_file).with_suffix(".h").name

@@ -31,9 +31,9 @@ def run(args) -> int:
     from pathlib import Path
 
     from probegen.elf import ElfError, read_binary
-    from probegen.import_catalog import import_catalog
+    from probegen.generators.catalog_yaml import import_catalog
 
-    from probegen.dfile import import_provider_file, is_provider_file
+    from probegen.catalog.dfile import import_provider_file, is_provider_file
     from probegen.errors import InputError
 
     provider_file = args.from_d
@@ -68,7 +68,7 @@ def _write(text: str, output: str | None) -> int:
     from pathlib import Path
 
     if output is not None:
-        from probegen.output import GeneratedFile, write_if_changed
+        from probegen.files.output import GeneratedFile, write_if_changed
 
         write_if_changed(GeneratedFile(Path(output), text))
     else:

@@ -29,7 +29,7 @@ def configure(parser):
 
 
 def run(args) -> int:
-    from probegen.lint import lint_paths
+    from probegen.checks.lint import lint_paths
     from probegen.reports import load_catalog_reported
 
     catalog = load_catalog_reported(args, "lint")

@@ -35,7 +35,7 @@ def run(args, kind: str, render_files) -> int:
 def write_scripts(args, kind: str, render_files) -> int:
     from probegen.catalog import load_catalog
     from probegen.errors import InputError
-    from probegen.output import write_if_changed
+    from probegen.files.output import write_if_changed
 
     catalog = load_catalog(args.catalog)
     output = args.output or catalog.outputs.get(kind)

@@ -37,7 +37,7 @@ def run(args) -> int:
     from probegen.dwarf import DwarfTypes
     from probegen.dwarf.enumtables import render_enum_maps
     from probegen.errors import InputError
-    from probegen.output import GeneratedFile, write_if_changed
+    from probegen.files.output import GeneratedFile, write_if_changed
 
     if args.enum_map:
         if not args.enums or args.types:

@@ -5,7 +5,7 @@ the process (its executable or a mapped shared library), quoted so that no
 byte of a name the process chose can change the program, and __PID__ with
 the pid, then runs bpftrace -p PID on the result. A file bpftrace 0.17
 cannot name exactly (':', '*' or a newline in its name) is refused, exit 2.
-Ctrl-C or SIGTERM ends tracing cleanly. See probegen/trace.py.
+Ctrl-C or SIGTERM ends tracing cleanly. See probegen/runtime/trace.py.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def configure(parser):
 def run(args) -> int:
     import sys
 
-    from probegen import trace
+    from probegen.runtime import trace
 
     if args.dry_run:
         sys.stdout.write(trace.program_for(args.pid, args.scripts))

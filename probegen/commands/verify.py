@@ -36,7 +36,7 @@ def run(args) -> int:
 
     from probegen.elf import ElfError, read_binary, resolve_dependencies
     from probegen.reports import emit, load_catalog_reported
-    from probegen.verify import report_json, report_junit, verify_absent, verify_binaries
+    from probegen.checks.verify import report_json, report_junit, verify_absent, verify_binaries
 
     catalog = load_catalog_reported(args, "verify")
     binaries, errors, followed, unresolved = [], [], set(), []

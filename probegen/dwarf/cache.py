@@ -14,7 +14,7 @@ import json
 import re
 from pathlib import Path
 
-from probegen import cache
+from probegen.files import cache
 
 KIND = "types"
 FORMAT = 3  # bump when the stored index changes shape

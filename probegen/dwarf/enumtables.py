@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from probegen.ctypes import is_identifier
+from probegen.catalog.ctype import is_identifier
 from probegen.errors import InputError
 
 
@@ -28,7 +28,7 @@ def enum_table(enumerators, strip_prefix: str = "") -> list[tuple[int, str]]:
 def render_enum_maps(types, enums: list[str], style: str, strip_prefix: str = "") -> str:
     """bpftrace BEGIN assignments (style "bpftrace") or a Python dict per
     enum (style "bcc") for these enums of ``types`` (a DwarfTypes)."""
-    from probegen.render import render
+    from probegen.generators.render import render
 
     tables = []
     for name in enums:

@@ -35,7 +35,7 @@ class DebugInfo:
 
 
 def _open_elf(path: Path):
-    from probegen.inputs import open_seekable
+    from probegen.files.inputs import open_seekable
 
     stream, _ = open_seekable(path, "ELF file", missing="cannot open: no such file")  # regular files only
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 
 from probegen.catalog.model import Enumerator
-from probegen.ctypes import CType, Kind
+from probegen.catalog.ctype import CType, Kind
 from probegen.dwarf import cache, model as m
 from probegen.dwarf.cdecl import Planner, order_definitions
 from probegen.dwarf.damage import reading
@@ -17,7 +17,7 @@ from probegen.errors import InputError
 
 
 class DwarfTypes:
-    """Types of one binary. Implements probegen.typeinfo.TypeSource."""
+    """Types of one binary. Implements probegen.generators.typesource.TypeSource."""
 
     def __init__(self, info: DebugInfo, index: TypeIndex):
         self.info = info
@@ -119,7 +119,7 @@ class DwarfTypes:
     # ---- rendering ------------------------------------------------------------
 
     def _render(self, roots: list[m.Type], annotate: bool = False) -> str:
-        from probegen.render import render
+        from probegen.generators.render import render
 
         planner = Planner(annotate=annotate)
         try:
@@ -220,7 +220,7 @@ def _spelling(t: m.Type) -> str:
 
 
 def to_ctype(t: m.Type) -> CType:
-    """How probegen.ctypes models a member of this DWARF type."""
+    """How probegen.catalog.ctype models a member of this DWARF type."""
     spelling = _spelling(t)
     named = t
     while isinstance(named, m.Qualified):

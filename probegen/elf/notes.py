@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from probegen.elf.argspec import ArgSpecError, NoteArg, parse_args
 from probegen.errors import InputError
-from probegen.inputs import UnreadableInput, open_seekable
+from probegen.files.inputs import UnreadableInput, open_seekable
 
 _NAME = re.compile(r"[A-Za-z0-9_]+\Z")  # provider and probe names in a note
 _NAME_BYTES = re.compile(rb"[A-Za-z0-9_]+\Z")
@@ -148,7 +148,7 @@ def open_elf(path: str | os.PathLike, *, pipe_ok: bool = False):
     """Open a path as an ELFFile; ElfError for anything that is not one.
 
     Regular files only, unless ``pipe_ok``: then a pipe (``<(cat BIN)``)
-    is copied to a temporary file first (see probegen.inputs).
+    is copied to a temporary file first (see probegen.files.inputs).
     Returns (ELFFile, file object, size); the caller closes the file.
     """
     shown = str(path)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 
 from probegen.catalog import Catalog
-from probegen.output import GeneratedFile
+from probegen.files.output import GeneratedFile
 
 GENERATORS = {
     "header": "probegen.generators.header",

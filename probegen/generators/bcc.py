@@ -16,9 +16,9 @@ from pathlib import Path
 
 from probegen.catalog import Catalog
 from probegen.generators.lines import UNKNOWN_ENUM, Field, ProbeLine, Style, enum_tables, probe_lines, script_groups
-from probegen.output import GeneratedFile
-from probegen.render import render
-from probegen.typeinfo import TypeSource
+from probegen.files.output import GeneratedFile
+from probegen.generators.render import render
+from probegen.generators.typesource import TypeSource
 
 TEMPLATE = "bcc_tool.py.j2"
 

@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probegen.catalog import Catalog
-from probegen.escape import c_string, printf_literal
+from probegen.generators.escape import c_string, printf_literal
 from probegen.generators.lines import (
     BPFTRACE_STRLEN_LIMIT, DEFAULT_STRLEN, UNKNOWN_ENUM, Field, ProbeLine, Style,
     enum_tables, probe_lines, script_groups,
 )
-from probegen.output import GeneratedFile
-from probegen.render import render
-from probegen.typeinfo import TypeSource
+from probegen.files.output import GeneratedFile
+from probegen.generators.render import render
+from probegen.generators.typesource import TypeSource
 
 TEMPLATE = "bpftrace.bt.j2"
 COUNT_TEMPLATE = "bpftrace_count.bt.j2"

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from probegen.catalog import Catalog
 from probegen.catalog.model import Arg, Probe
-from probegen.ctypes import Kind
-from probegen.escape import one_line
-from probegen.output import GeneratedFile
-from probegen.render import render
+from probegen.catalog.ctype import Kind
+from probegen.generators.escape import one_line
+from probegen.files.output import GeneratedFile
+from probegen.generators.render import render
 
 TEMPLATE = "docs.md.j2"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from probegen.catalog import Catalog
 from probegen.catalog.names import enabled_macro, local, semaphore as semaphore_name, typed_macro
-from probegen.ctypes import system_headers
-from probegen.output import GeneratedFile
-from probegen.render import render
+from probegen.catalog.ctype import system_headers
+from probegen.files.output import GeneratedFile
+from probegen.generators.render import render
 
 TEMPLATE = "usdt.h.j2"
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -14,9 +14,9 @@ import enum
 from dataclasses import dataclass
 
 from probegen.catalog.model import MAX_NAMED_ENUMS, Arg, Catalog, Probe
-from probegen.ctypes import CType, Kind, parse_ctype
+from probegen.catalog.ctype import CType, Kind, parse_ctype
 from probegen.errors import InputError
-from probegen.typeinfo import TypeSource
+from probegen.generators.typesource import TypeSource
 
 # A string argument's max_len is the most characters printed. bpftrace
 # 0.17's str() keeps one byte of its BPFTRACE_STRLEN buffer (default 64)

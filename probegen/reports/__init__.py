@@ -4,7 +4,7 @@ Each command turns what it found into an ``Outcome``: ``Result``s (a rule,
 a message, a place) and ``Problem``s (inputs that could not be read, exit
 2). ``render`` writes an Outcome as SARIF 2.1.0 (code scanning), GitHub
 workflow-command annotations, or, for lint and check, JSON and JUnit XML;
-verify keeps its own JSON and JUnit (probegen.verify), whose shape CI
+verify keeps its own JSON and JUnit (probegen.checks.verify), whose shape CI
 users already parse.
 """
 
@@ -121,7 +121,7 @@ def emit(text: str, output: str | None) -> None:
     if output and output != "-":
         from pathlib import Path
 
-        from probegen.output import GeneratedFile, write_if_changed
+        from probegen.files.output import GeneratedFile, write_if_changed
 
         write_if_changed(GeneratedFile(Path(output), text))
     else:

@@ -1,5 +1,5 @@
 """JSON and JUnit XML for lint and check, in the shape of verify's
-(probegen.verify.report_json/report_junit): a findings list with file,
+(probegen.checks.verify.report_json/report_junit): a findings list with file,
 line and column; one test case per checked file."""
 
 from __future__ import annotations

@@ -40,8 +40,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from probegen.ctypes import Kind
-from probegen.lint.values import Value
+from probegen.catalog.ctype import Kind
+from probegen.checks.lint.values import Value
 
 _CONVERSION = re.compile(
     r"%(?P<flags>[-0]*)(?P<width>[0-9]*)(?:\.(?P<precision>[0-9]+))?"

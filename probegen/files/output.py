@@ -61,7 +61,7 @@ def is_current(file: GeneratedFile) -> bool:
     """True when the file on disk has exactly this content (and mode).
     Only a regular file can be: a FIFO or a device is not read (it could
     block, or never end)."""
-    from probegen.inputs import UnreadableInput, open_seekable
+    from probegen.files.inputs import UnreadableInput, open_seekable
 
     try:
         stream, size = open_seekable(file.path, "generated file")

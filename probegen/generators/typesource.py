@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from probegen.catalog.model import Enumerator
-from probegen.ctypes import CType
+from probegen.catalog.ctype import CType
 
 
 class TypeSource(Protocol):
@@ -20,7 +20,7 @@ class TypeSource(Protocol):
 
     def member_ctype(self, struct_name: str, member_path: str) -> CType:
         """Type of ``struct_name``'s member at ``member_path`` ("qid",
-        "id.nsid"), as probegen.ctypes models it (char arrays are STRING).
+        "id.nsid"), as probegen.catalog.ctype models it (char arrays are STRING).
         Raises probegen.errors.InputError if there is no such member."""
 
     def definitions(self, struct_names: list[str]) -> str:

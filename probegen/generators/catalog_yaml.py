@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from probegen.ctypes import is_identifier
+from probegen.catalog.ctype import is_identifier
 from probegen.elf.argspec import NoteArg
 from probegen.elf.notes import Binary, ProbeSite
 from probegen.errors import CatalogError, InputError
@@ -58,7 +58,7 @@ class ImportedCatalog:
     semaphores: bool
     probes: tuple[ImportedProbe, ...]
     sources: tuple[str, ...]
-    # From a provider file (probegen.dfile): its typedefs, as (name, C
+    # From a provider file (probegen.catalog.dfile): its typedefs, as (name, C
     # type), and the header style that keeps dtrace -h's macro names.
     from_provider_file: bool = False
     typedefs: tuple[tuple[str, str], ...] = ()
@@ -107,8 +107,8 @@ def _exact(size: int, signed: bool) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _fits(value: int, type_name: str) -> bool:
-    from probegen.ctypes import parse_ctype
-    from probegen.verify import constant_fits
+    from probegen.catalog.ctype import parse_ctype
+    from probegen.checks.verify import constant_fits
 
     return constant_fits(value, parse_ctype(type_name), 8)
 
@@ -207,7 +207,7 @@ def infer_catalog(binaries: list[Binary], provider: str) -> ImportedCatalog:
 
 
 def render_catalog(imported: ImportedCatalog) -> str:
-    from probegen.render import render
+    from probegen.generators.render import render
 
     return render(TEMPLATE, catalog=imported, any_ticks=any(p.ticks for p in imported.probes))
 

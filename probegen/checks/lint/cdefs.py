@@ -12,9 +12,9 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
-from probegen.ctypes import CType, CTypeError, parse_ctype
+from probegen.catalog.ctype import CType, CTypeError, parse_ctype
 from probegen.errors import Location
-from probegen.lint.lexer import ScriptSyntaxError
+from probegen.checks.lint.lexer import ScriptSyntaxError
 
 # The patterns here are written so that no input makes them backtrack
 # more than linearly (a script is untrusted text): no two adjacent parts

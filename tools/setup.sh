@@ -2,8 +2,8 @@
 # Set up a fresh Debian machine for probegen: system packages (tests only),
 # kernel headers where BCC looks for them, and a virtual environment with
 # probegen installed editable. Safe to run again; it skips what is done.
-#   scripts/setup.sh           venv + probegen
-#   scripts/setup.sh --test    also the compilers and tracers the tests use
+#   tools/setup.sh           venv + probegen
+#   tools/setup.sh --test    also the compilers and tracers the tests use
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -8,7 +8,7 @@ import os
 import jinja2
 
 import probegen.templates
-from probegen import escape
+from probegen.generators import escape
 
 _OPTIONS = dict(
     undefined=jinja2.StrictUndefined,

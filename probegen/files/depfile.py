@@ -55,7 +55,7 @@ def add_argument(parser) -> None:
 def write(depfile, target, catalog, template: str) -> None:
     from pathlib import Path
 
-    from probegen.output import GeneratedFile, write_if_changed
+    from probegen.files.output import GeneratedFile, write_if_changed
 
     text = render(str(target), [str(catalog), str(template_path(template))])
     write_if_changed(GeneratedFile(Path(depfile), text))

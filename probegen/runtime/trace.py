@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probegen.errors import InputError, read_input
-from probegen.output import open_stream
+from probegen.files.output import open_stream
 
 # What a script may hold, as bpftrace 0.17's lexer sees it: a marker is
 # replaced only where it stands in code, never inside a comment or a

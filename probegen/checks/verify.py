@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from probegen.catalog.model import Arg, Catalog, Probe
-from probegen.ctypes import Kind
+from probegen.catalog.ctype import Kind
 from probegen.elf.argspec import Constant, NoteArg
 from probegen.elf.notes import Binary, BinaryProbe
 from probegen.errors import Location
@@ -297,13 +297,13 @@ def report_junit(report: Report, errors=()) -> str:
             by_binary.setdefault(finding.binary or "", []).append(finding)
     cases = []
     for probe in report.catalog.probes:
-        cases.append((f"probegen.verify.{provider}", probe.name, by_probe.get(probe.name, []), None))
+        cases.append((f"probegen.checks.verify.{provider}", probe.name, by_probe.get(probe.name, []), None))
     for binary in report.binaries:
-        cases.append(("probegen.verify.binary", binary.path, by_binary.pop(binary.path, []), None))
+        cases.append(("probegen.checks.verify.binary", binary.path, by_binary.pop(binary.path, []), None))
     for path, findings in by_binary.items():
-        cases.append(("probegen.verify.binary", path, findings, None))
+        cases.append(("probegen.checks.verify.binary", path, findings, None))
     for error in errors:
-        cases.append(("probegen.verify.binary", error.path, [], error.problem))
+        cases.append(("probegen.checks.verify.binary", error.path, [], error.problem))
 
     failures = sum(1 for c in cases if c[2])
     suite = ET.Element("testsuite", {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from probegen.ctypes import CType
+from probegen.catalog.ctype import CType
 
 
 @dataclass(frozen=True)

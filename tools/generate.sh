@@ -3,5 +3,5 @@
 # default catalog (probes.yaml) configures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+tools/setup.sh
 exec .venv/bin/probegen generate --catalog probes.yaml "$@"

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from probegen.ctypes import CTypeError, is_identifier, parse_ctype
+from probegen.catalog.ctype import CTypeError, is_identifier, parse_ctype
 from probegen.errors import InputError, Location, printable
 
 # Words that are part of a type, never an argument's name.
@@ -412,7 +412,7 @@ def read_provider_file(path) -> ProviderFile:
 
 def imported_catalog(source: ProviderFile, provider_name: str | None = None):
     """The ImportedCatalog (what `probegen import` renders) of one provider."""
-    from probegen.import_catalog import ImportedArg, ImportedCatalog, ImportedProbe
+    from probegen.generators.catalog_yaml import ImportedArg, ImportedCatalog, ImportedProbe
 
     provider = source.provider(provider_name)
     probes = []
@@ -446,7 +446,7 @@ def import_provider_file(path, provider_name: str | None = None, file_name: str 
     """The catalog YAML of a provider file's provider, checked by the loader."""
     from probegen.catalog.load import parse_catalog
     from probegen.errors import CatalogError
-    from probegen.import_catalog import render_catalog
+    from probegen.generators.catalog_yaml import render_catalog
 
     imported = imported_catalog(read_provider_file(path), provider_name)
     text = render_catalog(imported)
@@ -463,7 +463,7 @@ def catalogs_of(path, header_output=None) -> list:
     made straight from it (at ``header_output``, which names the guards)."""
     from probegen.catalog.load import parse_catalog
     from probegen.errors import CatalogError
-    from probegen.import_catalog import render_catalog
+    from probegen.generators.catalog_yaml import render_catalog
 
     source = read_provider_file(path)
     catalogs = []

@@ -12,15 +12,15 @@ from pathlib import Path
 
 from probegen.catalog.model import Catalog
 from probegen.errors import Diagnostic, InputError, read_input
-from probegen.lint.checker import check_script
-from probegen.lint.lexer import ScriptSyntaxError
-from probegen.lint.parser import parse
+from probegen.checks.lint.checker import check_script
+from probegen.checks.lint.lexer import ScriptSyntaxError
+from probegen.checks.lint.parser import parse
 
 
 def lint_text(text: str, path: str, catalog: Catalog, types=None,
               types_name: str = "the binary") -> list[Diagnostic]:
     """Findings for a script's text; ``path`` names it in messages.
-    ``types`` is an optional probegen.typeinfo.TypeSource for struct casts."""
+    ``types`` is an optional probegen.generators.typesource.TypeSource for struct casts."""
     return check_script(catalog, parse(text, path), types, types_name)
 
 

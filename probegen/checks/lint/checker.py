@@ -15,17 +15,17 @@ import fnmatch
 import re
 
 from probegen.catalog.model import Catalog, Probe
-from probegen.ctypes import CTypeError, Kind, parse_ctype
+from probegen.catalog.ctype import CTypeError, Kind, parse_ctype
 from probegen.errors import Diagnostic, InputError, Location
-from probegen.lint import syntax
-from probegen.lint.cdefs import StructDef, struct_definitions
-from probegen.lint.formats import mismatch, parse_format, suggest
-from probegen.lint.values import Value
+from probegen.checks.lint import syntax
+from probegen.checks.lint.cdefs import StructDef, struct_definitions
+from probegen.checks.lint.formats import mismatch, parse_format, suggest
+from probegen.checks.lint.values import Value
 
 _ARG = re.compile(r"arg([0-9]+)\Z")
 _WILDCARD = re.compile(r"[*?\[]")
 _USDT = ("usdt", "U")
-# bpftrace's integer type names in casts -> the C spelling probegen.ctypes reads.
+# bpftrace's integer type names in casts -> the C spelling probegen.catalog.ctype reads.
 _CAST_INTEGERS = {f"{s}int{w}": f"{s}int{w}_t" for s in ("", "u") for w in (8, 16, 32, 64)}
 # Hints for conversions bpftrace 0.17 does not know.
 _UNKNOWN_CONVERSION_HINTS = {"i": "use %d", "#": "write 0x%lx", "+": "drop the flag", " ": "drop the flag"}
@@ -72,7 +72,7 @@ class Checker:
     def __init__(self, catalog: Catalog, script: syntax.Script, types=None, types_name: str = "the binary"):
         self.catalog = catalog
         self.script = script
-        self.types = types  # a probegen.typeinfo.TypeSource, or None
+        self.types = types  # a probegen.generators.typesource.TypeSource, or None
         self.types_name = types_name
         self.structs: dict[str, StructDef] = struct_definitions(
             script.definitions, script.path, catalog.typedefs)

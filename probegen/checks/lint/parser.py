@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from probegen.lint import lexer, syntax
-from probegen.lint.lexer import ScriptSyntaxError, Token
+from probegen.checks.lint import lexer, syntax
+from probegen.checks.lint.lexer import ScriptSyntaxError, Token
 
 # Binary operators by precedence, loosest first (C's order).
 _BINARY_LEVELS = (

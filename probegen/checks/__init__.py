@@ -1,0 +1,1 @@
+"""Checks of built binaries and hand-written scripts against the catalog."""

@@ -1,0 +1,1 @@
+"""Files in and out: bounded input reading, atomic output, depfiles, the cache."""

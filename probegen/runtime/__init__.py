@@ -1,0 +1,1 @@
+"""Code that runs while tracing: starting bpftrace on a process."""
