@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from probegen.catalog.model import (
-    Arg, Catalog, EnumDecl, Enumerator, HeaderConfig, OUTPUT_KINDS, Probe, SDT_MAX_ARGS,
+    Arg, Catalog, EnumDecl, Enumerator, HeaderConfig, OUTPUT_KINDS, Probe, SDT_MAX_ARGS, Span, SpanBy, SpanKey,
 )
 from probegen.errors import read_input
 
@@ -13,7 +13,7 @@ DEFAULT_CATALOG = "probes.yaml"
 
 __all__ = [
     "Arg", "Catalog", "DEFAULT_CATALOG", "EnumDecl", "Enumerator", "HeaderConfig",
-    "OUTPUT_KINDS", "Probe", "SDT_MAX_ARGS", "load_catalog",
+    "OUTPUT_KINDS", "Probe", "SDT_MAX_ARGS", "Span", "SpanBy", "SpanKey", "load_catalog",
 ]
 
 

@@ -82,6 +82,53 @@ class HeaderConfig:
     guard_derived: bool = True  # the guard was not written: a header -o FILE derives its own
 
 
+@dataclass(frozen=True)
+class SpanKey:
+    """One argument matching a span's end to its start: the start probe's
+    and the end probe's argument of that name (types checked compatible)."""
+
+    name: str
+    start: Arg
+    end: Arg
+    location: Location  # the name in the span's 'key:' list
+
+
+@dataclass(frozen=True)
+class SpanBy:
+    """One argument splitting a span's histogram by value (enums by name).
+    Read at the end probe when it has an argument of that name; else at the
+    start probe (``at_start``), and kept with the start time until the end."""
+
+    name: str
+    arg: Arg  # the argument of the probe it is read at
+    at_start: bool
+    location: Location  # the name in the span's 'by:' list
+
+
+@dataclass(frozen=True)
+class Span:
+    """How long from a start probe to its end probe: ends match starts by
+    ``key`` (empty: the thread that fired the start), measured per value of
+    ``by``."""
+
+    name: str
+    doc: str
+    start: Probe
+    end: Probe
+    key: tuple[SpanKey, ...]
+    by: tuple[SpanBy, ...]
+    location: Location  # the span's entry
+
+    @property
+    def by_thread(self) -> bool:
+        """No key arguments: an end matches the start its thread fired."""
+        return not self.key
+
+    def by_probe(self, by: SpanBy) -> Probe:
+        """The probe a ``by`` value is read at."""
+        return self.start if by.at_start else self.end
+
+
 OUTPUT_KINDS = ("header", "bpftrace", "bcc", "docs")
 
 
@@ -95,6 +142,7 @@ class Catalog:
     enums: tuple[EnumDecl, ...] = ()
     typedefs: dict[str, CType] = field(default_factory=dict)
     outputs: dict[str, Path] = field(default_factory=dict)  # kind -> path, absolute
+    spans: tuple[Span, ...] = ()
 
     @property
     def arg_offset(self) -> int:
@@ -155,5 +203,5 @@ class Catalog:
 
 __all__ = [
     "Arg", "Catalog", "EnumDecl", "Enumerator", "HeaderConfig", "Kind",
-    "MAX_NAMED_ENUMS", "OUTPUT_KINDS", "Probe", "SDT_MAX_ARGS",
+    "MAX_NAMED_ENUMS", "OUTPUT_KINDS", "Probe", "SDT_MAX_ARGS", "Span", "SpanBy", "SpanKey",
 ]
