@@ -26,6 +26,7 @@ from probegen.catalog.cvalidate import (
     DOC_KEYS as _DOC_KEYS, CExpressionError, clock_expression, include_problem, shown, text_problems,
 )
 from probegen.catalog.schema_walk import SchemaWalker
+from probegen.catalog.spans import build_spans
 from probegen.catalog.ctype import C_KEYWORDS, CTypeError, Kind, is_identifier, parse_ctype
 from probegen.errors import CatalogError, Diagnostic, Location
 
@@ -296,12 +297,13 @@ class _Builder:
         check_output_paths(self, output_nodes, _is_bool(outside) and self.scalar(outside) is True)
         probes = self.build_probes(top.get("probes"), typedefs, arg0)
         self.check_references(probes, enums)
+        spans = build_spans(self, top.get("spans"), probes, 1 if arg0 else 0)
         if header.clock is None and arg0 and any(p.ticks for p in probes):
             self.error(top.get("header") or root,
                        "ticks probes need 'clock:' under 'header:' (the C expression for arg0, e.g. spdk_get_ticks())")
         catalog = Catalog(
             path=self.path, provider=provider, arg0=arg0, header=header, probes=tuple(probes),
-            enums=tuple(enums), typedefs=typedefs, outputs=outputs,
+            enums=tuple(enums), typedefs=typedefs, outputs=outputs, spans=spans,
         )
         if not self.diagnostics:  # names of a broken catalog would only repeat its problems
             self._header_nodes.setdefault("provider", top.get("provider"))

@@ -1,0 +1,156 @@
+"""Build a catalog's ``spans:`` into the model, checking what the schema
+cannot: the probes exist, key arguments exist in both probes with
+compatible types, ``by`` arguments exist in one of them, and scripts can
+read them all.
+
+Called by the loader with its builder (for positions and messages) after
+the probes are built.
+"""
+
+from __future__ import annotations
+
+import yaml
+
+from probegen.catalog.ctype import Kind
+from probegen.catalog.model import Arg, Probe, Span, SpanBy, SpanKey
+
+MAX_KEYS = 4  # bpftrace map keys are tuples kept on the 512-byte BPF stack
+MAX_BY = 2  # each by argument multiplies the histograms printed
+# bpftrace 0.17 reads USDT arguments arg0..arg5 only (x86_64); a span
+# script must read every key and by argument.
+MAX_SCRIPT_ARG = 5
+
+
+def key_class(arg: Arg) -> str:
+    """What a key compares: values of two arguments in the same class can
+    be matched (an int and an enum: both are numbers in the note)."""
+    kind = arg.ctype.kind
+    if kind is Kind.STRING:
+        return "string"
+    if kind in (Kind.POINTER, Kind.FUNCTION_POINTER):
+        return "pointer"
+    return "integer"
+
+
+def build_spans(builder, node, probes: list[Probe], arg_offset: int) -> tuple[Span, ...]:
+    if not isinstance(node, yaml.SequenceNode):
+        return ()
+    by_name = {p.name: p for p in probes}
+    spans: list[Span] = []
+    seen: dict[str, yaml.Node] = {}
+    for item in node.value:
+        if not isinstance(item, yaml.MappingNode):
+            continue
+        fields = builder.fields(item)
+        name = builder.get(fields, "name")
+        named = builder.keyword_check(fields.get("name"), name, "span")
+        if named and name in seen:
+            builder.error(fields["name"], f"duplicate span name '{name}' (first defined at {builder.loc(seen[name])})")
+            named = False
+        if named:
+            seen[name] = fields["name"]
+        start = _probe(builder, fields.get("start"), by_name, name, "start")
+        end = _probe(builder, fields.get("end"), by_name, name, "end")
+        if start is not None and start is end:
+            builder.error(fields["end"], f"span '{name}': start and end are the same probe '{end.name}'")
+            continue
+        if not named or start is None or end is None:
+            continue
+        keys = _keys(builder, fields.get("key"), name, start, end, arg_offset)
+        bys = _bys(builder, fields.get("by"), name, start, end, arg_offset)
+        if keys is None or bys is None:
+            continue
+        doc = builder.get(fields, "doc", "")
+        spans.append(Span(name, doc if isinstance(doc, str) else "", start, end, keys, bys, builder.loc(item)))
+    return tuple(spans)
+
+
+def _probe(builder, node, probes: dict[str, Probe], span: str, role: str) -> Probe | None:
+    if not isinstance(node, yaml.ScalarNode) or builder.reported(node):
+        return None
+    probe = probes.get(str(node.value))
+    if probe is None:
+        builder.error(node, f"span '{span}': {role} probe '{node.value}' is not in the catalog's probes")
+    return probe
+
+
+def _names(builder, node, span: str, what: str, limit: int) -> list[tuple[str, yaml.Node]] | None:
+    """The names of a key or by list; None if it is unusable."""
+    if node is None:
+        return []
+    if not isinstance(node, yaml.SequenceNode) or builder.reported(node):
+        return None
+    if len(node.value) > limit:
+        builder.error(node, f"span '{span}': at most {limit} '{what}' arguments")
+        return None
+    names: list[tuple[str, yaml.Node]] = []
+    for item in node.value:
+        if not isinstance(item, yaml.ScalarNode) or builder.reported(item):
+            return None
+        if any(n == item.value for n, _ in names):
+            builder.error(item, f"span '{span}': '{item.value}' appears twice in '{what}'")
+            return None
+        names.append((str(item.value), item))
+    return names
+
+
+def _arg(probe: Probe, name: str) -> Arg | None:
+    return next((a for a in probe.args if a.name == name), None)
+
+
+def _readable(builder, node, span: str, probe: Probe, arg: Arg, arg_offset: int) -> bool:
+    index = probe.args.index(arg) + arg_offset
+    if index > MAX_SCRIPT_ARG:
+        builder.error(node, f"span '{span}': '{arg.name}' is arg{index} of '{probe.name}'; bpftrace 0.17 "
+                            f"reads arg0..arg{MAX_SCRIPT_ARG} only, so span scripts cannot read it")
+        return False
+    return True
+
+
+def _keys(builder, node, span: str, start: Probe, end: Probe, arg_offset: int) -> tuple[SpanKey, ...] | None:
+    names = _names(builder, node, span, "key", MAX_KEYS)
+    if names is None:
+        return None
+    keys = []
+    ok = True
+    for name, item in names:
+        start_arg, end_arg = _arg(start, name), _arg(end, name)
+        missing = [p.name for p, a in ((start, start_arg), (end, end_arg)) if a is None]
+        if missing:
+            builder.error(item, f"span '{span}': key '{name}' is not an argument of "
+                                f"{' and '.join(repr(m) for m in missing)} (a key must be an argument of both probes)")
+            ok = False
+            continue
+        if key_class(start_arg) != key_class(end_arg):
+            builder.error(item, f"span '{span}': key '{name}' is {start_arg.ctype.spelling} in '{start.name}' but "
+                                f"{end_arg.ctype.spelling} in '{end.name}': a key compares the same kind of value "
+                                "(integers and enums, pointers, or strings)")
+            ok = False
+            continue
+        if not (_readable(builder, item, span, start, start_arg, arg_offset)
+                and _readable(builder, item, span, end, end_arg, arg_offset)):
+            ok = False
+            continue
+        keys.append(SpanKey(name, start_arg, end_arg, builder.loc(item)))
+    return tuple(keys) if ok else None
+
+
+def _bys(builder, node, span: str, start: Probe, end: Probe, arg_offset: int) -> tuple[SpanBy, ...] | None:
+    names = _names(builder, node, span, "by", MAX_BY)
+    if names is None:
+        return None
+    bys = []
+    ok = True
+    for name, item in names:
+        end_arg = _arg(end, name)
+        arg = end_arg or _arg(start, name)
+        if arg is None:
+            builder.error(item, f"span '{span}': by '{name}' is not an argument of '{end.name}' or '{start.name}'")
+            ok = False
+            continue
+        probe = end if end_arg is not None else start
+        if not _readable(builder, item, span, probe, arg, arg_offset):
+            ok = False
+            continue
+        bys.append(SpanBy(name, arg, end_arg is None, builder.loc(item)))
+    return tuple(bys) if ok else None
