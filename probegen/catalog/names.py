@@ -59,8 +59,8 @@ HEADER_WORDS = frozenset(
 BPFTRACE_KEYWORDS = frozenset("if else unroll while return break continue offsetof sizeof".split())
 
 # Scripts the generators write besides one per group (bpftrace: all.bt and
-# counts.bt; BCC: all.py).
-SCRIPT_NAMES = frozenset(["all", "counts"])
+# counts.bt, and spans.bt; BCC: all.py).
+SCRIPT_NAMES = frozenset(["all", "counts", "spans"])
 
 Origin = Union[Location, str]  # where a name comes from: a position, or a key under 'header:'
 

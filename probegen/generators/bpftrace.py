@@ -20,6 +20,7 @@ from probegen.generators.lines import (
 )
 from probegen.files.output import GeneratedFile
 from probegen.generators.render import render
+from probegen.generators.spans import SPAN_SCRIPT, render_files as render_span_files
 from probegen.generators.typesource import TypeSource
 
 TEMPLATE = "bpftrace.bt.j2"
@@ -193,11 +194,13 @@ def render_counts(catalog: Catalog) -> str:
 
 
 def render_files(catalog: Catalog, output: Path, types: TypeSource | None = None) -> list[GeneratedFile]:
-    """``GROUP.bt`` per group, ``all.bt``, and ``counts.bt``, in ``output``."""
+    """``GROUP.bt`` per group, ``all.bt``, ``counts.bt``, and ``spans.bt``
+    when the catalog declares spans (generators.spans), in ``output``."""
     output = Path(output)
     files = [
         GeneratedFile(output / f"{stem}.bt", render_script(catalog, stem, probes, types), executable=True)
-        for stem, probes in script_groups(catalog, reserved=("all", COUNT_SCRIPT))
+        for stem, probes in script_groups(catalog, reserved=("all", COUNT_SCRIPT, SPAN_SCRIPT))
     ]
     files.append(GeneratedFile(output / f"{COUNT_SCRIPT}.bt", render_counts(catalog), executable=True))
+    files.extend(render_span_files(catalog, output))
     return files
