@@ -67,3 +67,8 @@ class CatalogError(InputError):
         count = len(self.diagnostics)
         summary = f"{count} error{'s' if count != 1 else ''} in catalog"
         super().__init__("\n".join([*map(str, self.diagnostics), summary]))
+
+
+class NoSuchMember(InputError):
+    """A struct or union has no member of the name asked for: a script's
+    mistake, where a missing struct or an unprintable member may not be."""

@@ -22,6 +22,7 @@ import pytest
 from dwarf_helpers import C_DIR, gcc
 from probegen.files import cache
 from probegen.dwarf import DwarfTypes
+from probegen.generators.structs import render_definitions
 
 REPO = Path(__file__).resolve().parent.parent
 TYPES = ["cacheline", "zero_len"]
@@ -232,7 +233,7 @@ def render(binary) -> tuple[str, bool]:
     """What structs would print, and whether the index came from the cache."""
     with DwarfTypes.open(binary) as types:
         hit = types._dwarf is None  # the index scan reads the DWARF
-        return types.render(TYPES), hit
+        return render_definitions(types, TYPES), hit
 
 
 def reshaped(valid: dict, change) -> bytes:

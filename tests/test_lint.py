@@ -143,9 +143,10 @@ def sched_binary(tmp_path_factory):
 @pytest.fixture(scope="module")
 def sched_types(sched_binary):
     from probegen.dwarf import DwarfTypes
+    from probegen.generators.typesource import TypeSource
 
     with DwarfTypes.open(sched_binary, use_cache=False) as types:
-        yield types
+        yield TypeSource(types)
 
 
 def test_binary_agrees_with_clean_script_copies(catalog, sched_types, sched_binary):

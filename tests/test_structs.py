@@ -17,7 +17,9 @@ from dwarf_helpers import (
 from probegen.cli import main
 from probegen.catalog.ctype import Kind
 from probegen.dwarf import DwarfTypes, model as m
-from probegen.dwarf.cdecl import order_definitions
+from probegen.generators.cdecl import order_definitions
+from probegen.generators.structs import render_definitions
+from probegen.generators.typesource import TypeSource
 from probegen.errors import InputError
 
 SOURCE = C_DIR / "dwarf_types.c"
@@ -67,7 +69,7 @@ def test_layout_equals_dwarf_and_gcc(binary, tmp_path):
     """Every offset, bit position and size: DWARF == gcc on the emitted
     definitions == gcc on the original source."""
     with DwarfTypes.open(binary) as types:
-        text = types.render(ALL_TYPES, ["odd_values", "wide_values"])
+        text = render_definitions(types, ALL_TYPES, ["odd_values", "wide_values"])
         roots = [m.unqualified(types.lookup(n)) for n in ALL_TYPES]
     _, defined = order_definitions(roots)
     checks = layout_checks(defined)
@@ -84,7 +86,7 @@ def test_layout_equals_dwarf_and_gcc(binary, tmp_path):
 
 def test_emitted_definitions_compile_cleanly(binaries, tmp_path):
     with DwarfTypes.open(binaries["dwarf5"]) as types:
-        text = types.render(ALL_TYPES, ["odd_values", "wide_values"], annotate=True)
+        text = render_definitions(types, ALL_TYPES, ["odd_values", "wide_values"], annotate=True)
     source = tmp_path / "defs.c"
     source.write_text(text)
     result = gcc(source, tmp_path / "defs.o", "-c", "-std=gnu11", "-Wall", "-Wextra", "-Werror", check=False)
@@ -106,9 +108,9 @@ def test_agrees_with_pahole(binaries, name):
 
 def test_annotate_and_typedefs(binaries):
     with DwarfTypes.open(binaries["dwarf5"]) as types:
-        plain = types.render(["spdk_nvmf_qpair"])
-        annotated = types.render(["spdk_nvmf_qpair"], annotate=True)
-        assert plain == types.render(["spdk_nvmf_qpair"])  # deterministic
+        plain = render_definitions(types, ["spdk_nvmf_qpair"])
+        annotated = render_definitions(types, ["spdk_nvmf_qpair"], annotate=True)
+        assert plain == render_definitions(types, ["spdk_nvmf_qpair"])  # deterministic
     assert "\ntypedef" not in plain  # bpftrace 0.17 rejects every typedef
     assert "struct spdk_nvmf_tgt;" in plain  # reached through a pointer only
     assert "enum spdk_nvmf_subsystem_state {" in plain
@@ -118,26 +120,27 @@ def test_annotate_and_typedefs(binaries):
 
 def test_member_ctypes(binaries):
     with DwarfTypes.open(binaries["dwarf5"]) as types:
-        subnqn = types.member_ctype("spdk_nvmf_subsystem", "subnqn")
+        source = TypeSource(types)
+        subnqn = source.member_ctype("spdk_nvmf_subsystem", "subnqn")
         assert subnqn.kind is Kind.STRING
-        qid = types.member_ctype("spdk_nvmf_qpair", "qid")
+        qid = source.member_ctype("spdk_nvmf_qpair", "qid")
         assert (qid.kind, qid.size, qid.signed, qid.spelling) == (Kind.INTEGER, 2, False, "qid_t")
-        state = types.member_ctype("spdk_nvmf_qpair", "state")
+        state = source.member_ctype("spdk_nvmf_qpair", "state")
         assert (state.kind, state.enum_name) == (Kind.ENUM, "spdk_nvmf_subsystem_state")
-        assert types.member_ctype("spdk_nvmf_subsystem", "id.nsid").size == 4
-        assert types.member_ctype("spdk_nvmf_subsystem", "id.hi").size == 4  # through anonymous members
+        assert source.member_ctype("spdk_nvmf_subsystem", "id.nsid").size == 4
+        assert source.member_ctype("spdk_nvmf_subsystem", "id.hi").size == 4  # through anonymous members
         assert types.member("spdk_nvmf_subsystem", "id.hi").offset == 352 + 12
-        assert types.member_ctype("spdk_nvmf_qpair", "tgt").struct_name == "spdk_nvmf_tgt"
-        assert types.member_ctype("spdk_nvmf_qpair", "cb").kind is Kind.FUNCTION_POINTER
-        assert types.member_ctype("spdk_nvmf_qpair", "name").kind is Kind.STRING
+        assert source.member_ctype("spdk_nvmf_qpair", "tgt").struct_name == "spdk_nvmf_tgt"
+        assert source.member_ctype("spdk_nvmf_qpair", "cb").kind is Kind.FUNCTION_POINTER
+        assert source.member_ctype("spdk_nvmf_qpair", "name").kind is Kind.STRING
         with pytest.raises(InputError, match="no member 'qidd'.*qid"):
-            types.member_ctype("spdk_nvmf_qpair", "qidd")
+            source.member_ctype("spdk_nvmf_qpair", "qidd")
         names = [e.name for e in types.enumerators("spdk_nvmf_subsystem_state")]
         assert names[0] == "SPDK_NVMF_SUBSYSTEM_INACTIVE" and len(names) == 8
         assert [(e.name, e.value) for e in types.enumerators("odd_values")] == [
             ("ODD_NEG", -5), ("ODD_BIG", 200), ("ODD_HUGE", 0x7FFFFFFF), ("ODD_ZERO", 0)]
         assert types.enumerators("no_such_enum") is None
-        assert "struct spdk_nvmf_qpair {" in types.definitions(["spdk_nvmf_qpair"])
+        assert "struct spdk_nvmf_qpair {" in source.definitions(["spdk_nvmf_qpair"])
 
 
 def test_bpftrace_reads_live_struct(binaries, tmp_path):
@@ -145,7 +148,7 @@ def test_bpftrace_reads_live_struct(binaries, tmp_path):
     live structs read through them have the values the program set."""
     binary = binaries["dwarf5-gz"]
     with DwarfTypes.open(binary) as types:
-        defs = types.render(ALL_TYPES)
+        defs = render_definitions(types, ALL_TYPES)
     script = defs + f"""
 usdt:{binary}:test:subsys
 {{
@@ -276,17 +279,17 @@ def test_cache_and_unwritable_cache(binaries, tmp_path, monkeypatch):
     binary = binaries["dwarf4"]
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "c"))
     with DwarfTypes.open(binary) as cold:
-        text = cold.render(["spdk_nvmf_subsystem"])
+        text = render_definitions(cold, ["spdk_nvmf_subsystem"])
     entries = list((tmp_path / "c" / "probegen" / "types").iterdir())
     assert len(entries) == 1 and cold.info.build_id in entries[0].name
     with DwarfTypes.open(binary) as warm:
         assert warm._dwarf is None  # index from the cache: no scan
-        assert warm.render(["spdk_nvmf_subsystem"]) == text
+        assert render_definitions(warm, ["spdk_nvmf_subsystem"]) == text
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
     with DwarfTypes.open(binary) as types:
-        assert types.render(["spdk_nvmf_subsystem"]) == text
+        assert render_definitions(types, ["spdk_nvmf_subsystem"]) == text
 
 
 def test_cli_writes_file(binaries, tmp_path):

@@ -24,7 +24,8 @@ import pytest
 from dwarf_helpers import C_DIR, checker_source, gcc, layout_checks, need, run_bpftrace_with, run_checker
 from probegen.cli import main
 from probegen.dwarf import DwarfTypes, model as m
-from probegen.dwarf.cdecl import order_definitions
+from probegen.generators.cdecl import order_definitions
+from probegen.generators.structs import render_definitions
 
 ROOT = Path(__file__).resolve().parent.parent
 TYPES = ["spdk_nvmf_subsystem", "holder", "packed_bits", "value", "spdk_nvmf_qpair", "zero_len"]
@@ -298,7 +299,7 @@ def test_cxx_types_are_c_with_their_names_in_comments(cxx_binary, capsys):
 
 def test_cxx_layout_as_gcc_lays_out_the_emitted_c(cxx_binary, tmp_path):
     with DwarfTypes.open(cxx_binary) as types:
-        text = types.render(CXX_TYPES)
+        text = render_definitions(types, CXX_TYPES)
         roots = [m.unqualified(types.lookup(n)) for n in CXX_TYPES]
     _, defined = order_definitions(roots)
     checks = layout_checks(defined)
@@ -310,7 +311,7 @@ def test_cxx_layout_as_gcc_lays_out_the_emitted_c(cxx_binary, tmp_path):
 
 def test_bpftrace_reads_live_cxx_objects(cxx_binary, tmp_path):
     with DwarfTypes.open(cxx_binary) as types:
-        defs = types.render(["Holder", "Derived"])
+        defs = render_definitions(types, ["Holder", "Derived"])
     script = defs + f"""
 uprobe:{cxx_binary}:use_holder
 {{

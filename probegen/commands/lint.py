@@ -36,10 +36,11 @@ def run(args) -> int:
     types = None
     if args.binary:
         from probegen.dwarf import DwarfTypes
+        from probegen.generators.typesource import TypeSource
 
         types = DwarfTypes.open(args.binary)
     try:
-        report = lint_paths(args.scripts, catalog, types, args.binary or "the binary")
+        report = lint_paths(args.scripts, catalog, types and TypeSource(types), args.binary or "the binary")
     finally:
         if types is not None:
             types.close()

@@ -27,9 +27,10 @@ def run(args, kind: str, render_files) -> int:
     if not args.binary:
         return write_scripts(args, kind, render_files)
     from probegen.dwarf import DwarfTypes
+    from probegen.generators.typesource import TypeSource
 
     with DwarfTypes.open(args.binary, args.debug_file) as types:
-        return write_scripts(args, kind, lambda catalog, out: render_files(catalog, out, types))
+        return write_scripts(args, kind, lambda catalog, out: render_files(catalog, out, TypeSource(types)))
 
 
 def write_scripts(args, kind: str, render_files) -> int:

@@ -35,7 +35,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from probegen.dwarf import DwarfTypes
-    from probegen.dwarf.enumtables import render_enum_maps
+    from probegen.generators.structs import render_definitions, render_enum_maps
     from probegen.errors import InputError
     from probegen.files.output import GeneratedFile, write_if_changed
 
@@ -48,7 +48,7 @@ def run(args) -> int:
         if args.enum_map:
             text = render_enum_maps(types, args.enums, args.enum_map, args.strip_prefix)
         else:
-            text = types.render(args.types, args.enums, annotate=args.annotate)
+            text = render_definitions(types, args.types, args.enums, annotate=args.annotate)
     if args.output and args.output != "-":
         write_if_changed(GeneratedFile(Path(args.output), text))
     else:

@@ -1,23 +1,19 @@
-"""``DwarfTypes``: a binary's named types, looked up by name, rendered as
-C for bpftrace, and offered to the script generators as a TypeSource.
+"""``DwarfTypes``: a binary's named types, looked up by name, as
+``probegen.dwarf.model`` types (probegen.generators writes them as C).
 """
 
 from __future__ import annotations
 
-
-from probegen.catalog.model import Enumerator
-from probegen.catalog.ctype import CType, Kind
 from probegen.dwarf import cache, model as m
-from probegen.dwarf.cdecl import Planner, order_definitions
 from probegen.dwarf.damage import reading
 from probegen.dwarf.index import TypeIndex
 from probegen.dwarf.load import TypeLoader
 from probegen.dwarf.locate import DEFAULT_DEBUG_DIRS, DebugInfo, file_key, open_debug_info
-from probegen.errors import InputError
+from probegen.errors import InputError, NoSuchMember
 
 
 class DwarfTypes:
-    """Types of one binary. Implements probegen.generators.typesource.TypeSource."""
+    """Types of one binary."""
 
     def __init__(self, info: DebugInfo, index: TypeIndex):
         self.info = info
@@ -96,47 +92,26 @@ class DwarfTypes:
             return self._loader.load_root(cu.get_DIE_from_refaddr(entry.die_offset))
 
     def _check_same(self, name: str, candidates: list[m.Type], entries) -> None:
-        texts = {}
-        for t, entry in zip(candidates, entries):
-            texts.setdefault(self._render([t], annotate=True), []).append(entry)
-        if len(texts) > 1:
+        shapes = {}
+        with reading(self.info.path):
+            for t, entry in zip(candidates, entries):
+                shapes.setdefault(m.shape(t), []).append(entry)
+        if len(shapes) > 1:
             where = "; ".join(
                 f"{group[0].kind} of {group[0].size if group[0].size >= 0 else '?'} bytes "
                 f"declared at line {group[0].line} (DIE {group[0].die_offset:#x})"
-                for group in texts.values()
+                for group in shapes.values()
             )
             raise InputError(
-                f"{self.info.binary}: '{name}' names {len(texts)} different types in different "
+                f"{self.info.binary}: '{name}' names {len(shapes)} different types in different "
                 f"compilation units: {where}"
             )
 
-    def _aggregate(self, name: str) -> m.Struct | m.Enum:
+    def aggregate(self, name: str) -> m.Struct | m.Enum:
         t = m.unqualified(self.lookup(name))
         if not isinstance(t, (m.Struct, m.Enum)):
             raise InputError(f"'{name}' is not a struct, union or enum in {self.info.binary}")
         return t
-
-    # ---- rendering ------------------------------------------------------------
-
-    def _render(self, roots: list[m.Type], annotate: bool = False) -> str:
-        from probegen.generators.render import render
-
-        planner = Planner(annotate=annotate)
-        try:
-            forward, defined = order_definitions(roots)
-            plans = [planner.plan(t) for t in defined]  # type: ignore[arg-type]
-        except InputError as exc:  # what C cannot say of this file's types
-            raise InputError(f"{self.info.binary}: error: {exc}") from None
-        return render(
-            "structs.h.j2", forward=forward, plans=plans,
-            source=self.info.binary.name, build_id=self.info.build_id,
-        )
-
-    def render(self, names: list[str], enums: list[str] = (), annotate: bool = False) -> str:
-        """C definitions of these types and all they need, for bpftrace."""
-        roots = [self._aggregate(n) for n in names]
-        roots += [self.enum(n) for n in enums]
-        return self._render(roots, annotate)
 
     def enum(self, name: str) -> m.Enum:
         t = m.unqualified(self.lookup(name, kinds=("enum", "typedef")))
@@ -144,21 +119,16 @@ class DwarfTypes:
             raise InputError(f"'{name}' is not an enum in {self.info.binary}")
         return t
 
-    # ---- TypeSource -------------------------------------------------------------
-
-    def enumerators(self, enum_name: str) -> tuple[Enumerator, ...] | None:
+    def enumerators(self, enum_name: str) -> tuple[m.Enumerator, ...] | None:
+        """The enum's enumerators in declaration order, or None if absent."""
         try:
-            enum = self.enum(enum_name)
+            return tuple(self.enum(enum_name).enumerators)
         except InputError:
             return None
-        return tuple(Enumerator(e.name, e.value) for e in enum.enumerators)
-
-    def definitions(self, struct_names: list[str]) -> str:
-        return self.render(list(struct_names))
 
     def member(self, struct_name: str, member_path: str) -> m.Member:
         """The member at ``member_path`` ("qid", "id.nsid"); offsets add up."""
-        t: m.Type = self._aggregate(struct_name)
+        t: m.Type = self.aggregate(struct_name)
         where = struct_name
         found = None
         offset = 0
@@ -169,7 +139,7 @@ class DwarfTypes:
             path = _find_member(t, part)
             if path is None:
                 names = sorted(_member_names(t))
-                raise InputError(
+                raise NoSuchMember(
                     f"{t.kind} {t.name or where} has no member '{part}' (members: {', '.join(names)})"
                 )
             for step in path:
@@ -179,12 +149,6 @@ class DwarfTypes:
             where = f"{where}.{part}"
         assert found is not None
         return m.Member(found.name, found.type, offset, found.bit_size, found.bit_offset)
-
-    def member_ctype(self, struct_name: str, member_path: str) -> CType:
-        member = self.member(struct_name, member_path)
-        if member.bit_size is not None:
-            raise InputError(f"{struct_name}.{member_path} is a bitfield: scripts cannot read it by address")
-        return to_ctype(member.type)
 
 
 def _find_member(struct: m.Struct, name: str) -> list[m.Member] | None:
@@ -210,45 +174,3 @@ def _member_names(struct: m.Struct) -> set[str]:
             names |= _member_names(m.unqualified(member.type))
     return names
 
-
-def _spelling(t: m.Type) -> str:
-    planner = Planner()
-    head, decl, nested = planner.declarator(t, "")
-    if nested is not None:
-        return f"{head} {{...}}{decl}"
-    return f"{head} {decl}".strip() if decl else head
-
-
-def to_ctype(t: m.Type) -> CType:
-    """How probegen.catalog.ctype models a member of this DWARF type."""
-    spelling = _spelling(t)
-    named = t
-    while isinstance(named, m.Qualified):
-        named = named.target
-    if isinstance(named, m.Typedef):
-        spelling = named.name
-    u = m.unqualified(t)
-    if isinstance(u, m.Array):
-        element = m.unqualified(u.element)
-        if isinstance(element, m.Base) and element.size == 1 and len(u.counts) == 1 and \
-                element.encoding in ("signed_char", "unsigned_char", "UTF"):
-            return CType(spelling, Kind.STRING, u.size or 0, False)
-        raise InputError(f"member of array type '{spelling}' is not supported: scripts print char arrays only")
-    if isinstance(u, m.Base):
-        if u.encoding == "boolean":
-            return CType(spelling, Kind.BOOL, u.size, False)
-        if u.encoding in ("signed", "unsigned", "signed_char", "unsigned_char", "UTF") and u.size in (1, 2, 4, 8):
-            signed = None if u.name == "char" else u.signed
-            return CType(spelling, Kind.INTEGER, u.size, signed)
-        raise InputError(f"member of type '{spelling}' is not supported: bpftrace cannot print it")
-    if isinstance(u, m.Enum):
-        return CType(spelling, Kind.ENUM, u.size, u.signed or None, enum_name=u.name)
-    if isinstance(u, m.Pointer):
-        target = m.unqualified(u.target)
-        if isinstance(target, m.Function):
-            return CType(spelling, Kind.FUNCTION_POINTER, u.size, False, pointer_sized=True)
-        if isinstance(target, m.Base) and target.size == 1 and target.encoding in ("signed_char", "unsigned_char"):
-            return CType(spelling, Kind.STRING, u.size, False, pointer_sized=True)
-        struct_name = target.name if isinstance(target, m.Struct) else None
-        return CType(spelling, Kind.POINTER, u.size, False, pointer_sized=True, struct_name=struct_name)
-    raise InputError(f"member of type '{spelling}' is not supported: scripts print scalars and strings")

@@ -16,7 +16,7 @@ import re
 
 from probegen.catalog.model import Catalog, Probe
 from probegen.catalog.ctype import CTypeError, Kind, parse_ctype
-from probegen.errors import Diagnostic, InputError, Location
+from probegen.errors import Diagnostic, InputError, Location, NoSuchMember
 from probegen.checks.lint import syntax
 from probegen.checks.lint.cdefs import StructDef, struct_definitions
 from probegen.checks.lint.formats import mismatch, parse_format, suggest
@@ -48,14 +48,6 @@ def _start(node) -> tuple[int, int]:
             node = node.operand
         else:
             return node.line, node.column
-
-
-def _no_member(error: InputError) -> bool:
-    """Whether a TypeSource's error says the member is missing, rather than
-    the struct (a struct of the kernel's, say) or a type scripts cannot
-    print: only the first is the script's mistake. The protocol has one
-    exception type for all three, so this reads probegen.dwarf's wording."""
-    return "has no member" in str(error)
 
 
 def _merge(first: dict, second: dict) -> dict:
@@ -340,10 +332,10 @@ class Checker:
         path = f"{base.path}.{node.name}" if base.path else node.name
         try:
             ctype = self.types.member_ctype(struct, path)
-        except InputError as exc:
-            if _no_member(exc):
-                self.report(node.line, node.column, f"in the debug info of {self.types_name}: {exc}", "struct-member")
-                return None
+        except NoSuchMember as exc:  # the script's mistake, unlike what follows
+            self.report(node.line, node.column, f"in the debug info of {self.types_name}: {exc}", "struct-member")
+            return None
+        except InputError:
             # No such struct in the binary (nothing to say), or a member
             # scripts cannot print, such as a struct held by value: the path
             # from the outer struct still reaches what is inside it.
@@ -358,13 +350,13 @@ class Checker:
             for name, info in definition.members.items():
                 try:
                     self.types.member_ctype(definition.name, name)
-                except InputError as exc:
-                    if not _no_member(exc):
-                        continue  # not in the binary at all (a kernel struct), or unprintable
+                except NoSuchMember as exc:
                     where = info.location or definition.location
                     self.report(where.line, where.column,
                                 f"member '{name}' of the script's copy of struct {definition.name} "
                                 f"is not in {self.types_name}: {exc}", "struct-copy")
+                except InputError:
+                    pass  # not in the binary at all (a kernel struct), or unprintable
 
     @staticmethod
     def close(name: str, members) -> str:

@@ -9,8 +9,9 @@ simulates the SysV (x86_64, aarch64) layout rules to know where a compiler
 would put each member, and pads or packs only where that differs from
 DWARF. Tests compile the result with gcc and compare every offset.
 
-The output of this module is data (``Plan``, ``Item``); the template
-``structs.h.j2`` turns it into text.
+The output of this module is data (``Plan``, ``Item``) planned from
+probegen.dwarf's types; ``probegen.generators.structs`` renders it through
+the template ``structs.h.j2``.
 """
 
 from __future__ import annotations
