@@ -1,66 +1,98 @@
 """Benchmark: `probegen structs` against `pahole -C` on a large binary.
 
-Both are timed as whole processes in the same run, for the same five
-types; prints the ratios, cold (no type index cache) and warm (the index
-cached by build id, as JSON, in a private temporary cache directory).
-Target: at most 5x pahole.
+Both are timed as whole processes in the same run, in turns (bench/timing.py),
+for the same types; prints wall and CPU seconds and the ratios to pahole:
 
-    python bench/bench_structs.py [BINARY]   (default: builds one with make_big_binary.py)
+- cold: no type index cache (PROBEGEN_NO_CACHE=1), and with an empty
+  cache directory (the run also stores the index);
+- warm: the index cached by build id, as JSON, in a private cache directory.
+
+Targets (issue 14): cold at most 5x pahole, warm at most 1x.
+
+    python bench/bench_structs.py [--shape spdk|big] [--rounds N] [BINARY]
+
+--shape spdk (default) builds bench/make_spdk_shaped_binary.py's program:
+300 units each repeating the same big headers, as spdk_tgt's DWARF is,
+and asks for the three nvmf types measured on spdk_tgt. --shape big is the
+older synthetic program (bench/make_big_binary.py). With BINARY, name the
+types with --type (repeatable).
 """
 
 from __future__ import annotations
 
-import os
+import argparse
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-# Spread over the binary: header types (in every unit) and unit-local ones
-# from the first, middle and last compilation units.
-TYPES = ["big_struct_5", "big_struct_390", "unit0_struct_1", "unit150_struct_3", "unit299_struct_24"]
-RUNS = 3
+sys.path.insert(0, str(HERE))
 
+import make_big_binary  # noqa: E402
+import make_spdk_shaped_binary  # noqa: E402
+from timing import PYTHON, REPO, Command, compile_probegen, race  # noqa: E402
 
-def timed(argv, env=None) -> float:
-    start = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
-    return time.perf_counter() - start
+SHAPES = {
+    # The types measured on spdk_tgt; pahole finds them in the middle units.
+    "spdk": (make_spdk_shaped_binary, "probegen-bench-spdk", "spdk_shaped",
+             ["spdk_nvmf_subsystem", "spdk_nvmf_qpair", "spdk_nvmf_ctrlr"]),
+    # Header types (in every unit) and unit-local ones from the first,
+    # middle and last compilation units.
+    "big": (make_big_binary, "probegen-bench", "bigprog",
+            ["big_struct_5", "big_struct_390", "unit0_struct_1", "unit150_struct_3", "unit299_struct_24"]),
+}
 
 
 def main() -> int:
-    sys.path.insert(0, str(HERE))
-    import make_big_binary
-
-    if len(sys.argv) > 1:
-        binary = Path(sys.argv[1])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("binary", nargs="?", type=Path)
+    parser.add_argument("--shape", choices=SHAPES, default="spdk")
+    parser.add_argument("--type", dest="types", action="append", default=[])
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    maker, scratch, program, types = SHAPES[args.shape]
+    if args.binary is not None:
+        binary = args.binary
+        types = args.types or types
     else:
-        binary = Path(tempfile.gettempdir()) / "probegen-bench" / "bigprog"
+        binary = Path(tempfile.gettempdir()) / scratch / program
         if not binary.exists():
-            make_big_binary.build(binary.parent, 300, 5)
-    print(f"{binary}: {make_big_binary.debug_info_size(binary) / 1e6:.1f} MB of .debug_info")
-    probegen = [sys.executable, "-m", "probegen", "structs", str(binary)]
-    for name in TYPES:
+            if maker is make_big_binary:
+                maker.build(binary.parent, 300, 5)
+            else:
+                maker.build(binary.parent)
+    print(f"{binary}: {make_big_binary.debug_info_size(binary) / 1e6:.1f} MB of .debug_info; "
+          f"types: {', '.join(types)}")
+    compile_probegen()
+    probegen = [PYTHON, "-m", "probegen", "structs", str(binary)]
+    for name in types:
         probegen += ["-t", name]
-    pahole = ["pahole", "-C", ",".join(TYPES), str(binary)]
 
-    with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, XDG_CACHE_HOME=cache)
-        pahole_times, cold, warm = [], [], []
-        for _ in range(RUNS):
-            pahole_times.append(timed(pahole))
-            shutil.rmtree(Path(cache, "probegen"), ignore_errors=True)
-            cold.append(timed(probegen, env))
-            warm.append(timed(probegen, env))
-    reference = statistics.median(pahole_times)
-    print(f"pahole -C       {reference:7.2f} s  (median of {RUNS})")
-    for label, times in (("probegen cold", cold), ("probegen warm", warm)):
-        t = statistics.median(times)
-        print(f"{label:15} {t:7.2f} s  ratio {t / reference:5.2f}x pahole (target <= 5x)")
+    with tempfile.TemporaryDirectory() as cold_home, tempfile.TemporaryDirectory() as warm_home:
+        import os
+
+        def env(**extra):
+            return dict(os.environ, PYTHONPATH=str(REPO), **extra)
+
+        def empty_cache():
+            shutil.rmtree(Path(cold_home, "probegen"), ignore_errors=True)
+
+        pahole = Command("pahole -C", ["pahole", "-C", ",".join(types), str(binary)])
+        commands = [
+            pahole,
+            Command("probegen cold (PROBEGEN_NO_CACHE=1)", probegen, env(PROBEGEN_NO_CACHE="1")),
+            Command("probegen cold (empty cache)", probegen, env(XDG_CACHE_HOME=cold_home), before=empty_cache),
+            Command("probegen warm", probegen, env(XDG_CACHE_HOME=warm_home)),
+        ]
+        race(commands, args.rounds, warmup=1)
+    print(f"best of {args.rounds} rounds, run in turns")
+    print(f"{'':38} {'wall s':>7} {'ratio':>6} {'cpu s':>7} {'ratio':>6}")
+    for command in commands:
+        wall, cpu = command.best_ms / 1000, command.best_cpu_ms / 1000
+        print(f"{command.label:38} {wall:7.3f} {wall / (pahole.best_ms / 1000):5.2f}x "
+              f"{cpu:7.3f} {cpu / (pahole.best_cpu_ms / 1000):5.2f}x")
+    print("targets: cold <= 5x pahole, warm <= 1x")
     return 0
 
 

@@ -2,12 +2,13 @@
 
 Only the top-level DIEs of each compilation unit and of its C++
 namespaces are read (types defined inside functions are not reachable by
-name; a type in a namespace is indexed as "ns::S"); subtrees are skipped
-through DW_AT_sibling, checked by ``probegen.dwarf.walk``. The index maps a name to its
-definitions, one per distinct fingerprint (tag, size, declaring file and
-line):
-the same header type repeated in every unit collapses to one entry, and
-two different types with one name stay apart so they can be reported.
+name; a type in a namespace is indexed as "ns::S"), straight from the
+section's bytes by ``probegen.dwarf.scan``: subtrees are jumped through
+DW_AT_sibling, DIEs of no interest stepped over without being decoded.
+The index maps a name to its definitions, one per distinct fingerprint
+(tag, size, declaring file and line): the same header type repeated in
+every unit collapses to one entry, and two different types with one name
+stay apart so they can be reported.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from probegen.dwarf import scan
 from probegen.dwarf.damage import Damaged
 from probegen.dwarf.lines import check_line_header
-from probegen.dwarf.walk import children
 
 _C_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TAGS = {
@@ -64,29 +65,31 @@ class TypeIndex:
     def build(cls, dwarfinfo) -> "TypeIndex":
         names: dict[str, list[tuple]] = {}
         seen: set[tuple] = set()
+        strings = {name: _section_bytes(section) for name, section in
+                   ((".debug_str", dwarfinfo.debug_str_sec), (".debug_line_str", dwarfinfo.debug_line_str_sec))
+                   if section is not None}
+        info = _section_bytes(dwarfinfo.debug_info_sec)
+        abbrev_bytes = _section_bytes(dwarfinfo.debug_abbrev_sec)
+        tables: dict[tuple, dict] = {}
+        plans: dict[tuple, scan.Abbrev] = {}
+        texts: dict[tuple, str] = {}
         for cu in dwarfinfo.iter_CUs():
-            top = cu.get_top_DIE()
+            unit_key = (cu["debug_abbrev_offset"], cu.structs.dwarf_format, cu["address_size"])
+            if unit_key not in tables:
+                tables[unit_key] = scan.parse_abbrevs(abbrev_bytes, cu["debug_abbrev_offset"],
+                                                      8 if unit_key[1] == 64 else 4, unit_key[2], plans)
+            unit = scan.Unit(cu, info, strings, tables[unit_key], texts)
             files = None
-            for die, text in _named_types(top):
-                attrs = die.attributes
-                kind = _TAGS[die.tag]
-                row = (kind, cu.cu_offset, die.offset, _number(attrs.get("DW_AT_byte_size"), -1),
-                       _number(attrs.get("DW_AT_decl_line"), 0))
+            for offset, kind, name, size, line, decl_file in _named_types(unit):
+                row = (kind, cu.cu_offset, offset, _number(size, -1), _number(line, 0))
                 if files is None:
-                    files = _file_names(dwarfinfo, cu)
-                decl_file = attrs.get("DW_AT_decl_file")
-                where = files.get(decl_file.value, "") if decl_file else ""
-                fingerprint = (text, kind, row[3], row[4], where)
+                    files = _file_names(dwarfinfo, cu, unit.line_table_offset())
+                where = files.get(decl_file, "") if decl_file is not None else ""
+                fingerprint = (name, kind, row[3], row[4], where)
                 if fingerprint in seen:
                     continue
                 seen.add(fingerprint)
-                names.setdefault(text, []).append(row)
-            # pyelftools caches every parsed DIE on its CU; on a big binary
-            # that is gigabytes. Keep only the top DIE (pyelftools 0.29-0.33
-            # layout; skipped if it changes).
-            if isinstance(getattr(cu, "_dielist", None), list) and isinstance(getattr(cu, "_diemap", None), list):
-                cu._dielist = cu._dielist[:1]
-                cu._diemap = cu._diemap[:1]
+                names.setdefault(name, []).append(row)
         return cls(names)
 
     def source_names(self, c_name: str) -> list[str]:
@@ -104,35 +107,76 @@ class TypeIndex:
 _MAX_NAMESPACES = 64
 
 
-def _named_types(top):
-    """(DIE, name) of the named type definitions at the top of a unit and
-    inside its C++ namespaces ("ns::S")."""
-    pending = [(top, "")]
+def _named_types(unit: scan.Unit):
+    """(offset, kind, name, size, line, decl_file) of the named type
+    definitions at the top of a unit and inside its C++ namespaces
+    ("ns::S"); size, line and decl_file as pyelftools gives their values,
+    or None."""
+    pending = [(unit.cu.cu_die_offset, "")]
+    expanded: set[int] = set()  # damaged sibling links can make one namespace a child of several
+    value = unit.value
     while pending:
         parent, prefix = pending.pop()
-        for die in children(parent):
-            attrs = die.attributes
-            name = attrs.get("DW_AT_name")
-            text = name.value.decode("utf-8", "replace") if name is not None and isinstance(name.value, bytes) else None
-            if die.tag == "DW_TAG_namespace":
+        for offset, abbrev, after, starts in unit.children(parent):
+            tag = abbrev.tag
+            if tag == scan.NAMESPACE:
+                text = _pyelftools_fields(unit.pyelftools_die(offset))[0] if abbrev.odd else \
+                    value(abbrev, starts, scan.NAME)
                 if prefix.count("::") >= _MAX_NAMESPACES:
-                    raise Damaged(f"namespaces nested more than {_MAX_NAMESPACES} deep at {die.offset:#x}")
-                pending.append((die, f"{prefix}{text or '(anonymous namespace)'}::"))
+                    raise Damaged(f"namespaces nested more than {_MAX_NAMESPACES} deep at {offset:#x}")
+                if offset not in expanded:
+                    expanded.add(offset)
+                    pending.append((offset, f"{prefix}{text or '(anonymous namespace)'}::"))
                 continue
-            if die.tag not in _TAGS or text is None or "DW_AT_declaration" in attrs:
+            kind = scan.TYPE_TAGS.get(tag)
+            if kind is None or abbrev.declaration:
                 continue
-            yield die, prefix + text
+            if abbrev.odd:
+                text, size, line, decl_file = _pyelftools_fields(unit.pyelftools_die(offset))
+            else:
+                text = value(abbrev, starts, scan.NAME)
+                if text is None:
+                    continue
+                size = value(abbrev, starts, scan.SIZE)
+                line = value(abbrev, starts, scan.LINE)
+                decl_file = value(abbrev, starts, scan.FILE)
+            if text is not None:
+                yield offset, kind, prefix + text, size, line, decl_file
 
 
-def _number(attr, default: int) -> int:
-    value = attr.value if attr is not None else None
+def _pyelftools_fields(die) -> tuple:
+    """(name, size, line, decl_file) of a DIE pyelftools read: values as
+    it gives them, the name decoded (None if not a string)."""
+    name, size, line, decl_file = (attr.value if attr is not None else None for attr in
+                                   map(die.attributes.get,
+                                       ("DW_AT_name", "DW_AT_byte_size", "DW_AT_decl_line", "DW_AT_decl_file")))
+    return (name.decode("utf-8", "replace") if isinstance(name, bytes) else None), size, line, decl_file
+
+
+def _section_bytes(section) -> bytes | None:
+    if section is None:
+        return None
+    stream = section.stream
+    if hasattr(stream, "getvalue"):
+        return stream.getvalue()
+    stream.seek(0)
+    return stream.read()
+
+
+def _number(value, default: int) -> int:
     return value if type(value) is int and value >= 0 else default
 
 
-def _file_names(dwarfinfo, cu) -> dict[int, str]:
-    """DW_AT_decl_file index -> file path, from the unit's line table header."""
-    check_line_header(dwarfinfo, cu)
-    program = dwarfinfo.line_program_for_CU(cu)
+def _file_names(dwarfinfo, cu, stmt_list: int | None) -> dict[int, str]:
+    """DW_AT_decl_file index -> file path, from the unit's line table header
+    at ``stmt_list``."""
+    if type(stmt_list) is not int or dwarfinfo.debug_line_sec is None:
+        return {}
+    check_line_header(dwarfinfo, cu, stmt_list)
+    # pyelftools' public way in (line_program_for_CU) reads the unit's top
+    # DIE through its construct-parsed abbreviation table: 5 ms a unit.
+    parse_at = getattr(dwarfinfo, "_parse_line_program_at_offset", None)
+    program = parse_at(stmt_list, cu.structs) if parse_at is not None else dwarfinfo.line_program_for_CU(cu)
     if program is None:
         return {}
     header = program.header

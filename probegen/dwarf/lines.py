@@ -17,12 +17,16 @@ from probegen.dwarf.damage import Damaged
 _NO_BYTES = frozenset(("DW_FORM_flag_present", "DW_FORM_implicit_const"))
 
 
-def check_line_header(dwarfinfo, cu) -> None:
+def check_line_header(dwarfinfo, cu, stmt_list=None) -> None:
     """Damaged if the unit's DWARF 5 line table header has a directory or
-    file name list that could not be as long as it says."""
-    attr = cu.get_top_DIE().attributes.get("DW_AT_stmt_list")
+    file name list that could not be as long as it says. ``stmt_list``:
+    the unit's DW_AT_stmt_list where the caller has it (read from its top
+    DIE otherwise)."""
+    if stmt_list is None:
+        attr = cu.get_top_DIE().attributes.get("DW_AT_stmt_list")
+        stmt_list = attr.value if attr is not None else None
     section = dwarfinfo.debug_line_sec
-    if attr is None or section is None or type(attr.value) is not int:
+    if section is None or type(stmt_list) is not int:
         return
     header = cu.structs.Dwarf_lineprog_header
     names = [sub.name for sub in header.subcons]
@@ -34,7 +38,7 @@ def check_line_header(dwarfinfo, cu) -> None:
         # Everything before the count, parsed as pyelftools parses it:
         # what precedes has been checked already.
         prefix = Struct("prefix", *header.subcons[:names.index(formats) + 1])
-        stream.seek(attr.value)
+        stream.seek(stmt_list)
         fields = prefix.parse_stream(stream)
         if fields.version < 5:
             return
@@ -42,7 +46,7 @@ def check_line_header(dwarfinfo, cu) -> None:
         if not count:
             continue
         if all(f.form in _NO_BYTES for f in fields[formats]):
-            raise Damaged(f"line table at {attr.value:#x}: {count} {entries} of no bytes each")
+            raise Damaged(f"line table at {stmt_list:#x}: {count} {entries} of no bytes each")
         if count > min(fields.header_length, section.size):
-            raise Damaged(f"line table at {attr.value:#x}: {count} {entries} in a header of "
+            raise Damaged(f"line table at {stmt_list:#x}: {count} {entries} in a header of "
                           f"{fields.header_length} bytes")
