@@ -6,26 +6,86 @@ byte of a name the process chose can change the program, and __PID__ with
 the pid, then runs bpftrace -p PID on the result. A file bpftrace 0.17
 cannot name exactly (':', '*' or a newline in its name) is refused, exit 2.
 Ctrl-C or SIGTERM ends tracing cleanly. See probegen/runtime/trace.py.
+
+Summary modes need no script: --hist measures the catalog's spans, --count
+counts hits, --json prints JSON lines (probegen/runtime/summary.py).
 """
 
 from __future__ import annotations
 
-HELP = "run bpftrace scripts (with __EXE__/__PID__ markers) against a process"
+import argparse
+
+HELP = "run bpftrace scripts (with __EXE__/__PID__ markers), or span histograms and hit counts, against a process"
+
+
+def _seconds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of seconds, at least 1: {text!r}")
+    return value
 
 
 def configure(parser):
+    from probegen.cli import add_catalog_argument
+
     parser.add_argument("pid", type=int, metavar="PID", help="process to trace")
-    parser.add_argument("scripts", nargs="+", metavar="SCRIPT", help="bpftrace scripts, e.g. scripts/bpf/nvmf.bt")
+    parser.add_argument("scripts", nargs="*", metavar="SCRIPT",
+                        help="bpftrace scripts, e.g. scripts/bpf/nvmf.bt (or use --hist / --count)")
     parser.add_argument("-o", "--output", metavar="FILE", help="bpftrace writes its output to FILE")
     parser.add_argument("--dry-run", action="store_true", help="print the program bpftrace would run, and exit")
+    parser.add_argument("--hist", nargs="?", const="", metavar="SPAN,...",
+                        help="latency histograms (microseconds) of the catalog's spans: these, or every span "
+                             "whose probes the process has")
+    parser.add_argument("--count", nargs="?", const="", metavar="PROBE,...",
+                        help="count hits of these probes, or of every catalog probe the process has")
+    parser.add_argument("--json", action="store_true",
+                        help="print JSON lines (histograms, counts, ...) instead of bpftrace's text")
+    parser.add_argument("--interval", type=_seconds, metavar="SECONDS",
+                        help="with --hist/--count: print (and reset) every SECONDS")
+    parser.add_argument("--duration", type=_seconds, metavar="SECONDS",
+                        help="stop SECONDS after attaching, printing what was gathered")
+    add_catalog_argument(parser)
 
 
 def run(args) -> int:
     import sys
 
+    from probegen.errors import InputError
     from probegen.runtime import trace
 
+    summary = args.hist is not None or args.count is not None
+    if summary and args.scripts:
+        raise InputError("probegen trace: error: give scripts or --hist/--count, not both "
+                         "(bpftrace allows one BEGIN and END per program)")
+    if not summary and not args.scripts:
+        raise InputError("probegen trace: error: nothing to trace: give bpftrace scripts, --hist or --count")
+    if args.interval is not None and not summary:
+        raise InputError("probegen trace: error: --interval applies to --hist and --count")
+    catalog = None
+    texts = []
+    if summary:
+        from probegen.catalog import load_catalog
+        from probegen.runtime.summary import summary_script
+
+        trace.check_process(args.pid)
+        catalog = load_catalog(args.catalog)
+        texts.append(summary_script(catalog, args.pid, args.hist, args.count, args.interval))
     if args.dry_run:
-        sys.stdout.write(trace.program_for(args.pid, args.scripts))
+        sys.stdout.write(trace.program_for(args.pid, args.scripts, scripts=texts, duration=args.duration))
         return 0
-    return trace.run(args.pid, args.scripts, args.output)
+    json_lines = None
+    if args.json:
+        from pathlib import Path
+
+        from probegen.catalog import load_catalog
+        from probegen.runtime.summary import JsonLines
+
+        if catalog is None and Path(args.catalog).exists():  # names the maps of its span script
+            catalog = load_catalog(args.catalog)
+
+        json_lines = JsonLines(catalog).convert
+    return trace.run(args.pid, args.scripts, args.output, scripts=texts, duration=args.duration,
+                     json_lines=json_lines)

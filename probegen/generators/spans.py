@@ -13,7 +13,7 @@ String keys and by values are read with ``str(argN, LEN)``: keys compare
 their first LEN - 1 bytes (LEN: the longer max_len of the two arguments
 plus one, else bpftrace's default 64, within what the stack allows). The
 same file renders `probegen trace`'s summary programs (--hist, --count,
-with --interval and --duration).
+with --interval).
 """
 
 from __future__ import annotations
@@ -167,10 +167,10 @@ def _span_parts(builder: _Builder, span: Span, blocks: dict[str, _Block]) -> Non
 
 
 def render_program(catalog: Catalog, spans=None, counted=(), interval: int | None = None,
-                   duration: int | None = None, title: str | None = None) -> str:
+                   title: str | None = None) -> str:
     """A bpftrace program measuring ``spans`` (default: all the catalog's)
     and counting hits of the ``counted`` probes; ``interval``: print and
-    reset every so many seconds; ``duration``: exit after so many."""
+    reset every so many seconds."""
     spans = catalog.spans if spans is None else tuple(spans)
     builder, blocks = _plan(catalog, spans, counted, BPFTRACE_STRLEN_LIMIT)
     most = max((b.strings for b in blocks.values()), default=0)
@@ -182,7 +182,7 @@ def render_program(catalog: Catalog, spans=None, counted=(), interval: int | Non
         TEMPLATE,
         catalog=catalog, title=title or f"{len(spans)} span{'s' if len(spans) != 1 else ''}",
         spans=spans, blocks=list(blocks.values()), enums=list(builder.enums.values()),
-        counted=bool(counted), interval=interval, duration=duration,
+        counted=bool(counted), interval=interval,
         strlen=strlen, default_strlen=DEFAULT_STRLEN, strlen_marker=STRLEN_MARKER,
         cut=builder.wanted_strlen > strlen,
         hist_map=hist_map, unmatched_map=unmatched_map, start_map=start_map, hits_map=HITS_MAP,

@@ -336,13 +336,14 @@ def _executable_mapping(pid: int) -> MappedFile:
     return files[0]
 
 
-def program_for(pid: int, paths) -> str:
-    """The bpftrace program `probegen trace` would run."""
+def program_for(pid: int, paths=(), *, scripts=(), duration: int | None = None) -> str:
+    """The bpftrace program `probegen trace` would run: the scripts at
+    ``paths`` and the ``scripts`` given as text (summary programs)."""
     check_process(pid)
-    return _program(pid, read_scripts(paths))
+    return _program(pid, read_scripts(paths) + list(scripts), duration)
 
 
-def _program(pid: int, scripts: list[Script]) -> str:
+def _program(pid: int, scripts: list[Script], duration: int | None = None) -> str:
     wanted = set().union(*(wanted_probes(s) for s in scripts))
     holders = probe_holders(pid, wanted) if wanted else {}
     exe_cache: list[str] = []
@@ -352,13 +353,21 @@ def _program(pid: int, scripts: list[Script]) -> str:
             exe_cache.append(attach_target(pid, _executable_mapping(pid), "the executable"))
         return exe_cache[0]
 
-    return combine(scripts, [resolve(s, pid, holders, exe_target) for s in scripts])
+    program = combine(scripts, [resolve(s, pid, holders, exe_target) for s in scripts])
+    if duration is not None:
+        # Timed from the attach (bpftrace starts intervals after BEGIN),
+        # and ended by exit(): the maps print as on Ctrl-C.
+        program += f"\ninterval:s:{int(duration)}\n{{\n\texit();\n}}\n"
+    return program
 
 
-def command(pid: int, program_file: str, output: str | None = None, bpftrace: str = "bpftrace") -> list[str]:
+def command(pid: int, program_file: str, output: str | None = None, bpftrace: str = "bpftrace",
+            json: bool = False) -> list[str]:
     argv = [bpftrace, "-p", str(pid)]
     if output is not None:
         argv += ["-o", output]
+    if json:
+        argv += ["-f", "json"]
     return argv + [program_file]
 
 
@@ -369,15 +378,19 @@ def find_bpftrace() -> str:
     return path
 
 
-def run(pid: int, paths, output: str | None = None) -> int:
-    """Trace until bpftrace ends (Ctrl-C, SIGTERM, or the process exits);
-    returns bpftrace's exit status."""
+def run(pid: int, paths=(), output: str | None = None, *, scripts=(), duration: int | None = None,
+        json_lines=None) -> int:
+    """Trace until bpftrace ends (Ctrl-C, SIGTERM, ``duration`` seconds
+    after attaching, or the process exits); returns bpftrace's exit status.
+    ``scripts``: programs given as text, beside the files at ``paths``.
+    ``json_lines``: bpftrace prints JSON (-f json) and each line it prints
+    goes through this function (line -> lines) on its way to the output."""
     if os.geteuid() != 0:
         raise InputError("probegen trace: error: bpftrace needs root: run as root (e.g. with sudo)")
     bpftrace = find_bpftrace()
     check_process(pid)
-    scripts = read_scripts(paths)
-    program = _program(pid, scripts)
+    scripts = read_scripts(paths) + list(scripts)
+    program = _program(pid, scripts, duration)
     env = dict(os.environ)
     wanted = strlen("\n".join(s.text for s in scripts))
     if wanted and "BPFTRACE_STRLEN" not in env:
@@ -391,12 +404,41 @@ def run(pid: int, paths, output: str | None = None) -> int:
         with tempfile.NamedTemporaryFile("w", prefix="probegen-", suffix=".bt", encoding="utf-8") as file:
             file.write(program)
             file.flush()
+            if json_lines is not None:
+                argv = command(pid, file.name, None, bpftrace, json=True)
+                child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True, errors="replace")
+                return _relay(child, json_lines, output_fd)
             argv = command(pid, file.name, None if output_fd is None else f"/dev/fd/{output_fd}", bpftrace)
             child = subprocess.Popen(argv, env=env, pass_fds=() if output_fd is None else (output_fd,))
             return _wait_forwarding_signals(child)
     finally:
         if output_fd is not None:
             os.close(output_fd)
+
+
+def _relay(child: subprocess.Popen, convert, output_fd: int | None) -> int:
+    """Copy the child's lines through ``convert`` to the output as they
+    come (a line at a time, so a reader sees each interval at once)."""
+    import sys
+
+    out = sys.stdout if output_fd is None else os.fdopen(os.dup(output_fd), "w", encoding="utf-8")
+
+    def forward(signum, _frame):
+        if child.poll() is None:
+            child.send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        for line in child.stdout:
+            for converted in convert(line):
+                out.write(converted + "\n")
+            out.flush()
+        return child.wait()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if out is not sys.stdout:
+            out.close()
 
 
 def _wait_forwarding_signals(child: subprocess.Popen) -> int:

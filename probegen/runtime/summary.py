@@ -1,0 +1,136 @@
+"""`probegen trace`'s summary modes: programs made from the catalog
+(``--hist``: span latency histograms, ``--count``: hits per probe) and
+``--json``: bpftrace's ``-f json`` output read back into one JSON object
+per line, named after the catalog's spans and probes.
+
+The JSON lines (every one has a "type"):
+
+- ``{"type": "attached", "probes": N}``: bpftrace attached, tracing starts
+- ``{"type": "span", "span": S, "by": {ARG: VALUE}, "unit": "us", "count": N,
+  "buckets": [{"min": LO, "max": HI, "count": N}, ...]}``: a histogram,
+  empty buckets left out
+- ``{"type": "unmatched", "span": S, "count": N}``: ends without a start
+- ``{"type": "hits", "probe": P, "count": N}``
+- ``{"type": "interval", "time": "HH:MM:SS"}``: an --interval begins
+- anything else bpftrace prints, as bpftrace printed it (its own JSON), or
+  ``{"type": "text", "text": LINE}`` for a line that is not JSON.
+"""
+
+from __future__ import annotations
+
+import json
+
+from probegen.catalog import Catalog
+from probegen.catalog.ctype import Kind
+from probegen.errors import InputError
+from probegen.generators.spans import HITS_MAP, SPAN_SCRIPT, hist_map, render_program, unmatched_map
+from probegen.runtime.trace import Script, probe_holders
+
+
+def _names(text: str) -> list[str]:
+    return [n for n in (part.strip() for part in text.split(",")) if n]
+
+
+def _pick(wanted: str | None, known: dict, what: str, catalog: Catalog) -> list | None:
+    """The named entries of ``known`` (all for ""), None when not asked."""
+    if wanted is None:
+        return None
+    names = _names(wanted)
+    if not names:
+        return list(known.values())
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        have = ", ".join(known) or "none"
+        raise InputError(f"probegen trace: error: {catalog.path.name} has no {what} {', '.join(unknown)} "
+                         f"(its {what}s: {have})")
+    return [known[n] for n in dict.fromkeys(names)]
+
+
+def summary_script(catalog: Catalog, pid: int, hist: str | None, count: str | None,
+                   interval: int | None = None) -> Script:
+    """The program for --hist SPANS and --count PROBES (comma-separated
+    names; empty: every span or probe of the catalog the process has)."""
+    spans = _pick(hist, {s.name: s for s in catalog.spans}, "span", catalog)
+    counted = _pick(count, {p.name: p for p in catalog.probes}, "probe", catalog)
+    named_spans, named_probes = bool(hist and _names(hist)), bool(count and _names(count))
+    if (spans is not None and not named_spans) or (counted is not None and not named_probes):
+        present = {name for _, name in probe_holders(pid, {(None, p.name) for p in catalog.probes})}
+        if spans is not None and not named_spans:
+            spans = [s for s in spans if s.start.name in present and s.end.name in present]
+            if not spans:
+                raise InputError(f"probegen trace: error: process {pid} has the probes of none of "
+                                 f"{catalog.path.name}'s spans" if catalog.spans else
+                                 f"probegen trace: error: {catalog.path.name} declares no spans")
+        if counted is not None and not named_probes:
+            counted = [p for p in counted if p.name in present]
+            if not counted:
+                raise InputError(f"probegen trace: error: process {pid} has none of {catalog.path.name}'s probes")
+    what = []
+    if spans:
+        what.append(f"{len(spans)} span{'s' if len(spans) != 1 else ''}")
+    if counted:
+        what.append(f"hits of {len(counted)} probe{'s' if len(counted) != 1 else ''}")
+    text = render_program(catalog, spans or (), counted or (), interval=interval, title=" and ".join(what))
+    return Script(f"<{SPAN_SCRIPT} of {catalog.path.name}>", text)
+
+
+class JsonLines:
+    """Turns bpftrace -f json lines into probegen's JSON lines."""
+
+    def __init__(self, catalog: Catalog | None = None):
+        self.maps: dict[str, tuple] = {HITS_MAP: ("hits", None)}
+        for span in catalog.spans if catalog is not None else ():
+            self.maps[hist_map(span)] = ("span", span)
+            self.maps[unmatched_map(span)] = ("unmatched", span)
+
+    def convert(self, line: str) -> list[str]:
+        if not line.strip():
+            return []
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return [_dump({"type": "text", "text": line.rstrip("\n")})]
+        if not isinstance(event, dict):
+            return [line.rstrip("\n")]
+        kind, data = event.get("type"), event.get("data")
+        if kind == "attached_probes" and isinstance(data, dict):
+            return [_dump({"type": "attached", "probes": data.get("probes")})]
+        if kind == "time" and isinstance(data, str):
+            return [_dump({"type": "interval", "time": data.strip()})]
+        if kind in ("hist", "map") and isinstance(data, dict) and len(data) == 1:
+            (name, value), = data.items()
+            known = self.maps.get(name)
+            if known is not None:
+                converted = self._map(known, value)
+                if converted is not None:
+                    return [_dump(c) for c in converted]
+        return [line.rstrip("\n")]
+
+    def _map(self, known, value) -> list[dict] | None:
+        what, span = known
+        if what == "hits" and isinstance(value, dict):
+            return [{"type": "hits", "probe": k, "count": v} for k, v in value.items()]
+        if what == "unmatched" and isinstance(value, int):
+            return [{"type": "unmatched", "span": span.name, "count": value}]
+        if what == "span":
+            keyed = value if span.by else {"": value}
+            if not isinstance(keyed, dict):
+                return None
+            return [self._hist(span, key, buckets) for key, buckets in keyed.items()]
+        return None
+
+    @staticmethod
+    def _hist(span, key: str, buckets) -> dict:
+        # bpftrace joins a tuple key's parts with ','.
+        parts = key.split(",", len(span.by) - 1) if span.by else []
+        by = {}
+        for b, part in zip(span.by, parts):
+            integer = b.arg.ctype.kind in (Kind.INTEGER, Kind.BOOL) or (b.arg.ctype.kind is Kind.ENUM and part.lstrip("-").isdigit())
+            by[b.name] = int(part) if integer and part.lstrip("-").isdigit() else part
+        kept = [b for b in buckets if isinstance(b, dict) and b.get("count")]
+        return {"type": "span", "span": span.name, "by": by, "unit": "us",
+                "count": sum(b["count"] for b in kept), "buckets": kept}
+
+
+def _dump(value: dict) -> str:
+    return json.dumps(value, separators=(", ", ": "))
