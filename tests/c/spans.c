@@ -13,6 +13,8 @@
  * bpftrace's nsecs reads) measured in microseconds just inside and just
  * outside the two probes, so the tracer's value lies between; then "DONE".
  */
+#define _POSIX_C_SOURCE 200809L
+
 #include "spans.h"
 
 #include <pthread.h>

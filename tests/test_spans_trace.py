@@ -1,0 +1,185 @@
+"""Span scripts against a real process, with real bpftrace and real time.
+
+tests/c/spans.c fires requests (1.5 ms READs and 12 ms WRITEs in flight at
+once, two threads, matched by id and by tag string) and pieces of work
+(24 ms, matched by thread), each measured by the program's own clock, plus
+an end without a start per span. The generated spans.bt (text) and
+`probegen trace --hist --count --json` run at the same time; their
+histograms must agree with each other bucket for bucket, and each with the
+program's own measurements within one log2 bucket of scheduling slack
+(the time between the program's clock reads and bpftrace's handlers);
+the counts must equal the hits fired.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import signal
+from collections import Counter, defaultdict
+
+import pytest
+
+from helpers import C_DIR, CATALOGS, require_bpftrace
+from helpers.tracing import Process, build_program, probegen_argv
+from probegen.catalog import load_catalog
+from probegen.generators.spans import render_files
+
+CATALOG = CATALOGS / "spans.yaml"
+ROUNDS = 10
+# The delays tests/c/spans.c sleeps, and the log2 bucket each falls in.
+NOMINAL = {("request", "READ"): 1500, ("request", "WRITE"): 12000, ("request_tagged", "0"): 1500,
+           ("request_tagged", "1"): 12000, ("work", ""): 24000}
+SLACK = 1  # buckets
+_HIST_HEAD = re.compile(r"^@(\w+)_us(?:\[(.*)\])?:\s*$")
+_BUCKET = re.compile(r"^\[(\d+)([KMG]?)(?:, (\d+)([KMG]?)\))?\]?\s+(\d+) \|")
+_COUNT = re.compile(r"^@(\w+)_unmatched: (\d+)$")
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def bucket(us: int) -> int:
+    """Index of bpftrace's log2 bucket: [2^i, 2^(i+1)); 0 and 1 are their own."""
+    return -1 if us <= 0 else int(math.log2(us))
+
+
+def text_histograms(lines: list[str]) -> tuple[dict, dict]:
+    """bpftrace's printed maps: {(span, by): Counter(bucket index: count)}, {span: unmatched}."""
+    hists: dict = {}
+    unmatched = {}
+    current = None
+    for line in lines:
+        head = _HIST_HEAD.match(line)
+        if head:
+            current = hists.setdefault((head[1], head[2] or ""), Counter())
+            continue
+        count = _COUNT.match(line)
+        if count:
+            unmatched[count[1]] = int(count[2])
+            current = None
+            continue
+        row = _BUCKET.match(line)
+        if row and current is not None:
+            low = int(row[1]) * _UNITS[row[2]]
+            if int(row[5]):
+                current[bucket(low)] += int(row[5])
+        elif not line.strip():
+            current = None
+    return hists, unmatched
+
+
+def json_results(lines: list[str]) -> tuple[dict, dict, dict]:
+    hists, unmatched, hits = {}, {}, {}
+    for line in lines:
+        event = json.loads(line)  # every line parses
+        if event["type"] == "span":
+            by = ",".join(str(v) for v in event["by"].values())
+            counter = Counter({bucket(b["min"]): b["count"] for b in event["buckets"]})
+            assert sum(counter.values()) == event["count"]
+            hists[(event["span"], by)] = counter
+        elif event["type"] == "unmatched":
+            unmatched[event["span"]] = event["count"]
+        elif event["type"] == "hits":
+            hits[event["probe"]] = event["count"]
+    return hists, unmatched, hits
+
+
+def measured(program: Process) -> dict:
+    """{(span, by): [outer microseconds]} as the program measured them."""
+    result = defaultdict(list)
+    for line in program.lines:
+        if line.startswith("SPAN "):
+            _, span, by, _inner, outer = line.split()
+            result[(span, "" if by == "-" else by)].append(int(outer))
+    return result
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory):
+    require_bpftrace()
+    directory = tmp_path_factory.mktemp("spans")
+    binary = build_program(C_DIR / "spans.c", CATALOG, "spans.h", directory,
+                           defines=["SPANTEST_USDT"], extra=["-pthread"])
+    (script,) = render_files(load_catalog(CATALOG), directory)
+    script.path.write_text(script.text)
+    program = Process([binary, ROUNDS], stdin=True)
+    program.wait_line("READY")
+    tracers = {}
+    try:
+        tracers["text"] = Process(probegen_argv("trace", program.pid, script.path))
+        tracers["json"] = Process(probegen_argv("trace", program.pid, "--hist", "--count", "--json",
+                                                "--catalog", CATALOG))
+        tracers["text"].wait_line("Tracing 3 spans")
+        tracers["json"].wait_for(lambda lines: any('"printf"' in l and "Tracing" in l for l in lines),
+                                 "the json tracer to attach")
+        program.send("go\n")
+        program.wait_line("DONE")
+        assert program.proc.wait(60) == 0
+        for tracer in tracers.values():
+            assert tracer.stop(signal.SIGINT) == 0, tracer.stderr
+    finally:
+        program.kill()
+        for tracer in tracers.values():
+            tracer.kill()
+    for process in (program, *tracers.values()):
+        process.drain()
+    return program, tracers
+
+
+def test_histograms_match_the_programs_own_clock(traced):
+    program, tracers = traced
+    hists, unmatched = text_histograms(tracers["text"].lines)
+    expected = measured(program)
+    assert set(hists) == set(expected) == set(NOMINAL)
+    report = []
+    for key, values in sorted(expected.items()):
+        got = sorted(hists[key].elements())
+        want = sorted(bucket(v) for v in values)
+        assert len(got) == len(want) == 2 * ROUNDS  # two threads, one of each per round
+        # Sorted, the i-th tracer bucket is within SLACK of the i-th measured one.
+        off = [g - w for g, w in zip(got, want)]
+        assert all(abs(d) <= SLACK for d in off), (key, got, want)
+        nominal = bucket(NOMINAL[key])
+        report.append(f"{key}: nominal [{1 << nominal}, {2 << nominal}) us, tracer {dict(hists[key])}, "
+                      f"program {dict(Counter(want))}")
+    print("\n".join(report))
+    assert unmatched == {"request": 1, "request_tagged": 1, "work": 1}
+
+
+def test_every_start_is_matched_by_its_key(traced):
+    """Requests of both threads overlap: matched by anything but their key,
+    READs and WRITEs would trade latencies. No span is shorter than its
+    delay's bucket, and each the program itself saw within SLACK buckets
+    of its delay is there in the tracer too (the tracer's time lies inside
+    the program's, so scheduling can only push values up)."""
+    program, tracers = traced
+    hists, _ = text_histograms(tracers["text"].lines)
+    expected = measured(program)
+    for key, delay in NOMINAL.items():
+        nominal = bucket(delay)
+        assert min(hists[key]) >= nominal, (key, hists[key])
+        in_slack = sum(n for b, n in hists[key].items() if b <= nominal + SLACK)
+        program_in_slack = sum(1 for v in expected[key] if bucket(v) <= nominal + SLACK)
+        assert in_slack >= program_in_slack, (key, hists[key], expected[key])
+
+
+def test_json_lines_agree_with_text(traced):
+    """Both tracers saw the same hits, each timing them in its own handler:
+    the same counts, and the same buckets but for a value a few
+    microseconds from a bucket's edge."""
+    _, tracers = traced
+    text_hists, text_unmatched = text_histograms(tracers["text"].lines)
+    json_hists, json_unmatched, _ = json_results(tracers["json"].lines)
+    assert set(json_hists) == set(text_hists)
+    for key, counter in text_hists.items():
+        got, want = sorted(json_hists[key].elements()), sorted(counter.elements())
+        assert len(got) == len(want), key
+        assert all(abs(g - w) <= 1 for g, w in zip(got, want)), (key, got, want)
+    assert json_unmatched == text_unmatched
+
+
+def test_count_mode_equals_hits_fired(traced):
+    program, tracers = traced
+    fired = {l.split()[1]: int(l.split()[2]) for l in program.lines if l.startswith("FIRED ")}
+    _, _, hits = json_results(tracers["json"].lines)
+    assert hits == fired
