@@ -1,7 +1,11 @@
-"""Every test, and every probegen process a test starts, uses a fresh cache
+"""Fixtures shared by the whole suite (helper functions: tests/helpers/).
+
+Every test, and every probegen process a test starts, uses a fresh cache
 directory of its own, never the developer's ~/.cache/probegen."""
 
 import pytest
+
+from helpers import run_cli, sdt_include_dir
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -10,3 +14,15 @@ def private_cache(tmp_path_factory):
         patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
         patch.delenv("PROBEGEN_NO_CACHE", raising=False)
         yield
+
+
+@pytest.fixture
+def cli(capsys):
+    """probegen's main() in this process: cli(*argv) -> (code, stdout, stderr)."""
+    return lambda *argv: run_cli(capsys, *argv)
+
+
+@pytest.fixture(scope="session")
+def sdt_dir(tmp_path_factory):
+    """A directory holding only sys/sdt.h: the real header for cross compilers."""
+    return sdt_include_dir(tmp_path_factory.mktemp("sdt"))

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elf_helpers import C_DIR, compile_c, readelf_notes, run_cli, sdt_include_dir
+from helpers import C_DIR, compile_for, readelf_notes, run_cli, sdt_include_dir
 from probegen.elf import read_binary
 from probegen.elf.argspec import (
     Address, ArgSpecError, Constant, Memory, Register, Unknown, decode_operand, parse_arg,
@@ -248,7 +248,7 @@ def build(objects, name):
     arch, flags = BUILDS[name]
     target = out / f"{name}.o"
     if not target.exists():
-        compile_c(arch, [C_DIR / "argspec_forms.c"], target, includes=[sdt], flags=["-c", *flags])
+        compile_for(arch, [C_DIR / "argspec_forms.c"], target, include_dirs=[sdt], extra=["-c", *flags])
     return target
 
 

@@ -12,10 +12,8 @@ import pytest
 from probegen.catalog import load_catalog
 from probegen.generators import bcc
 from probegen.files.output import write_all
-from tests.tracing_helpers import (
-    C_DIR, CATALOGS, SYSTEM_PYTHON, Process, build_program, expected_lines, require_bcc,
-    run_traced, tracer_lines,
-)
+from helpers import CATALOGS, C_DIR, SYSTEM_PYTHON
+from helpers.tracing import Process, build_program, expected_lines, require_bcc, run_traced, tracer_lines
 
 TYPES = CATALOGS / "tracing_types.yaml"
 
@@ -106,7 +104,7 @@ def test_generation_is_deterministic(tmp_path):
 def test_spdk_catalog_tool_prints_what_spdk_passes(tmp_path):
     """The default SPDK catalog's all.py against a program firing SPDK's
     probes as SPDK's sources do (untyped SPDK_DTRACE_PROBEn macros)."""
-    from tests.tracing_helpers import SPDK_CATALOG, build_spdk_program
+    from helpers.tracing import SPDK_CATALOG, build_spdk_program
 
     require_bcc()
     catalog = load_catalog(SPDK_CATALOG)

@@ -14,10 +14,8 @@ from probegen.catalog import load_catalog
 from probegen.errors import InputError
 from probegen.generators import bpftrace
 from probegen.files.output import write_all
-from tests.tracing_helpers import (
-    C_DIR, CATALOGS, build_program, expected_lines, probegen_argv, require_bpftrace,
-    run_traced, tracer_lines,
-)
+from helpers import CATALOGS, C_DIR, require_bpftrace
+from helpers.tracing import build_program, expected_lines, probegen_argv, run_traced, tracer_lines
 
 TYPES = CATALOGS / "tracing_types.yaml"
 MOST_UNREADABLE = ("a6", "a7", "a8", "a9", "a10", "a11")
@@ -149,7 +147,7 @@ def test_command_writes_scripts(tmp_path):
 def test_spdk_catalog_scripts_print_what_spdk_passes(tmp_path):
     """The default SPDK catalog's all.bt and nvmf.bt against a program firing
     SPDK's probes as SPDK's sources do (untyped SPDK_DTRACE_PROBEn macros)."""
-    from tests.tracing_helpers import SPDK_CATALOG, build_spdk_program
+    from helpers.tracing import SPDK_CATALOG, build_spdk_program
 
     require_bpftrace()
     catalog = load_catalog(SPDK_CATALOG)

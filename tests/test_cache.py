@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from dwarf_helpers import C_DIR, gcc
+from helpers import C_DIR
+from helpers.dwarf import gcc
 from probegen.files import cache
 from probegen.dwarf import DwarfTypes
 from probegen.generators.structs import render_definitions

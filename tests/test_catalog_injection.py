@@ -24,12 +24,10 @@ from probegen.catalog import load_catalog
 from probegen.catalog.cvalidate import clock_expression
 from probegen.catalog.ctype import CTypeError, parse_ctype
 from probegen.errors import CatalogError
-from tests.hostile_outputs import (
-    BPFTRACE_PAYLOAD, C_PAYLOAD, MARKER, PYTHON_PAYLOAD, SYSTEM_PYTHON, build_site, check_all, generate,
-    runnable_script,
+from helpers import SYSTEM_PYTHON, require, require_bpftrace
+from helpers.hostile import (
+    BPFTRACE_PAYLOAD, C_PAYLOAD, MARKER, PYTHON_PAYLOAD, build_site, check_all, generate, runnable_script,
 )
-from tests.cbuild import require
-from tests.tracing_helpers import require_bpftrace
 
 # The catalog every case starts from; FIELD placeholders are replaced by
 # JSON strings (valid YAML double-quoted scalars), so positions are known.

@@ -18,8 +18,8 @@ from probegen.errors import CatalogError
 from probegen.generators import bcc, bpftrace
 from probegen.generators.header import render_header
 from probegen.files.output import write_all
-from tests.cbuild import compile_c, require, require_sdt
-from tests.tracing_helpers import SYSTEM_PYTHON, require_bcc, require_bpftrace, run_traced, tracer_lines
+from helpers import SYSTEM_PYTHON, compile_c, require, require_bpftrace, require_sdt
+from helpers.tracing import require_bcc, run_traced, tracer_lines
 
 REPO = Path(__file__).parent.parent
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from build_helpers import VENV_BIN, copy_example, require, require_sdt, run, touch, usdt_probes
+from helpers import VENV_BIN, require, require_sdt, usdt_probes
+from helpers.builds import copy_example, run, touch
 
 CMAKE = VENV_BIN / "cmake"
 CTEST = VENV_BIN / "ctest"
@@ -20,7 +21,7 @@ ALL_PROBES = {("counter", n) for n in ("counter_add", "counter_reset", "demo_sta
 def project(tmp_path) -> Path:
     if not CMAKE.exists():
         pytest.skip(f"cmake from PyPI not in {VENV_BIN} (pip install -e '.[test]')")
-    require("cc", "install gcc")
+    require("cc", "gcc")
     return copy_example("cmake", tmp_path)
 
 
@@ -28,7 +29,7 @@ def configure(project: Path, generator: str, *options: str, check: bool = True):
     if generator == "Ninja" and not (VENV_BIN / "ninja").exists():
         pytest.skip(f"ninja from PyPI not in {VENV_BIN} (pip install -e '.[test]')")
     if generator == "Unix Makefiles":
-        require("make", "install GNU make")
+        require("make", "make")
     return run([CMAKE, "-S", project, "-B", project / "build", "-G", generator, *options], project, check=check)
 
 

@@ -10,7 +10,7 @@ import pytest
 from probegen.catalog import load_catalog
 from probegen.catalog.dfile import parse_provider_file, read_provider_file
 from probegen.errors import InputError
-from tests.elf_helpers import run_cli
+from helpers import run_cli
 
 D_DIR = Path(__file__).parent / "d"
 SHOP = D_DIR / "shop.d"

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cbuild import C_DIR, compile_c, readelf_probes, require
-from tests.elf_helpers import run_cli
+from helpers import C_DIR, compile_c, readelf_probes, require, run_cli
 
 D_DIR = Path(__file__).parent / "d"
 SHOP = D_DIR / "shop.d"

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from elf_helpers import (
-    C_DIR, LIBJVM, LIBSTDCXX, PYTHON311, compile_c, note_count, readelf_notes, require_file, run_cli,
+from helpers import (
+    C_DIR, LIBJVM, LIBSTDCXX, PYTHON311, compile_for, note_count, readelf_notes, require_file, run_cli,
     sdt_include_dir,
 )
 from probegen.elf import Constant, ElfError, Memory, Register, Unknown, read_binary
@@ -67,12 +67,12 @@ def builds(tmp_path_factory):
     sdt = sdt_include_dir(out / "sdt")
     src = [C_DIR / "elf_args.c"]
     return {
-        "x86_64": compile_c("x86_64", src, out / "x86_64", includes=[sdt], flags=["-fPIE", "-pie"]),
-        "x86_64-nopie": compile_c("x86_64", src, out / "nopie", includes=[sdt], flags=["-fno-PIE", "-no-pie"]),
-        "x86_64-O0": compile_c("x86_64", src, out / "O0", includes=[sdt], flags=["-O0"]),
-        "x86_64-so": compile_c("x86_64", src, out / "lib.so", includes=[sdt], flags=["-fPIC", "-shared"]),
-        "aarch64": compile_c("aarch64", src, out / "aarch64", includes=[sdt]),
-        "i686": compile_c("i686", src, out / "i686", includes=[sdt]),
+        "x86_64": compile_for("x86_64", src, out / "x86_64", include_dirs=[sdt], extra=["-fPIE", "-pie"]),
+        "x86_64-nopie": compile_for("x86_64", src, out / "nopie", include_dirs=[sdt], extra=["-fno-PIE", "-no-pie"]),
+        "x86_64-O0": compile_for("x86_64", src, out / "O0", include_dirs=[sdt], extra=["-O0"]),
+        "x86_64-so": compile_for("x86_64", src, out / "lib.so", include_dirs=[sdt], extra=["-fPIC", "-shared"]),
+        "aarch64": compile_for("aarch64", src, out / "aarch64", include_dirs=[sdt]),
+        "i686": compile_for("i686", src, out / "i686", include_dirs=[sdt]),
     }
 
 

@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from cbuild import C_DIR, REPO, STUBS, compile_c, readelf_probes, require, spdk_config, try_compile
-from elf_helpers import sdt_include_dir
+from helpers import C_DIR, REPO, STUBS, compile_c, readelf_probes, require, sdt_include_dir, spdk_config, try_compile
 from probegen.catalog import load_catalog
 from probegen.generators.header import render_header
 

@@ -14,8 +14,7 @@ import pytest
 
 from probegen.catalog import load_catalog
 from probegen.catalog.names import default_guard
-from tests.cbuild import compile_c, readelf_probes
-from tests.elf_helpers import run_cli
+from helpers import compile_c, readelf_probes, run_cli
 
 CATALOG = """\
 provider: {provider}

@@ -7,7 +7,7 @@ and lines in C, bpftrace, Python and Markdown, and with payloads. Each
 catalog is either refused (a CatalogError whose every diagnostic has a line
 and a column) or generates outputs that the real tools accept with no
 payload taking effect; those are checked together at the end (one compiler
-run for all headers), see tests/hostile_outputs.py.
+run for all headers), see tests/helpers/hostile.py.
 """
 
 from __future__ import annotations
@@ -20,9 +20,7 @@ from hypothesis import strategies as st
 
 from probegen.catalog import load_catalog
 from probegen.errors import CatalogError
-from tests.hostile_outputs import (
-    BPFTRACE_PAYLOAD, C_PAYLOAD, MARKER, PYTHON_PAYLOAD, check_all, generate, write_catalog,
-)
+from helpers.hostile import BPFTRACE_PAYLOAD, C_PAYLOAD, MARKER, PYTHON_PAYLOAD, check_all, generate, write_catalog
 
 EXAMPLES = int(os.environ.get("PROBEGEN_HYPOTHESIS_EXAMPLES", "40"))
 

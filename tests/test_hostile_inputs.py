@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from elf_helpers import build_pgtest, write_pgtest
+from helpers.pgtest import build_pgtest, write_pgtest
 
 TIMEOUT = 10  # seconds; every case here ends in well under one
 MEMORY = 1 << 30  # address space of each probegen process

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from elf_helpers import LIBJVM, PYTHON311, build_pgtest, readelf_notes, require_file, run_cli, sdt_include_dir
+from helpers import LIBJVM, PYTHON311, readelf_notes, require_file, run_cli, sdt_include_dir
+from helpers.pgtest import build_pgtest
 from probegen.catalog import load_catalog
 
 

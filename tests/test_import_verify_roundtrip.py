@@ -12,12 +12,12 @@ import subprocess
 
 import pytest
 
-from elf_helpers import LIBJVM, LIBSTDCXX, PYTHON311, compile_c, require_file, run_cli, sdt_include_dir
+from helpers import (
+    C_DIR, LIBJVM, LIBSTDCXX, PYTHON311, WARNINGS, compile_c, compile_for, require_bpftrace, require_file, run_cli,
+    sdt_include_dir,
+)
 from probegen.catalog import load_catalog
 from probegen.elf import read_binary
-from tests.cbuild import C_DIR, WARNINGS
-from tests.cbuild import compile_c as compile_native
-from tests.tracing_helpers import require_bpftrace
 
 ARCHES = ("x86_64", "i686", "aarch64")
 POSTGRES = "/usr/lib/postgresql/15/bin/postgres"
@@ -32,7 +32,7 @@ def built(tmp_path_factory):
     binaries = {}
     for arch in ARCHES:
         try:
-            binaries[arch] = compile_c(arch, [C_DIR / "import_roundtrip.c"], directory / f"rt_{arch}", includes=[sdt])
+            binaries[arch] = compile_for(arch, [C_DIR / "import_roundtrip.c"], directory / f"rt_{arch}", include_dirs=[sdt])
         except pytest.skip.Exception:
             continue
     return binaries
@@ -41,7 +41,7 @@ def built(tmp_path_factory):
 def binaries_for(built, *arches):
     missing = [a for a in arches if a not in built]
     if missing:
-        pytest.skip(f"no compiler for {', '.join(missing)} (see tests/elf_helpers.py COMPILERS)")
+        pytest.skip(f"no compiler for {', '.join(missing)} (see COMPILERS in tests/helpers/__init__.py)")
     return [built[a] for a in arches]
 
 
@@ -192,7 +192,7 @@ def test_clock_only_for_spdk_shaped_providers(tmp_path, capsys):
     source.write_text("#include <sys/sdt.h>\nvolatile int v;\nstatic char b[4];\n"
                       "int main(void)\n{\n\tDTRACE_PROBE2(lib, start, 0, v);\n"
                       "\tDTRACE_PROBE1(lib, open, b + v);\n\tDTRACE_PROBE2(lib, read, b + v, v);\n\treturn 0;\n}\n")
-    binary = compile_native([source], tmp_path / "lib")
+    binary = compile_c([source], tmp_path / "lib")
     catalog = import_catalog(capsys, tmp_path / "lib.yaml", "lib", binary)
     assert not catalog.arg0 and types(catalog, "start") == ["int32_t", "int32_t"]
     assert "spdk_get_ticks" not in (tmp_path / "lib.yaml").read_text()
@@ -230,8 +230,8 @@ def test_keyword_probe_names_compile_verify_and_fire(keyword_build, capsys, cxx)
     counts a hit."""
     directory, catalog_path = keyword_build
     assert WARNINGS == ["-Wall", "-Wextra", "-Werror"]
-    binary = compile_native([directory / "kw.c"], directory / f"kw_{cxx}", include_dirs=[directory],
-                            defines=["PROBEGEN_USDT"], cxx=cxx)
+    binary = compile_c([directory / "kw.c"], directory / f"kw_{cxx}", include_dirs=[directory],
+                       defines=["PROBEGEN_USDT"], cxx=cxx)
     assert {p.name for p in read_binary(binary).probes} == set(KEYWORDS)
     code, out = verify(capsys, catalog_path, binary)
     assert code == 0, out
@@ -253,8 +253,8 @@ def test_keyword_probe_names_in_generated_scripts(keyword_build):
 
     bpftrace = require_bpftrace()
     directory, catalog_path = keyword_build
-    binary = compile_native([directory / "kw.c"], directory / "kw_scripts", include_dirs=[directory],
-                            defines=["PROBEGEN_USDT"])
+    binary = compile_c([directory / "kw.c"], directory / "kw_scripts", include_dirs=[directory],
+                       defines=["PROBEGEN_USDT"])
     write_all(bpftrace_generator.render_files(load_catalog(catalog_path), directory / "bt"))
     script = directory / "all.bt"
     script.write_text((directory / "bt" / "all.bt").read_text().replace("__EXE__", str(binary)))
@@ -322,7 +322,7 @@ def test_imported_catalog_builds_a_header_that_verifies(built, tmp_path, capsys)
         "\tPROBE_SORT__START(v, 1);\n\tPROBE_MIXED(b, (void *)sizeof(b), -1L, 2u, 'c', 3);\n\tPROBE_LITERALS(0, 5);\n"
         "\tPROBE_THROW(b, v);\n\tPROBE_CATCH(b, v);\n\treturn 0;\n}\n")
     for cxx in (False, True):
-        binary = compile_native([tmp_path / "main.c"], tmp_path / f"main_{cxx}", include_dirs=[tmp_path],
-                                defines=["PROBEGEN_USDT"], cxx=cxx)
+        binary = compile_c([tmp_path / "main.c"], tmp_path / f"main_{cxx}", include_dirs=[tmp_path],
+                           defines=["PROBEGEN_USDT"], cxx=cxx)
         code, out = verify(capsys, tmp_path / "rt.yaml", binary)
         assert code == 0, out

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from build_helpers import EXAMPLES, REPO, copy_example, require, require_sdt, run, touch, usdt_probes
+from helpers import EXAMPLES, REPO, require, require_sdt, usdt_probes
+from helpers.builds import copy_example, run, touch
 
 FRAGMENT = REPO / "probegen" / "data" / "probegen.mk"  # shipped; `probegen paths --make` prints it
 LIB_PROBES = {("counter", "counter_add"), ("counter", "counter_reset")}
@@ -21,8 +22,8 @@ PROG_PROBES = {("counter", "demo_start"), ("counter", "demo_done")}
 
 @pytest.fixture
 def project(tmp_path) -> Path:
-    require("make", "install GNU make")
-    require("cc", "install gcc")
+    require("make", "make")
+    require("cc", "gcc")
     return copy_example("make", tmp_path)
 
 
@@ -136,7 +137,7 @@ def test_deleted_header_is_regenerated_and_fragment_errors_are_clear(project):
 def test_docs_one_liner_traces_the_built_program(project):
     """The reference's one-liner, pasted as is, shows the probe firing."""
     require_sdt()
-    bpftrace = require("bpftrace", "install the Debian package bpftrace")
+    bpftrace = require("bpftrace", "bpftrace")
     if os.geteuid() != 0:
         pytest.skip("bpftrace needs root to attach probes")
     make(project, "CONFIG_USDT=y")

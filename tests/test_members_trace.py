@@ -22,10 +22,8 @@ from probegen.generators import bpftrace
 from probegen.generators.lines import probe_line
 from probegen.generators.typesource import TypeSource
 from probegen.files.output import write_all
-from tests.tracing_helpers import (
-    C_DIR, CATALOGS, SYSTEM_PYTHON, build_program, expected_lines, probegen_argv, require_bcc,
-    require_bpftrace, run_traced, tracer_lines,
-)
+from helpers import CATALOGS, C_DIR, SYSTEM_PYTHON, require_bpftrace
+from helpers.tracing import build_program, expected_lines, probegen_argv, require_bcc, run_traced, tracer_lines
 
 CATALOG = CATALOGS / "members.yaml"
 SCRIPTS = ("all", "io", "dev")

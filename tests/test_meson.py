@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from build_helpers import (
-    NinjaRuns, copy_example, objects, require, require_sdt, run, touch, usdt_probes,
-)
+from helpers import require, require_sdt, usdt_probes
+from helpers.builds import NinjaRuns, copy_example, objects, run, touch
 
 LIB_PROBES = {("counter", "counter_add"), ("counter", "counter_reset")}
 PROG_PROBES = {("counter", "demo_start"), ("counter", "demo_done")}
@@ -18,9 +17,9 @@ GENERATED = ["counter_probes.h", "probes.md"]
 
 @pytest.fixture
 def project(tmp_path) -> Path:
-    require("meson", "pip install meson")
-    require("ninja", "pip install ninja")
-    require("cc", "install gcc")
+    require("meson", pip="meson")
+    require("ninja", pip="ninja")
+    require("cc", "gcc")
     return copy_example("meson", tmp_path)
 
 

@@ -512,7 +512,7 @@ def test_sigkill_loop_then_one_normal_run_leaves_complete_outputs(tmp_path_facto
 # --- '-' is stdout wherever -o takes a file ---------------------------------------
 
 def test_dash_is_stdout_for_import_and_verify(tmp_path):
-    from elf_helpers import PYTHON311, require_file
+    from helpers import PYTHON311, require_file
 
     require_file(PYTHON311, "python3.11-minimal")
     plain = probegen("import", PYTHON311, "--provider", "python", cwd=tmp_path)

@@ -10,13 +10,16 @@ import os
 import re
 import subprocess
 import sys
+import sysconfig
 import tarfile
+import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from build_helpers import REPO, VENV_BIN, build_env, copy_example, require, require_sdt, usdt_probes
+from helpers import REPO, SYSTEM_PYTHON, VENV_BIN, build_env, require, require_sdt, usdt_probes
+from helpers.builds import copy_example
 
 SHIPPED = {
     "make": REPO / "probegen" / "data" / "probegen.mk",
@@ -146,8 +149,8 @@ def test_tests_collect_from_the_unpacked_sdist(dist, tmp_path):
 
 
 def test_installed_make_fragment_builds_the_make_example(installed, tmp_path):
-    require("make", "install GNU make")
-    require("cc", "install gcc")
+    require("make", "make")
+    require("cc", "gcc")
     project = copy_example("make", tmp_path)
     env = installed_env(installed)
     # No PROBEGEN_MK: the Makefile asks the installed probegen where it is.
@@ -167,7 +170,7 @@ def test_installed_cmake_module_through_probegen_dir(installed, tmp_path):
     cmake = VENV_BIN / "cmake"
     if not cmake.exists() or not (VENV_BIN / "ninja").exists():
         pytest.skip(f"cmake or ninja from PyPI not in {VENV_BIN} (pip install -e '.[test]')")
-    require("cc", "install gcc")
+    require("cc", "gcc")
     project = copy_example("cmake", tmp_path)
     lists = project / "CMakeLists.txt"
     text = lists.read_text()
@@ -208,3 +211,59 @@ def test_paths_and_schema_commands_in_this_checkout():
     assert sh([probegen, "schema"], REPO).stdout == SHIPPED["schema"].read_text()
     both = subprocess.run([probegen, "paths", "--make", "--schema"], capture_output=True, text=True)
     assert both.returncode == 2 and "not allowed with" in both.stderr and "Traceback" not in both.stderr
+
+
+def _python_floor() -> tuple[int, int]:
+    """pyproject's requires-python, which must be a plain '>=3.N'."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    match = re.fullmatch(r">=\s*3\.(\d+)", project["requires-python"])
+    assert match, f"requires-python {project['requires-python']!r} is not '>=3.N'"
+    return 3, int(match[1])
+
+
+def test_python_floor_agrees_with_classifiers_and_this_interpreter():
+    floor = _python_floor()
+    classifiers = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["classifiers"]
+    versions = [tuple(map(int, c.rsplit(" ", 1)[1].split("."))) for c in classifiers
+                if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)]
+    assert versions and min(versions) == floor, f"classifiers name {versions}, requires-python {floor}"
+    assert sys.version_info[:2] >= floor, f"the suite runs on {sys.version_info[:2]}, below the floor {floor}"
+
+
+def _debian_12() -> bool:
+    os_release = Path("/etc/os-release")
+    fields = dict(line.split("=", 1) for line in os_release.read_text().splitlines() if "=" in line) \
+        if os_release.exists() else {}
+    return fields.get("ID") == "debian" and fields.get("VERSION_ID", "").strip('"') == "12"
+
+
+def test_every_module_imports_and_runs_under_the_floor_python():
+    """The floor is Debian 12's python3 (CI's venv is made from it): there it
+    must be exactly the floor, and every probegen module imports and the CLI
+    runs under it, with the dependencies of this venv (same minor version)."""
+    floor = _python_floor()
+    if not Path(SYSTEM_PYTHON).exists():
+        pytest.skip(f"{SYSTEM_PYTHON} not found: the floor is checked with Debian 12's python3")
+    version = subprocess.run([SYSTEM_PYTHON, "-c", "import sys; print(*sys.version_info[:2])"],
+                             capture_output=True, text=True, check=True).stdout.split()
+    system = tuple(map(int, version))
+    if _debian_12():
+        assert system == floor, f"Debian 12's python3 is {system}; requires-python says {floor}"
+    elif system != floor:
+        pytest.skip(f"{SYSTEM_PYTHON} is {system}, not the floor {floor} (the floor is Debian 12's python3)")
+    if sys.version_info[:2] != floor:
+        pytest.skip(f"this venv is Python {sys.version_info[:2]}: its dependencies cannot be lent to {floor}")
+    runner = (
+        "import importlib, pkgutil, site, sys\n"
+        "site.addsitedir(sys.argv.pop(1))  # this venv: the dependencies and the editable probegen\n"
+        "import probegen\n"
+        "for module in pkgutil.walk_packages(probegen.__path__, 'probegen.'):\n"
+        "    if not module.name.endswith('.__main__'):  # that one runs the CLI\n"
+        "        importlib.import_module(module.name)\n"
+        "from probegen.cli import main\n"
+        "sys.exit(main(['paths']))\n"
+    )
+    result = subprocess.run([SYSTEM_PYTHON, "-s", "-c", runner, sysconfig.get_path("purelib")],
+                            cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert str(REPO / "probegen") in result.stdout

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from build_helpers import REPO, VENV_BIN, build_env
+from helpers import REPO, VENV_BIN, build_env
 
 HOOKS = {hook["id"]: hook for hook in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())}
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from elf_helpers import build_pgtest, write_pgtest
+from helpers.pgtest import build_pgtest, write_pgtest
 from probegen.catalog import load_catalog
 from probegen.cli import main
 from probegen.generators.header import render_header

@@ -1,5 +1,5 @@
 """probegen on binaries it has never seen: USDT notes from Debian 12
-packages for seven architectures (see debian_binaries.BINARIES for the list
+packages for seven architectures (see helpers.debian.BINARIES for the list
 and what each provides).
 
 - ``list`` agrees with binutils' ``readelf -n`` note for note and argument
@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from debian_binaries import BINARIES, binary_path, case_id, cases, fetch_all
-from elf_helpers import note_count, readelf_notes, require_tool, run_cli
+from helpers import note_count, readelf_notes, require, run_cli
+from helpers.debian import BINARIES, binary_path, case_id, cases, fetch_all
 
 
 @pytest.fixture(scope="session")
@@ -281,7 +281,7 @@ def bcc_text(arg: dict) -> str:
 
 def tplist_arguments(path: Path) -> dict:
     """(provider, name, address) -> argument lines of tplist-bpfcc -vv."""
-    out = subprocess.run([require_tool("tplist-bpfcc", "bpfcc-tools"), "-vv", "-l", str(path)],
+    out = subprocess.run([require("tplist-bpfcc", "bpfcc-tools"), "-vv", "-l", str(path)],
                          capture_output=True, text=True, timeout=120)
     if out.returncode != 0 or not out.stdout.strip():
         pytest.skip(f"tplist-bpfcc could not read {path.name}: {(out.stderr or out.stdout).strip()[-300:]}")

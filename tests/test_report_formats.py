@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from elf_helpers import build_pgtest, line_of, run_cli, write_pgtest
+from helpers import line_of, run_cli
+from helpers.pgtest import build_pgtest, write_pgtest
 from probegen.catalog import load_catalog
 from probegen.elf import read_binary
 from probegen.checks.lint import lint_file

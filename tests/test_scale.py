@@ -19,7 +19,7 @@ from dataclasses import replace
 
 import pytest
 
-from cbuild import REPO, require, require_sdt
+from helpers import REPO, require, require_sdt
 from probegen.catalog import load_catalog
 from probegen.elf import read_binary
 from probegen.elf.listing import listing_json, listing_text

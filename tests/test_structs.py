@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from dwarf_helpers import (
-    C_DIR, checker_source, gcc, layout_checks, need, pahole_layout, run_bpftrace_with, run_checker,
-    trace_first_line,
+from helpers import C_DIR, require
+from helpers.dwarf import (
+    checker_source, gcc, layout_checks, pahole_layout, run_bpftrace_with, run_checker, trace_first_line,
 )
 from probegen.cli import main
 from probegen.catalog.ctype import Kind
@@ -197,7 +197,7 @@ def test_enum_maps(binaries, tmp_path, capsys):
 
 
 def test_separate_debug_file(binaries, tmp_path, capsys):
-    need("objcopy")
+    require("objcopy", "binutils")
     full = binaries["dwarf5"]
     debug = tmp_path / "prog.debug"
     stripped = tmp_path / "prog"
@@ -266,7 +266,7 @@ def test_errors_are_one_line(binaries, tmp_path, capsys):
 
 def test_same_name_different_types_reported(tmp_path, capsys):
     binary = tmp_path / "dup"
-    need("gcc")
+    require("gcc", "gcc")
     subprocess.run(["gcc", "-g", "-o", str(binary), str(C_DIR / "dwarf_dup_a.c"), str(C_DIR / "dwarf_dup_b.c")], check=True)
     assert main(["structs", str(binary), "-t", "dup"]) == 2
     err = capsys.readouterr().err

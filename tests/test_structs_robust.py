@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from dwarf_helpers import C_DIR, checker_source, gcc, layout_checks, need, run_bpftrace_with, run_checker
+from helpers import C_DIR, require
+from helpers.dwarf import checker_source, gcc, layout_checks, run_bpftrace_with, run_checker
 from probegen.cli import main
 from probegen.dwarf import DwarfTypes, model as m
 from probegen.generators.cdecl import order_definitions
@@ -270,7 +271,7 @@ CXX_TYPES = ["Holder", "Derived", "Box<int>", "ns::Inner", "ns::deep::Leaf", "S"
 
 @pytest.fixture(scope="module")
 def cxx_binary(tmp_path_factory):
-    need("g++")
+    require("g++", "g++")
     out = tmp_path_factory.mktemp("cxx") / "cxx_types"
     result = subprocess.run(["g++", "-g", "-O0", "-Wall", "-Wextra", "-o", str(out), str(C_DIR / "cxx_types.cpp")],
                             capture_output=True, text=True)

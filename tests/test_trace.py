@@ -13,10 +13,8 @@ import pytest
 
 from probegen.runtime import trace
 from probegen.errors import InputError
-from tests.cbuild import compile_c
-from tests.tracing_helpers import (
-    C_DIR, Process, expected_lines, probegen_argv, require_bpftrace, run_traced, tracer_lines,
-)
+from helpers import C_DIR, compile_c, require_bpftrace
+from helpers.tracing import Process, expected_lines, probegen_argv, run_traced, tracer_lines
 
 SCRIPT = """#!/usr/bin/env bpftrace
 BEGIN { printf("Tracing 1 probe. pid __PID__\\n"); }

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from probegen.runtime import trace
-from tests.cbuild import compile_c
-from tests.tracing_helpers import Process, probegen_argv, require_bpftrace
+from helpers import compile_c, require_bpftrace
+from helpers.tracing import Process, probegen_argv
 
 LIBRARY = r"""
 #include <sys/sdt.h>

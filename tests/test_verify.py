@@ -9,9 +9,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from elf_helpers import (
-    C_DIR, REPO, build_pgtest, compile_c, line_of, run_cli, sdt_include_dir, write_pgtest,
-)
+from helpers import C_DIR, REPO, compile_for, line_of, run_cli, sdt_include_dir
+from helpers.pgtest import build_pgtest, write_pgtest
 from probegen.catalog import load_catalog
 from probegen.elf import read_binary
 from probegen.checks.verify import verify_binaries
@@ -40,13 +39,13 @@ def work(tmp_path_factory):
     # Shared build: the probes live in lib/libpgtest.so, found through RUNPATH.
     (out / "shared" / "lib").mkdir(parents=True)
     (out / "shared" / "bin").mkdir()
-    lib = compile_c("x86_64", [C_DIR / "elf_verify.c"], out / "shared" / "lib" / "libpgtest.so",
-                    includes=[out / "src"], defines=["PGTEST_USDT", "PG_LIBRARY"], flags=["-fPIC", "-shared"])
+    lib = compile_for("x86_64", [C_DIR / "elf_verify.c"], out / "shared" / "lib" / "libpgtest.so",
+                      include_dirs=[out / "src"], defines=["PGTEST_USDT", "PG_LIBRARY"], extra=["-fPIC", "-shared"])
     link = [f"-L{lib.parent}", "-lpgtest"]
-    bins["shared"] = compile_c("x86_64", [C_DIR / "elf_main.c"], out / "shared" / "bin" / "app",
-                               libs=[*link, "-Wl,-rpath,$ORIGIN/../lib"])
+    bins["shared"] = compile_for("x86_64", [C_DIR / "elf_main.c"], out / "shared" / "bin" / "app",
+                                 libs=[*link, "-Wl,-rpath,$ORIGIN/../lib"])
     (out / "norpath").mkdir()
-    bins["norpath"] = compile_c("x86_64", [C_DIR / "elf_main.c"], out / "norpath" / "app", libs=link)
+    bins["norpath"] = compile_for("x86_64", [C_DIR / "elf_main.c"], out / "norpath" / "app", libs=link)
     bins["lib"] = lib
     return {"catalog": catalog, "text": catalog.read_text(), "bins": bins, "dir": out}
 
@@ -216,7 +215,7 @@ def test_real_spdk_catalog(tmp_path, capsys):
     (tmp_path / "spdk" / "config.h").write_text("#define SPDK_CONFIG_USDT 1\n")
     (tmp_path / "spdk" / "env.h").write_text("#include <stdint.h>\nuint64_t spdk_get_ticks(void);\n")
     try:
-        binary = compile_c("x86_64", [source], tmp_path / "fire_all", includes=[tmp_path])
+        binary = compile_for("x86_64", [source], tmp_path / "fire_all", include_dirs=[tmp_path])
     except AssertionError as exc:
         pytest.skip(f"spdk_fire_all.c does not build on its own: {str(exc)[:200]}")
     code, out, _ = run_cli(capsys, "verify", "-c", REPO / "probes.yaml", binary)

@@ -1,4 +1,4 @@
-"""Helpers for the probegen structs tests: compile C with gcc, check emitted
+"""For the probegen structs tests: compile C with gcc, check emitted
 definitions against gcc's own layout and DWARF's, read pahole, run bpftrace.
 
 Everything here drives real tools; nothing is mocked.
@@ -6,9 +6,7 @@ Everything here drives real tools; nothing is mocked.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import signal
 import subprocess
 import time
@@ -16,26 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from helpers import require, require_bpftrace, run_compiler
 from probegen.dwarf import model as m
 
-C_DIR = Path(__file__).parent / "c"
 
-
-def need(tool: str) -> str:
-    path = shutil.which(tool)
-    if path is None:
-        pytest.skip(f"{tool} is not installed")
-    return path
-
-
-def gcc(source, output, *flags, check=True):
-    need("gcc")
-    result = subprocess.run(
-        ["gcc", *flags, "-o", str(output), str(source)], capture_output=True, text=True,
-    )
-    if check and result.returncode != 0:
-        raise AssertionError(f"gcc {' '.join(flags)} {source} failed:\n{result.stderr}")
-    return result
+def gcc(source, output, *flags, check=True) -> subprocess.CompletedProcess:
+    """gcc with exactly these flags (no warnings added): DWARF test objects."""
+    require("gcc", "gcc")
+    return run_compiler(["gcc", *flags, "-o", output, source], check=check)
 
 
 # ---- layout checks ----------------------------------------------------------
@@ -119,7 +105,7 @@ _PAHOLE_SIZE = re.compile(r"/\* size: (\d+)")
 
 def pahole_layout(binary: Path, name: str) -> tuple[int | None, dict[str, int]]:
     """(size, {member: offset}) for the members pahole prints at top level."""
-    need("pahole")
+    require("pahole", "dwarves")
     out = subprocess.run(["pahole", "-C", name, str(binary)], capture_output=True, text=True, check=True).stdout
     assert out.strip(), f"pahole found no {name} in {binary}"
     members: dict[str, int] = {}
@@ -140,9 +126,7 @@ def pahole_layout(binary: Path, name: str) -> tuple[int | None, dict[str, int]]:
 def run_bpftrace_with(script: str, program: list[str], tmp: Path, timeout: float = 60):
     """Start bpftrace on ``script``, then the traced program; bpftrace's
     output once the script exits (it must call exit())."""
-    need("bpftrace")
-    if os.geteuid() != 0:
-        pytest.skip("bpftrace needs root")
+    require_bpftrace()
     path = tmp / "probe.bt"
     path.write_text(script)
     tracer = subprocess.Popen(
@@ -179,9 +163,7 @@ def _raise_memlock():
 def trace_first_line(script: str, program: list[str], tmp: Path, needle: str, timeout: float = 60) -> str:
     """Run a script that does not exit by itself; the first output line
     containing ``needle`` (bpftrace is then stopped)."""
-    need("bpftrace")
-    if os.geteuid() != 0:
-        pytest.skip("bpftrace needs root")
+    require_bpftrace()
     path = tmp / "trace.bt"
     path.write_text(script)
     tracer = subprocess.Popen(

@@ -1,5 +1,5 @@
 """Building the example projects for real: meson and ninja from PyPI (the
-ones next to this Python), GNU make, gcc, <sys/sdt.h>, readelf.
+ones next to this Python), GNU make, CMake, gcc, <sys/sdt.h>.
 
 Examples are copied into a temporary directory and built there, never in
 the repository.
@@ -8,38 +8,11 @@ the repository.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-
-REPO = Path(__file__).resolve().parent.parent
-EXAMPLES = REPO / "examples"
-VENV_BIN = Path(sys.executable).parent  # meson, ninja and probegen live here
-SDT_HEADERS = (Path("/usr/include/sys/sdt.h"), Path("/usr/include/x86_64-linux-gnu/sys/sdt.h"))
-
-
-def require(tool: str, where: str) -> str:
-    path = shutil.which(tool, path=build_env()["PATH"])
-    if path is None:
-        pytest.skip(f"{tool} not found ({where})")
-    return path
-
-
-def require_sdt() -> None:
-    if not any(p.exists() for p in SDT_HEADERS):
-        pytest.skip("<sys/sdt.h> not found (install the Debian package systemtap-sdt-dev)")
-
-
-def build_env() -> dict[str, str]:
-    """The environment builds run in: this venv's probegen, meson and ninja first."""
-    env = dict(os.environ)
-    env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
-    env.pop("MAKEFLAGS", None)  # a parent make's flags must not leak in
-    return env
+from helpers import EXAMPLES, build_env
 
 
 def copy_example(name: str, destination: Path) -> Path:
@@ -56,16 +29,6 @@ def run(command, cwd: Path, *, check: bool = True) -> subprocess.CompletedProces
         raise AssertionError(f"{' '.join(map(str, command))} failed ({result.returncode}):\n"
                              f"{result.stdout}\n{result.stderr}")
     return result
-
-
-_NOTE_PROBE = re.compile(r"Provider: (\S+)\s+Name: (\S+)")
-
-
-def usdt_probes(binary: Path) -> set[tuple[str, str]]:
-    """(provider, name) of every USDT note in the binary, read by binutils."""
-    readelf = require("readelf", "install binutils")
-    out = subprocess.run([readelf, "-n", str(binary)], capture_output=True, text=True, check=True).stdout
-    return set(_NOTE_PROBE.findall(out))
 
 
 def touch(path: Path) -> None:

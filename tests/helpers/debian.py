@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import require
+
 ARCHITECTURES = ("amd64", "i386", "arm64", "armhf", "s390x", "ppc64el", "mips64el")
 
 
@@ -187,9 +189,8 @@ def _unpack(root: Path, debs: Path, package: str, arch: str) -> None:
 def fetch_all() -> Path:
     """Make sure every package of BINARIES is unpacked in the cache; returns
     the cache root. Skips (naming the reason) when that cannot be done."""
-    for tool, package in (("apt-get", "apt"), ("dpkg", "dpkg")):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} not found (Debian's {package}): real Debian binaries cannot be fetched")
+    require("apt-get", "apt")
+    require("dpkg", "dpkg")
     try:
         root = _private_directory(cache_root())
     except PermissionError as error:

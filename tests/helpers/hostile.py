@@ -18,7 +18,6 @@ the marker survives only where text is inert:
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -32,10 +31,9 @@ from probegen.catalog.ctype import Kind
 from probegen.generators import bcc, bpftrace, docs
 from probegen.generators.header import render_header
 from probegen.files.output import write_all
-from tests.cbuild import WARNINGS, require, require_sdt
+from helpers import SYSTEM_PYTHON, WARNINGS, require, require_sdt
 
 MARKER = "PGINJECT"
-SYSTEM_PYTHON = "/usr/bin/python3"
 # What payloads do when they run: create this file in the working directory, or print MARKER.
 PYTHON_PAYLOAD = f"__import__('pathlib').Path('{MARKER}').touch(); print('{MARKER}')"
 BPFTRACE_PAYLOAD = f'BEGIN {{ printf("{MARKER}\\n"); }}'
@@ -176,8 +174,7 @@ def check_bpftrace(all_outputs: list[Outputs]) -> None:
     """Each script parses, passes bpftrace 0.17's semantic checks and
     compiles (``bpftrace -d``) against a binary built from the header; no
     marker in the program bpftrace builds."""
-    if shutil.which("bpftrace") is None:
-        pytest.skip("bpftrace not found (install the Debian package bpftrace)")
+    require("bpftrace", "bpftrace")
     jobs = []
     for outputs in all_outputs:
         binary = build_site(outputs)

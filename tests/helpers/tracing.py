@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import queue
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -26,27 +25,9 @@ import pytest
 
 from probegen.catalog import load_catalog
 from probegen.generators.header import render_header
-from tests.cbuild import compile_c
-
-REPO = Path(__file__).parent.parent
-C_DIR = Path(__file__).parent / "c"
-CATALOGS = Path(__file__).parent / "catalogs"
-SYSTEM_PYTHON = "/usr/bin/python3"
+from helpers import C_DIR, REPO, STUBS, SYSTEM_PYTHON, compile_c, require_root, spdk_config
 TIMEOUT = 60.0
 LINE = re.compile(r"^(\d+)\.(\d{6}): (.*)$")
-
-
-def require_root() -> None:
-    if os.geteuid() != 0:
-        pytest.skip("tracing needs root (bpftrace and BCC attach uprobes)")
-
-
-def require_bpftrace() -> str:
-    require_root()
-    path = shutil.which("bpftrace")
-    if path is None:
-        pytest.skip("bpftrace not found (install the Debian package bpftrace)")
-    return path
 
 
 def require_bcc() -> None:
@@ -222,8 +203,6 @@ SPDK_CATALOG = REPO / "probes.yaml"
 def build_spdk_program(directory: Path) -> Path:
     """tracing_spdk.c against the header of the default SPDK catalog, with
     USDT configured on as SPDK's configure does."""
-    from tests.cbuild import STUBS, spdk_config
-
     config = spdk_config(directory / "config", usdt=True)
     return build_program(C_DIR / "tracing_spdk.c", SPDK_CATALOG, "spdk_internal/usdt.h", directory,
                          include_dirs=[config, STUBS])
