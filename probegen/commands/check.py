@@ -1,6 +1,8 @@
 """Check that committed generated files match their catalog.
 
-Exit 1 and name the stale files when one would change if regenerated.
+Exit 1 and name the stale files: those that would change if regenerated,
+and generated files in the output directories that the catalog no longer
+produces (left behind when a group was renamed; generate removes them).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ import os
 import sys
 
 from probegen.cli import add_catalog_argument
+from probegen.commands.scripts import add_binary_arguments
 from probegen.reports import add_format_arguments
 
 HELP = "fail when a generated file is stale against its catalog"
@@ -17,22 +20,32 @@ HELP = "fail when a generated file is stale against its catalog"
 def configure(parser):
     add_catalog_argument(parser)
     add_format_arguments(parser, "stale files")
+    add_binary_arguments(parser)
 
 
 def run(args) -> int:
     from probegen.errors import printable
-    from probegen.generators import render_outputs
+    from probegen.commands.scripts import binary_types
+    from probegen.generators import leftover_files, render_outputs
     from probegen.files.output import stale
     from probegen.reports import load_catalog_reported
 
     catalog = load_catalog_reported(args, "check")
-    files = render_outputs(catalog)
+    with binary_types(args) as types:
+        files = render_outputs(catalog, types)
     out_of_date = stale(files)
+    leftovers = leftover_files(catalog, files)
+    run_generate = f"run: probegen generate --catalog {args.catalog}"
     for path in out_of_date:
         print(printable(f"{os.path.relpath(path)}: stale: differs from what {args.catalog} generates "
-                        f"(run: probegen generate --catalog {args.catalog})"), file=sys.stderr)
+                        f"({run_generate})"), file=sys.stderr)
+    for path in leftovers:
+        print(printable(f"{os.path.relpath(path)}: stale: generated, but {args.catalog} no longer generates it "
+                        f"({run_generate}, which removes it)"), file=sys.stderr)
     summary = (f"{len(out_of_date)} of {len(files)} generated file(s) stale" if out_of_date
                else f"{len(files)} generated file(s) up to date")
+    if leftovers:
+        summary += f"; {len(leftovers)} file(s) no longer generated"
     if args.format != "text":
         from probegen.errors import Location
         from probegen.reports import Outcome, Result, emit, render, shown_path
@@ -44,8 +57,12 @@ def run(args) -> int:
                 outcome.results.append(Result(
                     "stale-file", f"{what} what {args.catalog} generates (run: probegen generate --catalog "
                     f"{args.catalog})", Location(shown_path(file.path), line)))
+        for path in leftovers:
+            outcome.results.append(Result(
+                "leftover-file", f"generated, but {args.catalog} no longer generates it ({run_generate}, "
+                "which removes it)", Location(shown_path(path), 0)))
         emit(render(outcome, args.format), args.output)
-    if out_of_date:
+    if out_of_date or leftovers:
         print(summary, file=sys.stderr)
         return 1
     if args.format == "text":

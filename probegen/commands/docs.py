@@ -11,6 +11,7 @@ from pathlib import Path
 
 from probegen.files import depfile
 from probegen.cli import add_catalog_argument
+from probegen.commands import add_force_argument
 
 HELP = "generate the Markdown reference of every probe"
 
@@ -22,6 +23,7 @@ def configure(parser):
         help="Markdown file to write (default: the catalog's outputs.docs, else stdout; '-' for stdout)",
     )
     depfile.add_argument(parser)
+    add_force_argument(parser)
 
 
 def run(args) -> int:
@@ -38,7 +40,7 @@ def run(args) -> int:
         sys.stdout.write(render_docs(catalog))
         return 0
     output = Path(output)
-    write_if_changed(GeneratedFile(output, render_docs(catalog, output)))
+    write_if_changed(GeneratedFile(output, render_docs(catalog, output)), keep_foreign=not args.force)
     if args.depfile:
         depfile.write(args.depfile, output, args.catalog, TEMPLATE)
     return 0

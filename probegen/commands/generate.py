@@ -1,6 +1,9 @@
 """Generate every artifact the catalog's outputs: section configures.
 
-Files whose content did not change are left alone.
+Files whose content did not change are left alone. A file at an output
+path that probegen did not generate (no marker line) is refused, and
+nothing is written, unless --force. Generated files left in the output
+directories by an earlier catalog (a group renamed) are removed.
 """
 
 from __future__ import annotations
@@ -8,6 +11,8 @@ from __future__ import annotations
 import os
 
 from probegen.cli import add_catalog_argument
+from probegen.commands import add_force_argument
+from probegen.commands.scripts import add_binary_arguments
 
 HELP = "generate every output the catalog configures"
 
@@ -15,21 +20,22 @@ HELP = "generate every output the catalog configures"
 def configure(parser):
     add_catalog_argument(parser)
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing")
+    add_binary_arguments(parser)
+    add_force_argument(parser)
 
 
 def run(args) -> int:
     from probegen.catalog import load_catalog
+    from probegen.commands.scripts import binary_types
     from probegen.errors import InputError
-    from probegen.generators import render_outputs
-    from probegen.files.output import write_if_changed
+    from probegen.generators import sync_outputs
 
     catalog = load_catalog(args.catalog)
-    files = render_outputs(catalog)
-    if not files:
+    with binary_types(args) as types:
+        changes = sync_outputs(catalog, types, args.force)
+    if not changes:
         raise InputError(f"{args.catalog}: error: the catalog configures no outputs (add an 'outputs:' section)")
-    for file in files:
-        written = write_if_changed(file)
-        if not args.quiet:
-            state = "wrote" if written else "unchanged"
-            print(f"{state:9} {os.path.relpath(file.path)}")
+    if not args.quiet:
+        for state, path in changes:
+            print(f"{state:9} {os.path.relpath(path)}")
     return 0

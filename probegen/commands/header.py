@@ -11,6 +11,7 @@ from pathlib import Path
 from probegen.files import depfile
 from probegen.catalog import load_catalog
 from probegen.cli import add_catalog_argument
+from probegen.commands import add_force_argument
 from probegen.errors import InputError
 from probegen.generators.header import TEMPLATE, render_header
 from probegen.files.output import GeneratedFile, write_if_changed
@@ -25,6 +26,7 @@ def configure(parser):
         help="header to write (default: the catalog's outputs.header; '-' for stdout)",
     )
     depfile.add_argument(parser)
+    add_force_argument(parser)
     parser.add_argument(
         "-s", "--provider-file", metavar="FILE.d",
         help="make the header from a SystemTap/DTrace provider file instead of a catalog, as "
@@ -55,7 +57,7 @@ def run(args) -> int:
         sys.stdout.write(render_header(catalog))
         return 0
     output = Path(output)
-    write_if_changed(GeneratedFile(output, render_header(catalog)))
+    write_if_changed(GeneratedFile(output, render_header(catalog)), keep_foreign=not args.force)
     if args.depfile:
         depfile.write(args.depfile, output, args.catalog, TEMPLATE)
     return 0
@@ -75,7 +77,7 @@ def _from_provider_file(args) -> int:
         sys.stdout.write("\n".join(render_header(c) for c in catalogs))
         return 0
     output = Path(output)
-    write_if_changed(GeneratedFile(output, "\n".join(render_header(c) for c in catalogs)))
+    write_if_changed(GeneratedFile(output, "\n".join(render_header(c) for c in catalogs)), keep_foreign=not args.force)
     if args.depfile:
         depfile.write(args.depfile, output, args.provider_file, TEMPLATE)
     return 0

@@ -1,12 +1,15 @@
 """What the bpftrace and bcc commands share: their options, the optional
-DWARF type source, picking the output directory, writing what changed."""
+DWARF type source (also generate's and check's), picking the output
+directory, writing what changed."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
 from probegen.cli import add_catalog_argument
+from probegen.commands import add_force_argument
 
 
 def configure(parser, kind: str) -> None:
@@ -16,6 +19,11 @@ def configure(parser, kind: str) -> None:
         help=f"directory to write to (default: the catalog's outputs.{kind})",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing")
+    add_binary_arguments(parser)
+    add_force_argument(parser)
+
+
+def add_binary_arguments(parser) -> None:
     parser.add_argument(
         "--binary", metavar="BINARY",
         help="built binary whose DWARF gives enum names, struct definitions and members to print",
@@ -23,20 +31,28 @@ def configure(parser, kind: str) -> None:
     parser.add_argument("--debug-file", metavar="FILE", help="separate debug file of --binary")
 
 
-def run(args, kind: str, render_files) -> int:
+@contextlib.contextmanager
+def binary_types(args):
+    """The DWARF of --binary as script generators take it, or None."""
     if not args.binary:
-        return write_scripts(args, kind, render_files)
+        yield None
+        return
     from probegen.dwarf import DwarfTypes
-    from probegen.generators.typesource import TypeSource
 
     with DwarfTypes.open(args.binary, args.debug_file) as types:
-        return write_scripts(args, kind, lambda catalog, out: render_files(catalog, out, TypeSource(types)))
+        yield types
 
 
-def write_scripts(args, kind: str, render_files) -> int:
+def run(args, kind: str, render_files) -> int:
+    with binary_types(args) as types:
+        return write_scripts(args, kind, render_files, types)
+
+
+def write_scripts(args, kind: str, render_files, types) -> int:
     from probegen.catalog import load_catalog
     from probegen.errors import InputError
-    from probegen.files.output import write_if_changed
+    from probegen.files.output import refuse_foreign, write_if_changed
+    from probegen.generators import require_types_for_members
 
     catalog = load_catalog(args.catalog)
     output = args.output or catalog.outputs.get(kind)
@@ -45,8 +61,12 @@ def write_scripts(args, kind: str, render_files) -> int:
     output = Path(output)
     if output.exists() and not output.is_dir():
         raise InputError(f"{output}: error: not a directory")
-    for file in render_files(catalog, output):
-        written = write_if_changed(file)
+    require_types_for_members(catalog, types)
+    files = render_files(catalog, output, types)
+    if not args.force:
+        refuse_foreign(files)
+    for file in files:
+        written = write_if_changed(file, not args.force)
         if not args.quiet:
             print(f"{'wrote' if written else 'unchanged':9} {os.path.relpath(file.path)}")
     return 0

@@ -20,6 +20,10 @@ What an output path names decides how it is written:
 
 Every failure is one line naming the path (exit 2).
 
+A regular file that lacks probegen's marker line (probegen.files.marker) is
+someone else's: the commands that write generated outputs ask
+(``keep_foreign``) that it not be replaced, unless they are given --force.
+
 Temporaries are named ``.NAME.probegen-PID-RANDOM.tmp`` and locked (flock)
 while they exist. SIGINT, SIGTERM and SIGHUP remove them before the process
 dies of the signal. Those a SIGKILL leaves behind are removed by the next
@@ -32,6 +36,7 @@ their pids or pid namespaces).
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,9 +81,36 @@ def is_current(file: GeneratedFile) -> bool:
         return False
 
 
-def write_if_changed(file: GeneratedFile) -> bool:
+class ForeignFile(UnwritableOutput):
+    """A file probegen did not write is where an output goes (exit 2)."""
+
+    def __init__(self, path, others: int = 0):
+        from probegen.files import marker
+
+        more = f" ({others} more output file(s) likewise)" if others else ""
+        shown = path
+        if os.path.isabs(path) and not os.path.relpath(path).startswith(".."):
+            shown = os.path.relpath(path)  # a catalog's outputs are absolute: shown as generate lists them
+        super().__init__(shown, f"not written by probegen (no '{marker.TEXT}' line), not replacing it: "
+                                f"give --force to let probegen take it over{more}")
+
+
+def refuse_foreign(files: list[GeneratedFile]) -> None:
+    """ForeignFile naming the first path that holds a regular file without
+    probegen's marker. Callers check every file before writing any, so a
+    refused run changes nothing."""
+    from probegen.files.marker import is_foreign
+
+    foreign = [f.path for f in files if is_foreign(f.path)]
+    if foreign:
+        raise ForeignFile(foreign[0], len(foreign) - 1)
+
+
+def write_if_changed(file: GeneratedFile, keep_foreign: bool = False) -> bool:
     """Write the file unless it is current; True if written. UnwritableOutput
-    when the path is refused or the write fails."""
+    when the path is refused or the write fails. With ``keep_foreign`` (the
+    generated outputs, unless --force), ForeignFile when a regular file
+    without probegen's marker is there."""
     try:
         target, info, in_place = _target(file.path)
         if in_place or (info is not None and not stat.S_ISREG(info.st_mode)):
@@ -87,6 +119,8 @@ def write_if_changed(file: GeneratedFile) -> bool:
         _sweep(os.path.dirname(target) or ".")
         if is_current(file):
             return False
+        if keep_foreign:
+            refuse_foreign([file])
         _replace(target, file.data, file.executable)
         return True
     except _MakeDirectoryError as exc:
@@ -130,9 +164,13 @@ def open_stream(path) -> int:
         raise UnwritableOutput(path, f"cannot write: {exc.strerror or exc}") from None
 
 
-def write_all(files: list[GeneratedFile]) -> list[Path]:
-    """Write every file that changed; returns the paths written."""
-    return [f.path for f in files if write_if_changed(f)]
+def write_all(files: list[GeneratedFile], keep_foreign: bool = False) -> list[Path]:
+    """Write every file that changed; returns the paths written. With
+    ``keep_foreign``, nothing is written when one of the paths holds a file
+    that is not probegen's."""
+    if keep_foreign:
+        refuse_foreign(files)
+    return [f.path for f in files if write_if_changed(f, keep_foreign)]
 
 
 def stale(files: list[GeneratedFile]) -> list[Path]:
@@ -329,6 +367,12 @@ def _create_temporary(directory: str, name: str) -> tuple[int, str]:
 
 
 _swept: set[str] = set()
+_TEMPORARY_NAME = re.compile(r"\..+\.probegen-[0-9]+-[0-9a-f]{12}\.tmp", re.DOTALL)
+
+
+def is_temporary_name(name: str) -> bool:
+    """Whether a file name is one of our temporaries'."""
+    return _TEMPORARY_TAG in name and _TEMPORARY_NAME.fullmatch(name) is not None
 
 
 def _sweep(directory: str) -> None:
@@ -339,15 +383,13 @@ def _sweep(directory: str) -> None:
         return
     _swept.add(key)
     import fcntl
-    import re
 
     try:
         names = os.listdir(directory)
     except OSError:
         return
-    pattern = re.compile(r"\..+\.probegen-[0-9]+-[0-9a-f]{12}\.tmp", re.DOTALL)
     for name in names:
-        if _TEMPORARY_TAG not in name or not pattern.fullmatch(name):
+        if not is_temporary_name(name):
             continue
         path = os.path.join(directory, name)
         try:

@@ -1,14 +1,18 @@
 """Generators: each turns the catalog model into files through a template.
 
 A generator module has ``render_files(catalog, output) -> list[GeneratedFile]``;
-``output`` is the path the catalog's ``outputs:`` gives for its kind.
+``output`` is the path the catalog's ``outputs:`` gives for its kind. Script
+generators also take ``types``, a binary's DWARF (generators.typesource).
 """
 
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 from probegen.catalog import Catalog
+from probegen.catalog.outputs import DIRECTORY_KINDS
+from probegen.errors import InputError
 from probegen.files.output import GeneratedFile
 
 GENERATORS = {
@@ -19,12 +23,67 @@ GENERATORS = {
 }
 
 
-def render_outputs(catalog: Catalog) -> list[GeneratedFile]:
-    """Every file the catalog's ``outputs:`` asks for."""
+def render_outputs(catalog: Catalog, types=None) -> list[GeneratedFile]:
+    """Every file the catalog's ``outputs:`` asks for; ``types`` (a binary's
+    DWARF) is what scripts print struct members from."""
     files: list[GeneratedFile] = []
     for kind, path in catalog.outputs.items():
         module = GENERATORS.get(kind)
         if module is None:
             continue
-        files.extend(importlib.import_module(module).render_files(catalog, path))
+        render_files = importlib.import_module(module).render_files
+        if kind in DIRECTORY_KINDS:
+            require_types_for_members(catalog, types)
+            files.extend(render_files(catalog, path, types))
+        else:
+            files.extend(render_files(catalog, path))
     return files
+
+
+def require_types_for_members(catalog: Catalog, types) -> None:
+    """Scripts print an argument's ``members:`` only from a binary's DWARF
+    (the catalog knows their names, not their offsets): without one, the
+    first argument that lists members is an error, not silently dropped."""
+    if types is not None:
+        return
+    for probe in catalog.probes:
+        for arg in probe.args:
+            if arg.members:
+                raise InputError(
+                    f"{arg.location}: error: argument '{arg.name}' of probe '{probe.name}' lists members, "
+                    "which scripts read at the offsets a binary's debug info gives: give --binary BINARY"
+                )
+
+
+def script_directories(catalog: Catalog) -> list[Path]:
+    """The catalog's output directories (bpftrace scripts, BCC tools)."""
+    return [Path(path) for kind, path in catalog.outputs.items() if kind in DIRECTORY_KINDS]
+
+
+def leftover_files(catalog: Catalog, files: list[GeneratedFile]) -> list[Path]:
+    """Files probegen generated into the catalog's output directories that
+    it no longer produces (a group renamed or removed): they carry the
+    marker but are not among ``files``."""
+    from probegen.files.marker import leftovers
+
+    return leftovers(script_directories(catalog), [f.path for f in files])
+
+
+def sync_outputs(catalog: Catalog, types=None, force: bool = False) -> list[tuple[str, Path]]:
+    """Make the catalog's outputs what it generates: write the files that
+    changed, then remove the generated files it no longer produces.
+    ("wrote" | "unchanged" | "removed", path) for each file, in that order;
+    an empty list when the catalog configures no outputs. Nothing is
+    written or removed when an output path holds a file probegen did not
+    generate, unless ``force`` (probegen.files.output.ForeignFile)."""
+    from probegen.files.marker import remove_generated
+    from probegen.files.output import refuse_foreign, write_if_changed
+
+    files = render_outputs(catalog, types)
+    if not force:
+        refuse_foreign(files)
+    changes = [("wrote" if write_if_changed(f, not force) else "unchanged", f.path) for f in files]
+    for path in leftover_files(catalog, files):
+        if remove_generated(path):
+            changes.append(("removed", path))
+    return changes

@@ -8,6 +8,7 @@ import os
 import jinja2
 
 import probegen.templates
+from probegen.files import marker
 from probegen.generators import escape
 
 _OPTIONS = dict(
@@ -36,6 +37,8 @@ def environment() -> jinja2.Environment:
         html_comment=escape.html_comment,
         one_line=escape.one_line,
     )
+    # The first line of every generated file (probegen.files.marker).
+    env.globals["marker"] = marker.LINES
     return env
 
 

@@ -33,6 +33,7 @@ RULES: dict[str, dict[str, str]] = {
     },
     "check": {
         "stale-file": "A generated file differs from what its catalog generates",
+        "leftover-file": "A generated file in an output directory that its catalog no longer generates",
         **CATALOG_ERROR,
     },
 }
