@@ -148,3 +148,29 @@ def test_bcc_prints_members_and_dwarf_enum_names(bcc_run, catalog, script):
         printed = " ".join(tracer_lines(tracers[script].lines)).split()
         assert all(shown in printed for shown in DWARF_ONLY)
 
+
+
+@pytest.mark.parametrize("command", [["bpftrace", "-o", "out"], ["bcc", "-o", "out"], ["generate"], ["check"]])
+def test_members_without_binary_is_an_error_not_silence(tmp_path, command):
+    """The catalog knows members' names, not their offsets: without
+    --binary, scripts cannot print them, and saying nothing would hide it."""
+    catalog = tmp_path / "members.yaml"
+    catalog.write_text(CATALOG.read_text() + "outputs:\n  bpftrace: bpf\n")
+    result = subprocess.run(probegen_argv(*command, "-c", str(catalog)), cwd=tmp_path, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
+    assert "argument 'req' of probe 'submit' lists members" in result.stderr and "--binary" in result.stderr
+    assert not (tmp_path / "out").exists() and not (tmp_path / "bpf").exists()
+
+
+def test_generate_and_check_take_the_binary_for_members(tmp_path, binary):
+    catalog = tmp_path / "members.yaml"
+    catalog.write_text(CATALOG.read_text() + "outputs:\n  bpftrace: bpf\n  bcc: bcc\n")
+    generated = subprocess.run(probegen_argv("generate", "-c", str(catalog), "--binary", str(binary)),
+                               cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert generated.returncode == 0, generated.stderr
+    assert "req->opcode" in (tmp_path / "bpf" / "io.bt").read_text()
+    checked = subprocess.run(probegen_argv("check", "-c", str(catalog), "--binary", str(binary)),
+                             cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert checked.returncode == 0, checked.stderr
