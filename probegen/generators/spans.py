@@ -54,6 +54,10 @@ def by_start_map(span: Span, index: int) -> str:
 
 
 HITS_MAP = "@hits"
+# Holds UNKNOWN, the key of enum values without a name. Not a literal:
+# bpftrace 0.17 copies a short literal into a key of the names' string
+# size misaligned, and the verifier refuses the probe.
+UNKNOWN_MAP = "@pg_unknown"
 
 
 def _enum_maps(enum_name: str) -> tuple[str, str]:
@@ -78,14 +82,11 @@ class _Builder:
         self.strlen_cap = strlen_cap
         self.wanted_strlen = DEFAULT_STRLEN
 
-    def index(self, probe: Probe, arg: Arg) -> int:
-        return probe.args.index(arg) + (1 if self.catalog.arg0 else 0)  # N of argN
-
     def read(self, probe: Probe, arg: Arg, length: int) -> str:
         """bpftrace expression of an argument as a key or by value."""
         if arg.ctype.kind is Kind.STRING:
-            return f"str(arg{self.index(probe, arg)}, {length})"
-        return f"arg{self.index(probe, arg)}"
+            return f"str(arg{arg.index}, {length})"
+        return f"arg{arg.index}"
 
     def string_length(self, *args: Arg) -> int:
         """LEN of str(arg, LEN) for a key or by value: every side of a key
@@ -95,8 +96,9 @@ class _Builder:
         return min(wanted, self.strlen_cap)
 
     def enum_key(self, arg: Arg, variable: str):
-        """(known condition, name expression) of an enum printed by name,
-        or None to key by its number."""
+        """(known condition, name expression) of an enum keyed by name
+        (UNKNOWN for a value without one), or None to key by its number:
+        bpftrace 0.17 cannot make a string of a number."""
         if arg.ctype.kind is not Kind.ENUM or arg.hex:
             return None
         table = enum_table(self.catalog, arg.ctype.enum_name, None)
@@ -108,31 +110,15 @@ class _Builder:
         return f"{known_map}[{variable}]", f"{name_map}[{variable}]"
 
 
-def _branches(parts: list) -> list[dict]:
-    """Hist key combinations: a part is a plain expression or (condition,
-    name expression); each enum doubles the branches (known name or
-    UNKNOWN), as bpftrace 0.17 cannot make a string of a number."""
-    branches = [{"conditions": [], "keys": []}]
-    for part in parts:
-        if isinstance(part, str):
-            for branch in branches:
-                branch["keys"].append(part)
-            continue
-        condition, name = part
-        known = [{"conditions": b["conditions"] + [condition], "keys": b["keys"] + [name]} for b in branches]
-        unknown = [{"conditions": b["conditions"] + [f"!{condition}"], "keys": b["keys"] + [f'"{UNKNOWN_ENUM}"']}
-                   for b in branches]
-        branches = known + unknown
-    return branches
-
-
 def _span_parts(builder: _Builder, span: Span, blocks: dict[str, _Block]) -> None:
     var = f"${span.name}"
     start_keys, end_keys, end_setup = [], [], []
     start_block, end_block = blocks[span.start.name], blocks[span.end.name]
     if span.by_thread:
         start_keys, end_keys = ["tid"], ["tid"]
-    for i, key in enumerate(span.key):
+    # Strings last: bpftrace 0.17 builds a (string, integer) key that the
+    # verifier refuses ("misaligned stack access"); (integer, string) loads.
+    for i, key in enumerate(sorted(span.key, key=lambda k: k.start.ctype.kind is Kind.STRING)):
         length = builder.string_length(key.start, key.end)
         start_keys.append(builder.read(span.start, key.start, length))
         end_setup.append(f"{var}_k{i} = {builder.read(span.end, key.end, length)};")
@@ -153,15 +139,20 @@ def _span_parts(builder: _Builder, span: Span, blocks: dict[str, _Block]) -> Non
             end_block.strings += by.arg.ctype.kind is Kind.STRING
         enum = builder.enum_key(by.arg, f"{var}_b{i}")
         if enum is not None:
-            by_setup.append(f"{var}_b{i} = {value};")
-            parts.append(enum)
+            # The name into a variable, then one hist(): a hist() per
+            # branch with map-string keys fails bpftrace 0.17's verifier
+            # ("misaligned stack access") beside a string span key.
+            known, name = enum
+            by_setup += [f"{var}_b{i} = {value};",
+                         f"if ({known}) {{ {var}_n{i} = {name}; }} else {{ {var}_n{i} = {UNKNOWN_MAP}[0]; }}"]
+            parts.append(f"{var}_n{i}")
         else:
             parts.append(value)
     start_block.starts.append({"span": span, "map": start_map(span), "key": ", ".join(start_keys),
                                "stored": stored})
     end_block.ends.append({
         "span": span, "var": var, "setup": end_setup, "key": ", ".join(end_keys), "map": start_map(span),
-        "by_setup": by_setup, "branches": _branches(parts), "hist": hist_map(span),
+        "by_setup": by_setup, "by_keys": ", ".join(parts), "hist": hist_map(span),
         "unmatched": unmatched_map(span), "stored": [s["map"] for s in stored],
     })
 
@@ -187,6 +178,7 @@ def render_program(catalog: Catalog, spans=None, counted=(), interval: int | Non
         cut=builder.wanted_strlen > strlen,
         hist_map=hist_map, unmatched_map=unmatched_map, start_map=start_map, hits_map=HITS_MAP,
         by_start_maps=[by_start_map(s, i) for s in spans for i, b in enumerate(s.by) if b.at_start],
+        unknown_map=UNKNOWN_MAP if builder.enums else None, unknown=UNKNOWN_ENUM,
     )
 
 
