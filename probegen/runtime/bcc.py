@@ -10,8 +10,11 @@ on Python 3.9 and later.
 Modes: a line per hit (default), ``--count`` (hits per probe, counted in
 the kernel), ``--hist`` (span durations as log2 histograms: a span's start
 time is kept in a BPF hash under its key until its end arrives, and the
-end sends the duration), each also as ``--json`` (one object per hit or
-per summary).
+end sends the duration), each also as ``--json``: one object per line,
+with a "type": "attached" (tracing starts), "hit" (one per hit), "span"
+(a histogram), "unmatched" (ends without a start), "hits" (a probe's
+count), "interval" (an --interval summary begins); the summaries as
+``probegen trace --json`` prints them.
 
 Attaching: BCC 0.26's Python binding calls libbcc's ``bpf_attach_uprobe``
 with six arguments where the C function takes seven, so the kernel reads
@@ -38,7 +41,7 @@ C_TYPES = {
     "s8": ct.c_int8, "u8": ct.c_uint8, "s16": ct.c_int16, "u16": ct.c_uint16,
     "s32": ct.c_int32, "u32": ct.c_uint32, "s64": ct.c_int64, "u64": ct.c_uint64,
 }
-UNITS = {False: ("usecs", 1000), True: ("msecs", 1000000)}  # by -m
+UNITS = {False: ("usecs", "us", 1000), True: ("msecs", "ms", 1000000)}  # by -m: text, JSON, ns per unit
 STARS = 40  # width of a histogram's distribution column
 POLL_MS = 100  # how long a turn of the main loop waits for events
 
@@ -257,7 +260,7 @@ class Histograms:
     def __init__(self, spans, per_key, milliseconds):
         self.spans = {s.number: s for s in spans}
         self.per_key = per_key
-        self.unit, self.divisor = UNITS[milliseconds]
+        self.unit, self.json_unit, self.divisor = UNITS[milliseconds]
         self.slots = {}  # (span number, ((label, text, json), ...)) -> {slot: count}
 
     def add(self, data):
@@ -289,15 +292,18 @@ class Histograms:
         return "\n".join(out)
 
     def json(self, taken, unmatched):
+        """As ``probegen trace --hist --json`` prints them (empty buckets left out)."""
         objects = []
         for (number, values), slots in taken:
             objects.append({
-                "type": "hist", "span": self.spans[number].name, "unit": self.unit,
+                "type": "span", "span": self.spans[number].name,
                 "key" if self.per_key else "by": {label: value for label, _, value in values},
-                "buckets": [list(row) for row in rows(slots)], "total": sum(slots.values()),
+                "unit": self.json_unit, "count": sum(slots.values()),
+                "buckets": [{"min": low, "max": high, "count": count} for low, high, count in rows(slots) if count],
             })
         for number, count in unmatched.items():
-            objects.append({"type": "unmatched", "span": self.spans[number].name, "ends": count})
+            if count:
+                objects.append({"type": "unmatched", "span": self.spans[number].name, "count": count})
         return objects
 
 
@@ -458,6 +464,8 @@ class Target:
 # --- the run -------------------------------------------------------------
 
 def main(tool, argv=None):
+    # Piped into head: end quietly, as a command line tool does.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     args = parse_args(tool, argv)
     if args.list:
         print(listing(tool))
@@ -529,12 +537,13 @@ def run(tool, args, bpf, probes, spans):
         bpf["events"].open_perf_buffer(lambda cpu, data, size: print(hit_line(tool, data, args.json)),
                                        page_cnt=64, lost_cb=lost)
 
-    def summary(final):
+    def summary():
         if counts:
             taken = counts.take()
             if emit:
-                emit({"type": "count", "final": final,
-                      "counts": {p.name: taken[p.number] for p in probes if taken[p.number]}})
+                for probe in probes:
+                    if taken[probe.number]:
+                        emit({"type": "hits", "probe": probe.name, "count": taken[probe.number]})
             else:
                 print(format_counts(probes, taken))
         elif histograms:
@@ -542,16 +551,25 @@ def run(tool, args, bpf, probes, spans):
             ends = {k: v for k, v in unmatched.take().items() if k in histograms.spans}
             if emit:
                 for obj in histograms.json(taken, ends):
-                    emit(dict(obj, final=final))
+                    emit(obj)
             else:
                 print(histograms.text(taken, ends).lstrip("\n"))
+
+    def interval_begins():
+        stamp = time.strftime("%H:%M:%S")
+        if emit:
+            emit({"type": "interval", "time": stamp})
+        else:
+            print("[%s]" % stamp)
 
     stop, target = Stop(), Target(args.pid)
     mode = ("counting hits" if counts else "%d span%s as histograms" % (len(spans), "s" * (len(spans) != 1))
             if histograms else "a line per hit")
-    # In --json mode stdout is JSON only.
-    print("Tracing %d probe%s (%s): %s. Hit Ctrl-C to end." % (len(probes), "s" * (len(probes) != 1), tool.provider, mode),
-          file=sys.stderr if args.json else sys.stdout)
+    if emit:
+        emit({"type": "attached", "probes": len(probes)})
+    else:
+        print("Tracing %d probe%s (%s): %s. Hit Ctrl-C to end."
+              % (len(probes), "s" * (len(probes) != 1), tool.provider, mode))
     now = time.monotonic()
     deadline = None if args.duration is None else now + args.duration
     next_summary = None if args.interval is None else now + args.interval
@@ -564,15 +582,14 @@ def run(tool, args, bpf, probes, spans):
         if deadline is not None and now >= deadline:
             break
         if next_summary is not None and now >= next_summary:
-            if not args.json:
-                print(time.strftime("[%H:%M:%S]"))
-            summary(False)
+            interval_begins()
+            summary()
             next_summary += args.interval
     if not counts:
         bpf.perf_buffer_poll(timeout=0)  # what arrived before the stop
-    if args.interval is not None and not args.json:
-        print(time.strftime("[%H:%M:%S]"))
-    summary(True)
+    if args.interval is not None:
+        interval_begins()
+    summary()
     detach(bpf)
     return 0
 
