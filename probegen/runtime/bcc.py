@@ -374,7 +374,7 @@ class Libbcc:
     keeps its declarations."""
 
     def __init__(self, name="libbcc.so.0"):
-        lib = ct.CDLL(name, use_errno=True)
+        self.lib = lib = ct.CDLL(name, use_errno=True)
         self.attach_uprobe = lib.bpf_attach_uprobe
         # int bpf_attach_uprobe(int progfd, enum bpf_probe_attach_type, const char *ev_name,
         #                       const char *binary_path, uint64_t offset, pid_t pid, uint32_t ref_ctr_offset)
