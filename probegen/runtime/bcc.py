@@ -503,6 +503,7 @@ def main(tool, argv=None):
     if args.ebpf:
         print(program)
         return 0
+    stop = Stop()  # from here, Ctrl-C ends the tool at its next turn, not inside BCC
     try:
         bpf = BPF(text=program)
     except Exception as exc:
@@ -513,13 +514,13 @@ def main(tool, argv=None):
     except AttachError as exc:
         return fail(str(exc))
     try:
-        return run(tool, args, bpf, [p for p in probes if "probe_%d" % p.number in names], spans)
+        return run(tool, args, bpf, [p for p in probes if "probe_%d" % p.number in names], spans, stop)
     finally:
         for fd in fds:
             libbcc.close_perf_event_fd(fd)
 
 
-def run(tool, args, bpf, probes, spans):
+def run(tool, args, bpf, probes, spans, stop):
     """Collect until Ctrl-C, SIGTERM, --duration or the traced process's
     exit; print the summaries (each --interval and at the end)."""
     sys.stdout.reconfigure(line_buffering=True, errors="surrogateescape")
@@ -562,7 +563,7 @@ def run(tool, args, bpf, probes, spans):
         else:
             print("[%s]" % stamp)
 
-    stop, target = Stop(), Target(args.pid)
+    target = Target(args.pid)
     mode = ("counting hits" if counts else "%d span%s as histograms" % (len(spans), "s" * (len(spans) != 1))
             if histograms else "a line per hit")
     if emit:
