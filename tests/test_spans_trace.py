@@ -183,3 +183,35 @@ def test_count_mode_equals_hits_fired(traced):
     fired = {l.split()[1]: int(l.split()[2]) for l in program.lines if l.startswith("FIRED ")}
     _, _, hits = json_results(tracers["json"].lines)
     assert hits == fired
+
+
+def test_spdk_span_script_measures_spdk_call_sites(tmp_path):
+    """scripts/bpf/probegen/spans.bt, as committed, loads in bpftrace 0.17
+    and measures every span of tests/c/tracing_spdk.c, which fires each
+    probe once as SPDK's sources do (a poll group destroyed before one is
+    created: an end without a start)."""
+    require_bpftrace()
+    from helpers.tracing import SPDK_CATALOG, build_spdk_program
+
+    binary = build_spdk_program(tmp_path)
+    program = Process([binary], stdin=True)
+    program.wait_line("READY")
+    tracer = Process(probegen_argv("trace", program.pid, SPDK_CATALOG.parent / "scripts/bpf/probegen/spans.bt"))
+    try:
+        tracer.wait_line("Tracing ")
+        program.send("go\n")
+        program.wait_line("DONE")
+        assert program.proc.wait(60) == 0
+        assert tracer.stop(signal.SIGINT) == 0, tracer.stderr
+    finally:
+        program.kill()
+        tracer.kill()
+    tracer.drain()
+    hists, unmatched = text_histograms(tracer.lines)
+    spans = {s.name for s in load_catalog(SPDK_CATALOG).spans}
+    assert {name for name, _ in hists} == spans - {"poll_group_lifetime"}
+    assert all(sum(c.values()) == 1 for c in hists.values()), hists
+    assert ("subsystem_state_change", "PAUSED") in hists
+    assert ("poll_group_state_change", "UNKNOWN") in hists  # the done probe passes state 8
+    assert unmatched["poll_group_lifetime"] == 1
+    assert sum(unmatched.values()) == 1
