@@ -152,4 +152,4 @@ def test_style_is_checked(tmp_path, capsys):
     catalog = tmp_path / "probes.yaml"
     catalog.write_text("provider: app\nheader: {style: dtrace3}\nprobes: [{name: a, group: g, doc: d}]\n")
     code, _, err = run_cli(capsys, "header", "-c", catalog, "-o", "-")
-    assert code == 2 and err.startswith(f"{catalog}:2:17: error: 'style': 'dtrace3' is not of the form")
+    assert code == 2 and err.startswith(f"{catalog}:2:17: error: 'style': 'dtrace3' is not one of: probegen, dtrace")

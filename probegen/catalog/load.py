@@ -2,7 +2,7 @@
 
 PyYAML composes the file into nodes, which keep line and column. The
 structure is checked against the shipped JSON Schema (the same file editors
-use) by schema_walk over those nodes, so each message has a position;
+use) by schema_check, which leads each error back to its node's position;
 the meaning (C names, types, counts, duplicates) is checked while the model
 is built.
 """
@@ -10,14 +10,13 @@ is built.
 from __future__ import annotations
 
 import functools
-import json
 import re
 from pathlib import Path
 
 import yaml
 
 from probegen.catalog.model import (
-    MAX_NAMED_ENUMS, Arg, Catalog, EnumDecl, Enumerator, HeaderConfig, Probe, SDT_MAX_ARGS,
+    MAX_NAMED_ENUMS, Arg, Catalog, EnumDecl, Enumerator, HeaderConfig, Probe, SDT_MAX_ARGS, spdk_arg0,
 )
 from probegen.catalog import constants
 from probegen.catalog.names import BPFTRACE_KEYWORDS, SCRIPT_NAMES, default_guard, dtrace_prefix, problems as name_problems
@@ -25,12 +24,11 @@ from probegen.catalog.outputs import check_output_paths
 from probegen.catalog.cvalidate import (
     DOC_KEYS as _DOC_KEYS, CExpressionError, clock_expression, include_problem, shown, text_problems,
 )
-from probegen.catalog.schema_walk import SchemaWalker
+from probegen.catalog.schema_check import load_schema, structure_problems
 from probegen.catalog.spans import build_spans
 from probegen.catalog.ctype import C_KEYWORDS, CTypeError, Kind, is_identifier, parse_ctype
 from probegen.errors import CatalogError, Diagnostic, Location
 
-SCHEMA_FILE = "catalog.schema.json"
 # C++ keywords that C headers define as macros (before C23); bool, true
 # and false are refused with the other system macros (catalog.names).
 _KEYWORD_MACROS = {"alignas": "<stdalign.h>", "alignof": "<stdalign.h>", "static_assert": "<assert.h>",
@@ -166,13 +164,6 @@ def _compose_events(loader) -> tuple[yaml.Node | None, list[tuple[yaml.Node, boo
     return root, unprintable
 
 
-def load_schema() -> dict:
-    # Package data sits next to the modules (importlib.resources would cost
-    # more start-up time than the whole load of a small catalog).
-    text = Path(__file__).with_name(SCHEMA_FILE).read_text("utf-8")
-    return json.loads(text)
-
-
 def parse_catalog(data: bytes, path: Path, header_output=None) -> Catalog:
     """Model a catalog from its bytes; ``path`` names it in messages and
     anchors the relative output paths. ``header_output``: where the header
@@ -225,7 +216,6 @@ class _Builder:
         self._ctypes: dict = {}  # spelling -> CType: catalogs repeat a few types
         self._reported: set[tuple[int, int]] = set()  # (line, column) of each problem
         self._header_nodes: dict[str, yaml.Node] = {}  # 'header:' key (or 'provider') -> value node
-        self._structure = SchemaWalker(self.error, self.scalar)
 
     # -- positions and messages -------------------------------------------
 
@@ -275,12 +265,16 @@ class _Builder:
         for node, message in text_problems(unprintable):
             self.error(node, message)
         # Check every part, even when another part is broken, to report all.
-        structure_ok = self._structure.check(root, self.schema, "catalog")
+        structure_ok = True
+        for node, message in structure_problems(root, self.scalar):
+            self.error(node, message)
+            structure_ok = False
         if not structure_ok and not all(
             k in top and isinstance(top[k], (yaml.ScalarNode, yaml.SequenceNode)) for k in ("provider", "probes")
         ):
             return None
         provider = self.get(top, "provider", "")
+        provider = provider if isinstance(provider, str) else ""  # not a string: the schema said so
         self.keyword_check(top.get("provider"), provider, "provider")
         arg0 = bool(self.get(top, "arg0", False)) if _is_bool(top.get("arg0")) else False
         typedefs = self.build_typedefs(top.get("typedefs"))
@@ -295,9 +289,9 @@ class _Builder:
                     output_nodes[key] = value
         outside = top.get("allow_outside_outputs")
         check_output_paths(self, output_nodes, _is_bool(outside) and self.scalar(outside) is True)
-        probes = self.build_probes(top.get("probes"), typedefs, arg0)
+        probes = self.build_probes(top.get("probes"), typedefs, arg0, header.clock)
         self.check_references(probes, enums)
-        spans = build_spans(self, top.get("spans"), probes, 1 if arg0 else 0)
+        spans = build_spans(self, top.get("spans"), probes)
         if header.clock is None and arg0 and any(p.ticks for p in probes):
             self.error(top.get("header") or root,
                        "ticks probes need 'clock:' under 'header:' (the C expression for arg0, e.g. spdk_get_ticks())")
@@ -466,7 +460,7 @@ class _Builder:
                 includes.append(text)
         return tuple(includes)
 
-    def build_probes(self, node, typedefs, arg0: bool) -> list[Probe]:
+    def build_probes(self, node, typedefs, arg0: bool, clock: str | None) -> list[Probe]:
         probes: list[Probe] = []
         if not isinstance(node, yaml.SequenceNode):
             return probes
@@ -490,7 +484,7 @@ class _Builder:
             ticks = self.get(fields, "ticks", False)
             if ticks is True and not arg0:
                 self.error(fields["ticks"], "'ticks: true' needs 'arg0: true' at the top: the clock is passed as arg0")
-            args = self.build_args(fields.get("args"), typedefs, name)
+            args = self.build_args(fields.get("args"), typedefs, name, 1 if arg0 else 0)
             named_enums = [a for a in args if a.ctype.kind is Kind.ENUM and not a.hex]
             if len(named_enums) > MAX_NAMED_ENUMS:
                 self.diagnostics.append(Diagnostic(
@@ -498,15 +492,17 @@ class _Builder:
                     f"probe '{name}' has {len(named_enums)} enum arguments printed by name; scripts print "
                     f"at most {MAX_NAMED_ENUMS} by name (each doubles the bpftrace probe's code): "
                     "mark the others 'hex: true'"))
-            if isinstance(fields.get("args"), yaml.SequenceNode) and len(args) > max_args:
+            if isinstance(fields.get("args"), yaml.SequenceNode) and len(args) > max_args and not self.reported(fields["args"]):
                 why = " (one of <sys/sdt.h>'s 12 is arg0)" if arg0 else ""
                 self.error(fields["args"], f"probe '{name}' has {len(args)} arguments; at most {max_args} are allowed{why}")
             doc = self.get(fields, "doc", "")
             if named and isinstance(doc, str) and isinstance(group, str):
-                probes.append(Probe(name, group, doc, tuple(args), self.loc(item), ticks is True))
+                where = self.loc(item)
+                probes.append(Probe(name, group, doc, tuple(args), where, ticks is True,
+                                    spdk_arg0(ticks is True, clock, where) if arg0 else None))
         return probes
 
-    def build_args(self, node, typedefs, probe_name) -> list[Arg]:
+    def build_args(self, node, typedefs, probe_name, first_index: int) -> list[Arg]:
         args: list[Arg] = []
         if not isinstance(node, yaml.SequenceNode):
             return args
@@ -547,7 +543,8 @@ class _Builder:
                                                 "keyword in its path; bpftrace scripts cannot name it")
             args.append(Arg(
                 name=name, ctype=ctype, location=self.loc(item), doc=str(self.get(fields, "doc", "")),
-                hex=hex_, max_len=max_len if isinstance(max_len, int) else None, members=members,
+                hex=hex_, max_len=int(max_len) if isinstance(max_len, (int, float)) else None, members=members,
+                index=first_index + len(args),
             ))
         return args
 
