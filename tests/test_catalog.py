@@ -59,7 +59,7 @@ def test_default_catalog_models_spdk():
     change = catalog.probe("nvmf_subsystem_change_state")
     assert [a.ctype.spelling for a in change.args] == [
         "const char *", "enum spdk_nvmf_subsystem_state", "enum spdk_nvmf_subsystem_state"]
-    assert catalog.script_index(change, change.args[0]) == 1  # SPDK's arg0 comes first
+    assert change.args[0].index == 1 and change.note_args[0].passed == "0"  # SPDK's arg0 comes first
     assert catalog.probe("nvmf_ctrlr_create").ticks and not change.ticks
     event = catalog.probe("event_exec")
     assert event.args[0].ctype.kind is Kind.FUNCTION_POINTER and event.args[0].ctype.name == "spdk_event_fn"

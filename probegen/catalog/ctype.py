@@ -1,11 +1,12 @@
 """Everything probegen knows about the C types of probe arguments.
 
-One place answers, for a type written as C in the catalog: its size and
-signedness in a ``.note.stapsdt`` argument spec (what ``<sys/sdt.h>``
-records), how a bpftrace script prints it, and the exact-width type a BCC
-program reads it into (``bpf_usdt_readarg`` reads nothing unless the sizes
-match). Sizes are for the LP64 targets USDT is used on (x86_64, aarch64);
-``pointer_size=4`` gives the ILP32 answer.
+The C facts only: for a type written as C in the catalog, its kind, its
+size and signedness in a ``.note.stapsdt`` argument spec (what
+``<sys/sdt.h>`` records), and the integer types of each size and sign.
+Each output maps these facts to its own syntax in a table of its own
+(bpftrace printf conversions, BCC read types, ...). Sizes are for the LP64
+targets USDT is used on (x86_64, aarch64); ``pointer_size=4`` gives the
+ILP32 answer.
 """
 
 from __future__ import annotations
@@ -110,12 +111,16 @@ _QUALIFIERS = ("const", "volatile", "restrict")
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+|\*|\(|\)|\[|\]|,|\.\.\.|\S")
 _FUNCTION_POINTER = re.compile(r"^(?P<ret>.+?)\(\s*\*\s*\)\s*\((?P<params>.*)\)$")
 
-# bpftrace printf conversions by (size, signed).
-_BPFTRACE_INT = {
-    (1, True): "%d", (2, True): "%d", (4, True): "%d", (8, True): "%ld",
-    (1, False): "%u", (2, False): "%u", (4, False): "%u", (8, False): "%lu",
-}
-_BPFTRACE_HEX = {1: "0x%x", 2: "0x%x", 4: "0x%x", 8: "0x%lx"}
+# (size, signed, exact-width) -> the first spelling of _INTEGERS with them:
+# "signed char", "short", "int", "long"...; "int8_t", "uint64_t"...
+_INTEGER_NAMES = {(size, signed, name.endswith("_t")): name  # reversed: the first one wins
+                  for name, (size, signed, _) in reversed(_INTEGERS.items()) if signed is not None}
+
+
+def integer_type(size: int, signed: bool, exact: bool = False) -> str:
+    """The C integer type of this size (LP64) and sign: with keywords
+    ("unsigned long"), or ``exact`` the <stdint.h> name ("uint64_t")."""
+    return _INTEGER_NAMES[(size, signed, exact)]
 
 
 class CTypeError(ValueError):
@@ -174,30 +179,15 @@ class CType:
     def is_integer_like(self) -> bool:
         return self.kind in (Kind.INTEGER, Kind.BOOL, Kind.ENUM)
 
-    def bpftrace_format(self, hex: bool = False) -> str:
-        """printf conversion a bpftrace script uses for this argument."""
-        if self.kind is Kind.STRING:
-            return "%s"
-        if self.kind in (Kind.POINTER, Kind.FUNCTION_POINTER):
-            return "%p"
-        if self.kind is Kind.ENUM and not hex:
-            return "%s"  # printed by name through a map; see enum tables
-        if hex:
-            return _BPFTRACE_HEX[self.size]
-        return _BPFTRACE_INT[(self.size, self.signed is not False)]
+    @property
+    def is_address(self) -> bool:
+        return self.kind in (Kind.POINTER, Kind.FUNCTION_POINTER)
 
     @property
-    def bcc_type(self) -> str:
-        """Exact-width type a BCC program reads this argument into.
-
-        Pointers and strings are read as the address (u64 on LP64).
-        """
-        if self.kind is Kind.ENUM:
-            return "u32"
-        # Plain char (signed None) is signed on x86_64, as bpftrace_format
-        # assumes; both tools must print the same number.
-        sign = "s" if self.signed is not False else "u"
-        return f"{sign}{self.size * 8}"
+    def signed_on_x86(self) -> bool:
+        """The sign of the value on x86_64, where scripts run: plain char
+        (sign None) is signed there."""
+        return self.signed is not False
 
     def declare(self, name: str) -> str:
         """A C declaration of a variable ``name`` of this type."""

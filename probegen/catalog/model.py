@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from probegen.catalog.ctype import CType, Kind
+from probegen.catalog.ctype import CType, Kind, parse_ctype
 from probegen.errors import Location
 
 # <sys/sdt.h> defines STAP_PROBE1..STAP_PROBE12.
@@ -28,6 +28,19 @@ class Arg:
     hex: bool = False  # print as hexadecimal (flags, masks)
     max_len: int | None = None  # bound for str() reads of string arguments
     members: tuple[str, ...] = ()  # members of the pointed-to struct to print
+    index: int = 0  # N of argN: the position in the probe's note, as scripts read it
+    passed: str | None = None  # SPDK's arg0: the C the macro passes itself (0, or the clock), no parameter
+
+
+# SPDK's arg0: the clock of a ticks probe, or the int 0 of the others.
+ARG0_CLOCK, ARG0_ZERO = parse_ctype("uint64_t"), parse_ctype("int")
+
+
+def spdk_arg0(ticks: bool, clock: str | None, location: Location) -> Arg:
+    """A probe's arg0 in SPDK form; the clock cast as the header passes it."""
+    if ticks:
+        return Arg("ticks", ARG0_CLOCK, location, f"clock: {clock}", passed=f"({ARG0_CLOCK.spelling})({clock})")
+    return Arg("", ARG0_ZERO, location, "always 0", passed="0")
 
 
 @dataclass(frozen=True)
@@ -35,9 +48,15 @@ class Probe:
     name: str
     group: str
     doc: str
-    args: tuple[Arg, ...]
+    args: tuple[Arg, ...]  # the catalog's arguments: the typed macro's parameters
     location: Location
     ticks: bool = False  # SPDK's arg0 is the clock, not the literal 0
+    arg0: Arg | None = None  # SPDK form: the leading argument the macro passes itself
+
+    @cached_property
+    def note_args(self) -> tuple[Arg, ...]:
+        """What the probe's note carries, in order: argN is note_args[N]."""
+        return (self.arg0, *self.args) if self.arg0 else self.args
 
     @property
     def upper(self) -> str:
@@ -145,21 +164,9 @@ class Catalog:
     spans: tuple[Span, ...] = ()
 
     @property
-    def arg_offset(self) -> int:
-        """Index scripts use for a probe's first catalog argument (argN)."""
-        return 1 if self.arg0 else 0
-
-    @property
     def max_args(self) -> int:
-        return SDT_MAX_ARGS - self.arg_offset
-
-    def note_arg_count(self, probe: Probe) -> int:
-        """How many arguments the probe's note carries."""
-        return len(probe.args) + self.arg_offset
-
-    def script_index(self, probe: Probe, arg: Arg) -> int:
-        """N in argN for this argument, as bpftrace and BCC see it."""
-        return probe.args.index(arg) + self.arg_offset
+        """Catalog arguments a probe may have: arg0 takes one of sdt.h's."""
+        return SDT_MAX_ARGS - self.arg0
 
     # Look-ups by name go through indexes built on first use (verify asks
     # once per probe found in the binaries: a scan each time was quadratic).

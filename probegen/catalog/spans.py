@@ -32,7 +32,7 @@ def key_class(arg: Arg) -> str:
     return "integer"
 
 
-def build_spans(builder, node, probes: list[Probe], arg_offset: int) -> tuple[Span, ...]:
+def build_spans(builder, node, probes: list[Probe]) -> tuple[Span, ...]:
     if not isinstance(node, yaml.SequenceNode):
         return ()
     by_name = {p.name: p for p in probes}
@@ -56,8 +56,8 @@ def build_spans(builder, node, probes: list[Probe], arg_offset: int) -> tuple[Sp
             continue
         if not named or start is None or end is None:
             continue
-        keys = _keys(builder, fields.get("key"), name, start, end, arg_offset)
-        bys = _bys(builder, fields.get("by"), name, start, end, arg_offset)
+        keys = _keys(builder, fields.get("key"), name, start, end)
+        bys = _bys(builder, fields.get("by"), name, start, end)
         if keys is None or bys is None:
             continue
         doc = builder.get(fields, "doc", "")
@@ -98,16 +98,15 @@ def _arg(probe: Probe, name: str) -> Arg | None:
     return next((a for a in probe.args if a.name == name), None)
 
 
-def _readable(builder, node, span: str, probe: Probe, arg: Arg, arg_offset: int) -> bool:
-    index = probe.args.index(arg) + arg_offset
-    if index > MAX_SCRIPT_ARG:
-        builder.error(node, f"span '{span}': '{arg.name}' is arg{index} of '{probe.name}'; bpftrace 0.17 "
+def _readable(builder, node, span: str, probe: Probe, arg: Arg) -> bool:
+    if arg.index > MAX_SCRIPT_ARG:
+        builder.error(node, f"span '{span}': '{arg.name}' is arg{arg.index} of '{probe.name}'; bpftrace 0.17 "
                             f"reads arg0..arg{MAX_SCRIPT_ARG} only, so span scripts cannot read it")
         return False
     return True
 
 
-def _keys(builder, node, span: str, start: Probe, end: Probe, arg_offset: int) -> tuple[SpanKey, ...] | None:
+def _keys(builder, node, span: str, start: Probe, end: Probe) -> tuple[SpanKey, ...] | None:
     names = _names(builder, node, span, "key", MAX_KEYS)
     if names is None:
         return None
@@ -127,15 +126,15 @@ def _keys(builder, node, span: str, start: Probe, end: Probe, arg_offset: int) -
                                 "(integers and enums, pointers, or strings)")
             ok = False
             continue
-        if not (_readable(builder, item, span, start, start_arg, arg_offset)
-                and _readable(builder, item, span, end, end_arg, arg_offset)):
+        if not (_readable(builder, item, span, start, start_arg)
+                and _readable(builder, item, span, end, end_arg)):
             ok = False
             continue
         keys.append(SpanKey(name, start_arg, end_arg, builder.loc(item)))
     return tuple(keys) if ok else None
 
 
-def _bys(builder, node, span: str, start: Probe, end: Probe, arg_offset: int) -> tuple[SpanBy, ...] | None:
+def _bys(builder, node, span: str, start: Probe, end: Probe) -> tuple[SpanBy, ...] | None:
     names = _names(builder, node, span, "by", MAX_BY)
     if names is None:
         return None
@@ -149,7 +148,7 @@ def _bys(builder, node, span: str, start: Probe, end: Probe, arg_offset: int) ->
             ok = False
             continue
         probe = end if end_arg is not None else start
-        if not _readable(builder, item, span, probe, arg, arg_offset):
+        if not _readable(builder, item, span, probe, arg):
             ok = False
             continue
         bys.append(SpanBy(name, arg, end_arg is None, builder.loc(item)))

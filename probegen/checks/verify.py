@@ -109,13 +109,14 @@ def _arg_matches(arg: NoteArg, ctype, pointer_size: int) -> bool:
 
 
 def _arg0_problem(probe: Probe, arg: NoteArg) -> str | None:
+    size = probe.arg0.ctype.size  # the clock's, or the int 0's
     if probe.ticks:
-        if arg.size != 8 or arg.floating:
-            return f"arg0 must be the 8-byte clock of a ticks probe, but the site has {arg.describe()}"
+        if arg.size != size or arg.floating:
+            return f"arg0 must be the {size}-byte clock of a ticks probe, but the site has {arg.describe()}"
         return None
     if isinstance(arg.operand, Constant) and arg.operand.value == 0:
         return None
-    if arg.size == 4 and arg.signed and not arg.floating:
+    if arg.size == size and arg.signed and not arg.floating:
         return None  # an int 0 the compiler chose to keep in a register
     return f"arg0 must be the literal 0 (an int) of a probe without ticks, but the site has {arg.describe()}"
 
@@ -226,28 +227,25 @@ def _check_probe(catalog: Catalog, probe: Probe, occurrences, add) -> None:
 def _args_problems(catalog: Catalog, probe: Probe, binary: Binary, site) -> list[tuple]:
     """(key, location, check, message) of each problem of the site's
     arguments; ``{site}`` in the message stands for the sites that have it."""
-    expected = catalog.note_arg_count(probe)
-    offset = catalog.arg_offset
+    expected = len(probe.note_args)
     pointer_size = binary.pointer_size
     found = []
     if len(site.args) != expected:
-        extra = f" (arg0 plus {len(probe.args)})" if offset else ""
+        extra = f" (arg0 plus {len(probe.args)})" if probe.arg0 else ""
         found.append((("count", binary.path, len(site.args)), probe.location, "arg-count",
                       f"probe '{probe.name}': catalog says {expected} argument{'s' if expected != 1 else ''}{extra}, "
                       f"binary {binary.path} site {{site}} has {len(site.args)}: {site.args_text or '(none)'}"))
         return found
-    if offset:
-        problem = _arg0_problem(probe, site.args[0])
-        if problem:
-            found.append((("arg0", binary.path, site.args[0].spec), probe.location, "arg0",
-                          f"probe '{probe.name}': {problem} (binary {binary.path} site {{site}})"))
-    for index, arg in enumerate(probe.args):
-        got = site.args[index + offset]
-        if _arg_matches(got, arg.ctype, pointer_size):
-            continue
-        found.append((("arg", index, binary.path, got.size, got.signed, got.floating), arg.location, "arg-type",
-                      f"probe '{probe.name}' argument {index + offset} '{arg.name}': catalog says "
-                      f"{_describe_type(arg, pointer_size)}, binary {binary.path} site {{site}} has {got.describe()}"))
+    for arg, got in zip(probe.note_args, site.args):
+        if arg.passed:
+            problem = _arg0_problem(probe, got)
+            if problem:
+                found.append((("arg0", binary.path, got.spec), probe.location, "arg0",
+                              f"probe '{probe.name}': {problem} (binary {binary.path} site {{site}})"))
+        elif not _arg_matches(got, arg.ctype, pointer_size):
+            found.append((("arg", arg.index, binary.path, got.size, got.signed, got.floating), arg.location,
+                          "arg-type", f"probe '{probe.name}' argument {arg.index} '{arg.name}': catalog says "
+                          f"{_describe_type(arg, pointer_size)}, binary {binary.path} site {{site}} has {got.describe()}"))
     return found
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probegen.catalog import Catalog
+from probegen.catalog.ctype import Kind
 from probegen.generators.lines import UNKNOWN_ENUM, Field, ProbeLine, Style, enum_tables, probe_lines, script_groups
 from probegen.files.output import GeneratedFile
 from probegen.generators.render import render
@@ -40,13 +41,17 @@ class EventField:
 
 
 def _bcc_type(field: Field) -> str:
-    if field.style is Style.ENUM:
-        # The enum's own width: a packed enum member is 1 byte, and reading
-        # 4 would take the next members' bytes into the value.
-        return f"{'s' if field.enum.signed else 'u'}{field.size * 8}"
+    """BCC's exact-width type of the value: bpf_usdt_readarg reads nothing
+    unless its size is the note's. Pointers and strings: the address."""
     if field.style in (Style.POINTER, Style.STRING):
         return "u64"
-    return field.ctype.bcc_type
+    if field.ctype.kind is Kind.ENUM:
+        # The enum's own width: a packed enum member is 1 byte, and reading
+        # 4 would take the next members' bytes into the value.
+        signed = field.enum is not None and field.enum.signed
+    else:
+        signed = field.ctype.signed_on_x86  # as bpftrace prints it
+    return f"{'s' if signed else 'u'}{field.size * 8}"
 
 
 def _read(field: Field, member: str) -> str:

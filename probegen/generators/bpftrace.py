@@ -48,6 +48,14 @@ class Printf:
     args: tuple[str, ...]
 
 
+def conversion(style: Style, size: int) -> str:
+    """printf conversion of a value printed in this style (an enum: by
+    name, from a map); bpftrace wants 'l' for 8 bytes."""
+    long = "l" if size == 8 else ""
+    return {Style.SIGNED: f"%{long}d", Style.UNSIGNED: f"%{long}u", Style.HEX: f"0x%{long}x",
+            Style.POINTER: "%p", Style.STRING: "%s", Style.ENUM: "%s"}[style]
+
+
 def name_map(enum_name: str) -> str:
     return f"@pg_{enum_name}_name"
 
@@ -99,23 +107,17 @@ def _piece(field: Field, known: bool | None, strlen: int) -> tuple[str, list[str
         return label + UNREADABLE, []
     value = _value(field)
     style = field.style
-    if style is Style.STRING:
-        if _is_char_array(field):  # bpftrace reads a char array member as a string
-            return label + "%s", [value]
-        return label + "%s", [f"str({value}, {min(field.max_len, strlen - 1)})"]
-    if style is Style.POINTER:
-        return label + "%p", [value]
-    if style is Style.HEX:
+    if style is Style.STRING and not _is_char_array(field):  # bpftrace prints a char array member as it is
+        value = f"str({value}, {min(field.max_len, strlen - 1)})"
+    elif style is Style.HEX:
         # Cast to the unsigned type of the width, so a negative value prints
         # its own bits rather than a sign-extended 64-bit pattern.
-        return label + field.ctype.bpftrace_format(hex=True), [f"(uint{field.size * 8}){value}"]
-    if style is Style.ENUM:
-        if known:
-            return label + "%s", [f"{name_map(field.enum.name)}[{value}]"]
+        value = f"(uint{field.size * 8}){value}"
+    elif style is Style.ENUM and known:
+        value = f"{name_map(field.enum.name)}[{value}]"
+    elif style is Style.ENUM:
         return label + printf_literal(UNKNOWN_ENUM) + "(%d)", [value]
-    signed = style is Style.SIGNED
-    conversion = ("%ld" if signed else "%lu") if field.size == 8 else ("%d" if signed else "%u")
-    return label + conversion, [value]
+    return label + conversion(style, field.size), [value]
 
 
 def printfs(line: ProbeLine, strlen: int = DEFAULT_STRLEN) -> list[Printf]:

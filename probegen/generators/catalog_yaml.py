@@ -19,18 +19,13 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from probegen.catalog.ctype import is_identifier
+from probegen.catalog.ctype import integer_type, is_identifier
+from probegen.catalog.model import ARG0_CLOCK, ARG0_ZERO
 from probegen.elf.argspec import NoteArg
 from probegen.elf.notes import Binary, ProbeSite
 from probegen.errors import CatalogError, InputError
 
 TEMPLATE = "catalog.yaml.j2"
-
-_EXACT_TYPES = {
-    (1, True): "int8_t", (2, True): "int16_t", (4, True): "int32_t", (8, True): "int64_t",
-    (1, False): "uint8_t", (2, False): "uint16_t", (4, False): "uint32_t", (8, False): "uint64_t",
-}
-
 
 Seen = tuple[ProbeSite, int]  # a site and its binary's pointer size
 
@@ -72,11 +67,11 @@ def _constant(arg: NoteArg) -> int | None:
 
 
 def _is_zero(arg: NoteArg) -> bool:
-    return _constant(arg) == 0 and arg.size == 4
+    return _constant(arg) == 0 and arg.size == ARG0_ZERO.size
 
 
 def _is_clock(arg: NoteArg) -> bool:
-    return arg.size == 8 and not arg.floating and _constant(arg) is None
+    return arg.size == ARG0_CLOCK.size and not arg.floating and _constant(arg) is None
 
 
 def _spdk_arg0(provider: str, probes: dict[str, list[Seen]]) -> dict[str, bool] | None:
@@ -99,10 +94,6 @@ def _spdk_arg0(provider: str, probes: dict[str, list[Seen]]) -> dict[str, bool] 
             return None
     zeros = sum(1 for t in ticks.values() if not t)
     return ticks if zeros >= (1 if provider == "spdk" else 2) else None
-
-
-def _exact(size: int, signed: bool) -> str:
-    return _EXACT_TYPES[(size, signed)]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -136,7 +127,7 @@ def _variables_type(variables: list[tuple[NoteArg, int]], notes: list[str]) -> s
         return "char"
     if len(signs) > 1:
         notes.append(f"sites disagree on the sign: {', '.join(sorted({a.spec for a in same}))}")
-    return _exact(size, sum(a.signed for a in same) * 2 >= len(same))
+    return integer_type(size, sum(a.signed for a in same) * 2 >= len(same), exact=True)
 
 
 def _constants_type(constants: list[NoteArg]) -> str:
@@ -146,9 +137,9 @@ def _constants_type(constants: list[NoteArg]) -> str:
     values = [_constant(a) for a in constants]
     signed = any(a.signed for a in constants) or any(v < 0 for v in values)
     for size in (s for s in (1, 2, 4, 8) if s >= max(a.size for a in constants)):
-        if all(_fits(v, _exact(size, signed)) for v in values):
-            return _exact(size, signed)
-    return _exact(8, signed)
+        if all(_fits(v, integer_type(size, signed, exact=True)) for v in values):
+            return integer_type(size, signed, exact=True)
+    return integer_type(8, signed, exact=True)
 
 
 def _infer_type(seen: list[tuple[NoteArg, int]]) -> ImportedArg:

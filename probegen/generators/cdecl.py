@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from probegen.catalog.ctype import integer_type
 from probegen.dwarf import model as m
 from probegen.errors import InputError
 
@@ -67,7 +68,7 @@ def natural_enum_size(enum: m.Enum) -> int:
 
 
 _PAD = re.compile(r"__pad\d+")
-_SIZED_INTS = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long"}
+_SIZED_INTS = {size: integer_type(size, signed=False) for size in (1, 2, 4, 8)}
 
 
 class Planner:

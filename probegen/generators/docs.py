@@ -13,8 +13,9 @@ from pathlib import Path
 
 from probegen.catalog import Catalog
 from probegen.catalog.model import Arg, Probe
-from probegen.catalog.ctype import Kind
+from probegen.generators.bpftrace import conversion
 from probegen.generators.escape import one_line
+from probegen.generators.lines import Style, style_of
 from probegen.files.output import GeneratedFile
 from probegen.generators.render import render
 
@@ -55,21 +56,20 @@ def md_code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def _one_liner_value(catalog: Catalog, probe: Probe, arg: Arg) -> tuple[str, str]:
+def _one_liner_value(arg: Arg) -> tuple[str, str]:
     """printf conversion and expression for one argument in a one-liner."""
-    index = f"arg{catalog.script_index(probe, arg)}"
-    ctype = arg.ctype
-    if ctype.kind is Kind.STRING:
+    index, style = f"arg{arg.index}", style_of(arg.ctype, arg.hex)
+    if style is Style.STRING:
         return "%s", f"str({index}, {arg.max_len})" if arg.max_len else f"str({index})"
-    if ctype.kind is Kind.ENUM and not arg.hex:
+    if style is Style.ENUM:
         # Generated scripts print enums by name through a map; a one-liner
         # has no map, so it shows the number.
         return "%d", index
-    return ctype.bpftrace_format(hex=arg.hex), index
+    return conversion(style, arg.ctype.size), index
 
 
 def one_liner(catalog: Catalog, probe: Probe) -> str:
-    values = [_one_liner_value(catalog, probe, arg) for arg in probe.args]
+    values = [_one_liner_value(arg) for arg in probe.args]
     fmt = " ".join([probe.name] + [f"{arg.name}={conv}" for arg, (conv, _) in zip(probe.args, values)])
     exprs = "".join(f", {expr}" for _, expr in values)
     return (f"bpftrace -e 'usdt:{PLACEHOLDER}:{catalog.provider}:{probe.name} "
@@ -80,19 +80,11 @@ def context(catalog: Catalog, output: Path | None = None) -> dict:
     probes = []
     for probe in catalog.probes:
         args = [{
-            "index": catalog.script_index(probe, arg),
-            "name": arg.name,
+            "index": arg.index,
+            "name": "" if arg.passed else arg.name,  # SPDK's arg0 is no parameter of the macro
             "type": arg.ctype.name,  # a typedef shows as the catalog wrote it
             "doc": arg.doc,
-        } for arg in probe.args]
-        if catalog.arg0:
-            # SPDK's macros pass a leading argument of their own; say what it is.
-            if probe.ticks:
-                arg0 = {"index": 0, "name": "", "type": "uint64_t",
-                        "doc": f"clock: {catalog.header.clock}"}
-            else:
-                arg0 = {"index": 0, "name": "", "type": "int", "doc": "always 0"}
-            args.insert(0, arg0)
+        } for arg in probe.note_args]
         probes.append({"probe": probe, "args": args, "one_liner": one_liner(catalog, probe)})
     return {
         "catalog": catalog,

@@ -38,7 +38,6 @@ class ProbeMacros:
 def context(catalog: Catalog) -> dict:
     header = catalog.header
     provider = catalog.provider
-    offset = catalog.arg_offset
     # Style dtrace passes the arguments as dtrace -h's header does, uncast,
     # so a call site's notes are the same with either header.
     dtrace = header.style == "dtrace"
@@ -47,9 +46,7 @@ def context(catalog: Catalog) -> dict:
         macro = typed_macro(header, probe.name)
         semaphore = semaphore_name(provider, probe.name)
         locals_ = [local(arg.name) for arg in probe.args]
-        passed = list(locals_)
-        if catalog.arg0:
-            passed.insert(0, f"(uint64_t)({header.clock})" if probe.ticks else "0")
+        passed = [arg.passed for arg in probe.note_args if arg.passed] + locals_  # SPDK's arg0 first
         sdt_macro = f"DTRACE_PROBE{len(passed)}" if passed else "DTRACE_PROBE"
         params = [arg.name for arg in probe.args]
         # A parameter named like a word of the expansion (an argument named
@@ -68,17 +65,17 @@ def context(catalog: Catalog) -> dict:
                     param += "_"
                 params[i] = param
         if dtrace:
-            passed = passed[:offset] + params
+            passed = passed[:len(passed) - len(params)] + params
         probes.append(ProbeMacros(
             probe=probe,
             macro=macro,
             params=", ".join(params),
-            args=list(enumerate(probe.args, offset)),
+            args=[(arg.index, arg) for arg in probe.args],
             locals=[] if dtrace else [(arg.ctype.declare(local), param, local)
                                       for arg, local, param in zip(probe.args, locals_, params)],
             semaphore=semaphore,
             sdt_call=f"{sdt_macro}({', '.join([provider, probe.name, *passed])})",
-            guarded=probe.ticks and catalog.arg0 and header.semaphores,
+            guarded=probe.ticks and header.semaphores,
             passed_as_written=params if dtrace else [],
         ))
     catalog_name = catalog.path.name

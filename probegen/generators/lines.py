@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from probegen.catalog.model import MAX_NAMED_ENUMS, Arg, Catalog, Probe
-from probegen.catalog.ctype import CType, Kind, parse_ctype
+from probegen.catalog.ctype import CType, Kind
 from probegen.errors import InputError
-from probegen.generators.typesource import TypeSource
+
+if TYPE_CHECKING:  # importing it loads the DWARF reader, which lint without a binary does not need
+    from probegen.generators.typesource import TypeSource
 
 # A string argument's max_len is the most characters printed. bpftrace
 # 0.17's str() keeps one byte of its BPFTRACE_STRLEN buffer (default 64)
@@ -27,8 +30,6 @@ DEFAULT_STRLEN = DEFAULT_MAX_LEN + 1
 BPFTRACE_STRLEN_LIMIT = 200
 # Printed for an enum value the enum has no name for, with the number.
 UNKNOWN_ENUM = "UNKNOWN"
-# SPDK's arg0 of _TICKS probes: the clock, a plain integer.
-TICKS = parse_ctype("uint64_t")
 
 
 class Style(enum.Enum):
@@ -102,21 +103,21 @@ def enum_table(catalog: Catalog, enum_name: str, types: TypeSource | None) -> En
     return EnumTable(enum_name, tuple(names.items()), any(v < 0 for v in names))
 
 
-def _style(ctype: CType, hex_: bool) -> Style:
+def style_of(ctype: CType, hex_: bool = False) -> Style:
+    """How both tools print a value of this type."""
     if hex_:
         return Style.HEX
     if ctype.kind is Kind.STRING:
         return Style.STRING
-    if ctype.kind in (Kind.POINTER, Kind.FUNCTION_POINTER):
+    if ctype.is_address:
         return Style.POINTER
     if ctype.kind is Kind.ENUM:
         return Style.ENUM
-    # Plain char (sign None) is signed on x86_64, the target scripts run on.
-    return Style.UNSIGNED if ctype.signed is False else Style.SIGNED
+    return Style.SIGNED if ctype.signed_on_x86 else Style.UNSIGNED
 
 
 def _field(catalog, label, ctype, index, hex_=False, max_len=None, types=None, **member) -> Field:
-    style = _style(ctype, hex_)
+    style = style_of(ctype, hex_)
     table = None
     if style is Style.ENUM:
         table = enum_table(catalog, ctype.enum_name, types)
@@ -125,9 +126,8 @@ def _field(catalog, label, ctype, index, hex_=False, max_len=None, types=None, *
     return Field(label, style, index, ctype, max_len or DEFAULT_MAX_LEN, table, **member)
 
 
-def arg_fields(catalog: Catalog, probe: Probe, arg: Arg, types: TypeSource | None) -> list[Field]:
-    index = catalog.script_index(probe, arg)
-    fields = [_field(catalog, arg.name, arg.ctype, index, arg.hex, arg.max_len, types)]
+def arg_fields(catalog: Catalog, arg: Arg, types: TypeSource | None) -> list[Field]:
+    fields = [_field(catalog, arg.name, arg.ctype, arg.index, arg.hex, arg.max_len, types)]
     if types is not None:
         for member in arg.members:
             ctype = types.member_ctype(arg.ctype.struct_name, member)
@@ -135,27 +135,26 @@ def arg_fields(catalog: Catalog, probe: Probe, arg: Arg, types: TypeSource | Non
             # the BCC tool must not cut it shorter.
             array = ctype.kind is Kind.STRING and not ctype.pointer_sized and ctype.size > 0
             fields.append(_field(
-                catalog, f"{arg.name}->{member}", ctype, index, types=types,
+                catalog, f"{arg.name}->{member}", ctype, arg.index, types=types,
                 max_len=ctype.size if array else None, struct=arg.ctype.pointee, member=member,
             ))
     return fields
 
 
 def probe_line(catalog: Catalog, probe: Probe, types: TypeSource | None = None) -> ProbeLine:
-    """The fields of a probe's line: the clock for ticks probes (SPDK's arg0),
-    then each argument and the struct members it asks for."""
+    """The fields of a probe's line: each note argument with a name (SPDK's
+    arg0 0 has none; its clock has) and the struct members it asks for."""
     fields: list[Field] = []
-    if probe.ticks and catalog.arg0:
-        fields.append(Field("ticks", Style.UNSIGNED, 0, TICKS))
-    for arg in probe.args:
-        fields.extend(arg_fields(catalog, probe, arg, types))
+    for arg in probe.note_args:
+        if arg.name:
+            fields.extend(arg_fields(catalog, arg, types))
     named = sum(1 for f in fields if f.style is Style.ENUM)
     if named > MAX_NAMED_ENUMS:
         raise InputError(
             f"{probe.location}: error: probe '{probe.name}' has {named} enum arguments printed by name; "
             f"scripts print at most {MAX_NAMED_ENUMS} by name: mark the others 'hex: true'"
         )
-    return ProbeLine(probe, tuple(fields), catalog.note_arg_count(probe))
+    return ProbeLine(probe, tuple(fields), len(probe.note_args))
 
 
 def probe_lines(catalog: Catalog, probes, types: TypeSource | None = None) -> list[ProbeLine]:

@@ -15,7 +15,7 @@ import fnmatch
 import re
 
 from probegen.catalog.model import Catalog, Probe
-from probegen.catalog.ctype import CTypeError, Kind, parse_ctype
+from probegen.catalog.ctype import Kind, integer_type, parse_ctype
 from probegen.errors import Diagnostic, InputError, Location, NoSuchMember
 from probegen.checks.lint import syntax
 from probegen.checks.lint.cdefs import StructDef, struct_definitions
@@ -25,8 +25,9 @@ from probegen.checks.lint.values import Value
 _ARG = re.compile(r"arg([0-9]+)\Z")
 _WILDCARD = re.compile(r"[*?\[]")
 _USDT = ("usdt", "U")
-# bpftrace's integer type names in casts -> the C spelling probegen.catalog.ctype reads.
-_CAST_INTEGERS = {f"{s}int{w}": f"{s}int{w}_t" for s in ("", "u") for w in (8, 16, 32, 64)}
+# bpftrace's integer type names in casts -> their C types.
+_CAST_INTEGERS = {f"{'' if signed else 'u'}int{size * 8}": parse_ctype(integer_type(size, signed, exact=True))
+                  for signed in (True, False) for size in (1, 2, 4, 8)}
 # Hints for conversions bpftrace 0.17 does not know.
 _UNKNOWN_CONVERSION_HINTS = {"i": "use %d", "#": "write 0x%lx", "+": "drop the flag", " ": "drop the flag"}
 
@@ -224,7 +225,7 @@ class Checker:
         probe = self.probe
         if probe is None:
             return None
-        count = self.catalog.note_arg_count(probe)
+        count = len(probe.note_args)
         if index >= count:
             have = f"arg0..arg{count - 1}" if count else "no arguments"
             why = ""
@@ -233,14 +234,9 @@ class Checker:
             self.report(node.line, node.column, f"{node.name} is past the arguments of {probe.name}: "
                         f"it has {have}{why}", "arg-out-of-range")
             return None
-        offset = self.catalog.arg_offset
-        if index < offset:
-            ctype = parse_ctype("uint64_t" if probe.ticks else "int")
-            what = "the tick count" if probe.ticks else "the constant 0"
-            return Value(f"{node.name} of {probe.name} ({what}, {ctype.spelling})", ctype,
-                         expression=node.name)
-        arg = probe.args[index - offset]
-        return Value(f"{node.name} of {probe.name} ({arg.name}, {arg.ctype.spelling})", arg.ctype,
+        arg = probe.note_args[index]
+        what = arg.doc if arg.passed else arg.name  # SPDK's arg0: "clock: ...", "always 0"
+        return Value(f"{node.name} of {probe.name} ({what}, {arg.ctype.spelling})", arg.ctype,
                      struct=arg.ctype.struct_name, expression=node.name)
 
     def str_call(self, node: syntax.Call, value: Value | None) -> Value:
@@ -284,20 +280,14 @@ class Checker:
 
     def cast(self, node: syntax.Cast, value: Value | None) -> Value | None:
         if node.struct_name is None:
-            spelling = _CAST_INTEGERS.get(node.type_text)
-            if spelling is None:
-                return None
-            try:
-                return Value(f"({node.type_text}) value", parse_ctype(spelling))
-            except CTypeError:
-                return None
+            ctype = _CAST_INTEGERS.get(node.type_text)
+            return Value(f"({node.type_text}) value", ctype) if ctype else None
         if not node.pointer:
             return None
         if value is not None and value.ctype is not None and not value.text:
             ctype = value.ctype
             problem = None
-            if ctype.kind in (Kind.ENUM, Kind.BOOL) or (
-                    ctype.kind is Kind.INTEGER and not ctype.pointer_sized):
+            if ctype.is_integer_like and not ctype.pointer_sized:
                 problem = "it is an integer, not an address"
             elif ctype.kind is Kind.STRING:
                 problem = "it is a string"

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 from probegen.catalog.ctype import Kind
 from probegen.checks.lint.values import Value
+from probegen.generators.lines import style_of
 
 _CONVERSION = re.compile(
     r"%(?P<flags>[-0]*)(?P<width>[0-9]*)(?:\.(?P<precision>[0-9]+))?"
@@ -108,7 +109,9 @@ def suggest(value: Value) -> str:
         return f"%s with str({value.expression})" if value.expression else "%s with str()"
     if ctype.kind is Kind.ENUM:
         return "%d, or %s with a map of the enum's names"
-    return ctype.bpftrace_format()
+    from probegen.generators import bpftrace  # its printf table; it loads jinja2, wanted only here
+
+    return bpftrace.conversion(style_of(ctype), ctype.size)
 
 
 def mismatch(conversion: Conversion, value: Value) -> str | None:
@@ -138,9 +141,8 @@ def mismatch(conversion: Conversion, value: Value) -> str | None:
             return (f"%s for {what}, an enum: bpftrace has no names for its values; "
                     f"use {suggest(value)}")
         return f"%s for {what}, not a string: use {suggest(value)}"
-    address = ctype.kind in (Kind.POINTER, Kind.FUNCTION_POINTER)
     if conversion.conv == "p":
-        if address:
+        if ctype.is_address:
             return None
         return f"%p for {what}, an integer: use {suggest(value)}"
     if conversion.conv == "c":
@@ -148,8 +150,7 @@ def mismatch(conversion: Conversion, value: Value) -> str | None:
     if conversion.bytes < size:
         return (f"{conv} prints {conversion.bytes * 8} of the {size * 8} bits of {what}: "
                 f"use {suggest(value)}")
-    unsigned = address or ctype.signed is False
-    if conversion.conv == "d" and unsigned and size == 8:
+    if conversion.conv == "d" and not ctype.signed_on_x86 and size == 8:
         return (f"{conv} is a signed conversion for {what}, an unsigned 64-bit value "
                 f"(values from 2^63 print negative): use {suggest(value)}")
     if conversion.conv == "u" and ctype.signed is True and conversion.bytes == size:
