@@ -84,10 +84,3 @@ def _run(argv: list[str]) -> int:
         return 130
     except BrokenPipeError:
         return 0
-
-
-def add_catalog_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--catalog", "-c", default="probes.yaml", metavar="FILE",
-        help="probe catalog (default: ./probes.yaml)",
-    )

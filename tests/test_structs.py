@@ -252,7 +252,7 @@ def test_errors_are_one_line(binaries, tmp_path, capsys):
     cases = [
         (["structs", str(binary), "-t", "spdk_nvmf_qpairs"], "close names: spdk_nvmf_qpair"),
         (["structs", str(binary), "-t", "qid_t"], "not a struct, union or enum"),
-        (["structs", str(tmp_path / "missing"), "-t", "x"], "cannot open"),
+        (["structs", str(tmp_path / "missing"), "-t", "x"], "no such file"),
         (["structs", str(SOURCE), "-t", "x"], "not an ELF file"),
         (["structs", str(binary)], "--type NAME"),
         (["structs", "/bin/true", "-t", "x"], "build it with -g"),

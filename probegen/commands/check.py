@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from probegen.cli import add_catalog_argument
+from probegen.commands import add_catalog_argument
 from probegen.commands.scripts import add_binary_arguments
 from probegen.reports import add_format_arguments
 

@@ -10,8 +10,7 @@ import sys
 from pathlib import Path
 
 from probegen.files import depfile
-from probegen.cli import add_catalog_argument
-from probegen.commands import add_force_argument
+from probegen.commands import add_catalog_argument, add_force_argument
 
 HELP = "generate the Markdown reference of every probe"
 

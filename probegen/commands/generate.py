@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import os
 
-from probegen.cli import add_catalog_argument
-from probegen.commands import add_force_argument
+from probegen.commands import add_catalog_argument, add_force_argument
 from probegen.commands.scripts import add_binary_arguments
 
 HELP = "generate every output the catalog configures"

@@ -10,8 +10,7 @@ from pathlib import Path
 
 from probegen.files import depfile
 from probegen.catalog import load_catalog
-from probegen.cli import add_catalog_argument
-from probegen.commands import add_force_argument
+from probegen.commands import add_catalog_argument, add_force_argument
 from probegen.errors import InputError
 from probegen.generators.header import TEMPLATE, render_header
 from probegen.files.output import GeneratedFile, write_if_changed

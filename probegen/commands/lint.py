@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from probegen.cli import add_catalog_argument
+from probegen.commands import add_catalog_argument
 from probegen.reports import add_format_arguments
 
 HELP = "check hand-written bpftrace scripts against the catalog"

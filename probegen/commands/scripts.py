@@ -8,8 +8,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from probegen.cli import add_catalog_argument
-from probegen.commands import add_force_argument
+from probegen.commands import add_catalog_argument, add_force_argument
 
 
 def configure(parser, kind: str) -> None:
@@ -38,9 +37,10 @@ def binary_types(args):
         yield None
         return
     from probegen.dwarf import DwarfTypes
+    from probegen.generators.typesource import TypeSource
 
     with DwarfTypes.open(args.binary, args.debug_file) as types:
-        yield types
+        yield TypeSource(types)
 
 
 def run(args, kind: str, render_files) -> int:

@@ -29,7 +29,7 @@ def _seconds(text: str) -> int:
 
 
 def configure(parser):
-    from probegen.cli import add_catalog_argument
+    from probegen.commands import add_catalog_argument
 
     parser.add_argument("pid", type=int, metavar="PID", help="process to trace")
     parser.add_argument("scripts", nargs="*", metavar="SCRIPT",

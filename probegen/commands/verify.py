@@ -9,7 +9,7 @@ checked).
 
 from __future__ import annotations
 
-from probegen.cli import add_catalog_argument
+from probegen.commands import add_catalog_argument
 from probegen.reports import add_format_arguments
 
 HELP = "check that built binaries carry the catalog's probes"
@@ -34,46 +34,15 @@ def configure(parser):
 def run(args) -> int:
     import sys
 
-    from probegen.elf import ElfError, read_binary, resolve_dependencies
+    from probegen.elf import read_binaries
     from probegen.reports import emit, load_catalog_reported
     from probegen.checks.verify import report_json, report_junit, verify_absent, verify_binaries
 
     catalog = load_catalog_reported(args, "verify")
-    binaries, errors, followed, unresolved = [], [], set(), []
-    seen = set()
-
-    def read(path, is_library):
-        import os
-
-        real = os.path.realpath(path)
-        if real in seen:
-            return
-        seen.add(real)
-        try:
-            binaries.append(read_binary(path, pipe_ok=not is_library))
-        except ElfError as exc:
-            errors.append(exc)
-            print(exc, file=sys.stderr)
-            return
-        if is_library:
-            followed.add(str(path))
-
-    for path in args.binaries:
-        read(path, False)
-    if args.follow:
-        for path in list(args.binaries):
-            try:
-                deps = resolve_dependencies(path, args.lib_dir)
-            except ElfError:
-                continue  # already reported when read
-            for library in deps.libraries:
-                read(library, True)
-            for name in deps.unresolved:
-                if name not in unresolved:
-                    unresolved.append(name)
-                    print(f"{path}: note: needed library {name} not found in RPATH/RUNPATH or --lib-dir; "
-                          "its probes are not checked", file=sys.stderr)
-
+    reading = read_binaries(args.binaries, follow=args.follow, lib_dirs=args.lib_dir)
+    for message in reading.messages:
+        print(message, file=sys.stderr)
+    binaries, errors = reading.binaries, reading.errors
     if not binaries:
         if args.format in ("sarif", "github"):  # the report CI expects, with why nothing was checked
             emit(_annotated(catalog, None, errors, args.format), args.output)
@@ -81,7 +50,7 @@ def run(args) -> int:
     if args.expect_none:
         report = verify_absent(catalog, binaries)
     else:
-        report = verify_binaries(catalog, binaries, allow_extra=args.allow_extra, followed=frozenset(followed))
+        report = verify_binaries(catalog, binaries, allow_extra=args.allow_extra, followed=frozenset(reading.followed))
     if args.format == "text":
         for finding in report.findings:
             print(finding)

@@ -15,6 +15,7 @@ from pathlib import Path
 from elftools.elf.elffile import ELFFile
 
 from probegen.dwarf.damage import Damaged, reading
+from probegen.elf.notes import open_elf
 from probegen.errors import InputError
 
 DEFAULT_DEBUG_DIRS = ("/usr/lib/debug",)
@@ -32,21 +33,6 @@ class DebugInfo:
 
     def close(self) -> None:
         self.stream.close()
-
-
-def _open_elf(path: Path):
-    from probegen.files.inputs import open_seekable
-
-    stream, _ = open_seekable(path, "ELF file", missing="cannot open: no such file")  # regular files only
-    try:
-        if stream.read(4) != b"\x7fELF":
-            raise InputError(f"{path}: error: not an ELF file")
-        stream.seek(0)
-        with reading(path):
-            return stream, ELFFile(stream)
-    except BaseException:
-        stream.close()
-        raise
 
 
 def build_id(elf: ELFFile) -> str | None:
@@ -96,7 +82,7 @@ def open_debug_info(binary, debug_file=None, debug_dirs=DEFAULT_DEBUG_DIRS) -> D
     or that a file is damaged.
     """
     binary = Path(binary)
-    stream, elf = _open_elf(binary)
+    elf, stream, _ = open_elf(binary)
     try:
         return _find_debug_info(binary, stream, elf, debug_file, debug_dirs)
     except BaseException:
@@ -122,7 +108,7 @@ def _find_debug_info(binary: Path, stream, elf, debug_file, debug_dirs) -> Debug
     ident, has_dwarf = _check(binary, stream, elf)
     if debug_file is not None:
         debug_file = Path(debug_file)
-        dstream, delf = _open_elf(debug_file)
+        delf, dstream, _ = open_elf(debug_file)
         other, debug_has_dwarf = _check(debug_file, dstream, delf)
         if ident and other and ident != other:
             dstream.close()
@@ -142,7 +128,7 @@ def _find_debug_info(binary: Path, stream, elf, debug_file, debug_dirs) -> Debug
     for candidate in candidates:
         if not candidate.is_file():
             continue
-        dstream, delf = _open_elf(candidate)
+        delf, dstream, _ = open_elf(candidate)
         other, debug_has_dwarf = _check(candidate, dstream, delf)
         if debug_has_dwarf and (not ident or not other or other == ident):
             stream.close()

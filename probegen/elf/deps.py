@@ -1,4 +1,5 @@
-"""Finding the shared libraries a binary loads, the way ld.so would.
+"""Finding the shared libraries a binary loads, the way ld.so would, and
+reading their probes along with the binary's.
 
 Only the places a project controls are searched: the binary's RPATH or
 RUNPATH (with $ORIGIN expanded) and directories given by the caller. The
@@ -10,10 +11,10 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from probegen.elf.notes import ElfError, guard_elf, open_elf
+from probegen.elf.notes import Binary, ElfError, guard_elf, open_elf, read_binary
 
 # Where a library may be found without any search path of the project's.
 _SYSTEM_DIRS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64", "/usr/local/lib")
@@ -137,3 +138,52 @@ def _find(name: str, dirs: list[str], parent: DynamicInfo) -> str | None:
         if info.elf_class == parent.elf_class and info.machine == parent.machine:
             return os.path.normpath(candidate)
     return None
+
+
+@dataclass
+class Reading:
+    """Binaries read for a check, and the libraries they load if followed."""
+
+    binaries: list[Binary] = field(default_factory=list)
+    errors: list[ElfError] = field(default_factory=list)  # files that could not be read
+    followed: set[str] = field(default_factory=set)  # libraries read because a binary loads them
+    unresolved: list[str] = field(default_factory=list)  # needed libraries found nowhere searched
+    messages: list[str] = field(default_factory=list)  # the errors and notes, in the order found
+
+
+def read_binaries(paths, *, follow: bool = False, lib_dirs: list[str] = ()) -> Reading:
+    """The probes of each binary named (each may be a pipe) and, with
+    ``follow``, of the libraries they load (resolve_dependencies); every
+    file once, however often it is named or needed."""
+    reading = Reading()
+    seen = set()
+
+    def read(path, is_library: bool) -> None:
+        real = os.path.realpath(path)
+        if real in seen:
+            return
+        seen.add(real)
+        try:
+            reading.binaries.append(read_binary(path, pipe_ok=not is_library))
+        except ElfError as exc:
+            reading.errors.append(exc)
+            reading.messages.append(str(exc))
+            return
+        if is_library:
+            reading.followed.add(str(path))
+
+    for path in paths:
+        read(path, False)
+    for path in paths if follow else ():
+        try:
+            deps = resolve_dependencies(path, lib_dirs)
+        except ElfError:
+            continue  # already reported when read
+        for library in deps.libraries:
+            read(library, True)
+        for name in deps.unresolved:
+            if name not in reading.unresolved:
+                reading.unresolved.append(name)
+                reading.messages.append(f"{path}: note: needed library {name} not found in RPATH/RUNPATH or "
+                                        "--lib-dir; its probes are not checked")
+    return reading

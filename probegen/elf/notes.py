@@ -146,6 +146,8 @@ class Binary:
 
 def open_elf(path: str | os.PathLike, *, pipe_ok: bool = False):
     """Open a path as an ELFFile; ElfError for anything that is not one.
+    The one ELF opener: the notes, the dynamic section and the DWARF
+    (probegen.dwarf) are all read through it.
 
     Regular files only, unless ``pipe_ok``: then a pipe (``<(cat BIN)``)
     is copied to a temporary file first (see probegen.files.inputs).
