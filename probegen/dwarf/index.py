@@ -21,13 +21,6 @@ from probegen.dwarf.damage import Damaged
 from probegen.dwarf.lines import check_line_header
 
 _C_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_TAGS = {
-    "DW_TAG_structure_type": "struct",
-    "DW_TAG_class_type": "struct",
-    "DW_TAG_union_type": "union",
-    "DW_TAG_enumeration_type": "enum",
-    "DW_TAG_typedef": "typedef",
-}
 
 
 @dataclass(frozen=True)
@@ -105,6 +98,7 @@ class TypeIndex:
 
 # C++ namespaces nest; deeper than this is damage, not code.
 _MAX_NAMESPACES = 64
+_READ_TAGS = frozenset((scan.NAMESPACE, *scan.TYPE_TAGS))  # what the index reads at the top of a unit
 
 
 def _named_types(unit: scan.Unit):
@@ -117,7 +111,7 @@ def _named_types(unit: scan.Unit):
     value = unit.value
     while pending:
         parent, prefix = pending.pop()
-        for offset, abbrev, after, starts in unit.children(parent):
+        for offset, abbrev, after, starts in unit.children(parent, _READ_TAGS):
             tag = abbrev.tag
             if tag == scan.NAMESPACE:
                 text = _pyelftools_fields(unit.pyelftools_die(offset))[0] if abbrev.odd else \
@@ -134,12 +128,7 @@ def _named_types(unit: scan.Unit):
             if abbrev.odd:
                 text, size, line, decl_file = _pyelftools_fields(unit.pyelftools_die(offset))
             else:
-                text = value(abbrev, starts, scan.NAME)
-                if text is None:
-                    continue
-                size = value(abbrev, starts, scan.SIZE)
-                line = value(abbrev, starts, scan.LINE)
-                decl_file = value(abbrev, starts, scan.FILE)
+                text, size, line, decl_file = unit.type_fields(abbrev, starts)
             if text is not None:
                 yield offset, kind, prefix + text, size, line, decl_file
 

@@ -32,7 +32,7 @@ _AT_DECL_LINE = ENUM_DW_AT["DW_AT_decl_line"]
 _AT_DECLARATION = ENUM_DW_AT["DW_AT_declaration"]
 _AT_STMT_LIST = ENUM_DW_AT["DW_AT_stmt_list"]
 NAMESPACE = ENUM_DW_TAG["DW_TAG_namespace"]
-TYPE_TAGS = {
+TYPE_TAGS = {  # the tags of the types the index keeps
     ENUM_DW_TAG["DW_TAG_structure_type"]: "struct",
     ENUM_DW_TAG["DW_TAG_class_type"]: "struct",
     ENUM_DW_TAG["DW_TAG_union_type"]: "union",
@@ -190,8 +190,12 @@ def parse_abbrevs(data, offset: int, offset_size: int, address_size: int,
         pos += 1
         specs = []
         while True:
-            attr, pos = uleb(data, pos)
-            form, pos = uleb(data, pos)
+            attr, form = data[pos], data[pos + 1]
+            if attr < 0x80 and form < 0x80:  # nearly always: one byte each
+                pos += 2
+            else:
+                attr, pos = uleb(data, pos)
+                form, pos = uleb(data, pos)
             if attr == 0 and form == 0:
                 break
             implicit = None
@@ -308,6 +312,15 @@ class Unit:
             text = self.names[key] = strings[where:end].decode("utf-8", "replace")
         return text
 
+    def type_fields(self, abbrev: Abbrev, starts) -> tuple:
+        """(name, size, line, decl_file) of a type's DIE, as ``value``
+        reads them; all None if it has no name. Not for ODD abbreviations."""
+        value = self.value
+        name = value(abbrev, starts, NAME)
+        if name is None:
+            return None, None, None, None
+        return name, value(abbrev, starts, SIZE), value(abbrev, starts, LINE), value(abbrev, starts, FILE)
+
     def line_table_offset(self) -> int | None:
         """The unit DIE's DW_AT_stmt_list, as pyelftools would read it."""
         abbrev, _, starts = self.die(self.cu.cu_die_offset)
@@ -345,9 +358,10 @@ class Unit:
                 depth += 1
         return pos
 
-    def children(self, offset: int):
+    def children(self, offset: int, tags=None):
         """(offset, abbreviation, offset after, segment starts) of the
-        children of the DIE at ``offset``; Damaged where links go wrong."""
+        children of the DIE at ``offset`` (of those with a tag in ``tags``,
+        if given); Damaged where links go wrong."""
         abbrev, pos, _ = self.die(offset)
         if abbrev is None or not abbrev.has_children:
             return
@@ -359,5 +373,6 @@ class Unit:
             child, after, starts = die(pos)
             if child is None:
                 return
-            yield pos, child, after, starts
+            if tags is None or child.tag in tags:
+                yield pos, child, after, starts
             pos = self.next_sibling(pos, child, after, starts) if child.has_children else after
