@@ -188,7 +188,8 @@ def write_sources(out: Path, files: int, seed: int = 7) -> list[Path]:
         if files * 5 // 10 <= f < files * 6 // 10:
             lines.append(
                 f"int unit{f}_nvmf(struct spdk_nvmf_subsystem *s, struct spdk_nvmf_qpair *q, "
-                f"struct spdk_nvmf_ctrlr *c)\n{{\n\treturn (int)s->id + q->qid + c->cntlid + (int)strlen(s->subnqn);\n}}"
+                f"struct spdk_nvmf_ctrlr *c)\n{{\n"
+                f"\treturn (int)s->id + q->qid + c->cntlid + (int)strlen(s->subnqn);\n}}"
             )
         for i, name in enumerate(used):
             lines.append(

@@ -6,6 +6,7 @@ on damaged units it stops with one error line, never a traceback or hang.
 
 from __future__ import annotations
 
+import io
 import shutil
 import struct
 import subprocess
@@ -68,9 +69,7 @@ def _build(out: Path, dwarf: int) -> Path:
     main = out / "main.c"
     main.write_text("int main(void) { return 0; }\n")
     binary = out / "prog"
-    objects = []
-    for src in [*sources, main]:
-        objects.append(src.with_suffix(".o"))
+    objects = [src.with_suffix(".o") for src in [*sources, main]]
     result = subprocess.run(["gcc", "-g", f"-gdwarf-{dwarf}", "-O2", "-c", *map(str, sources), str(main)],
                             cwd=out, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
@@ -209,7 +208,7 @@ def test_truncated_units(program, tmp_path):
         assert "Traceback" not in result.stderr and result.stderr.count("\n") <= 1, result.stderr
 
         def shorten(data, start, size, cut=cut):
-            elf = ELFFile(__import__("io").BytesIO(bytes(data)))
+            elf = ELFFile(io.BytesIO(bytes(data)))
             index = [s.name for s in elf.iter_sections()].index(".debug_info")
             header = elf["e_shoff"] + index * elf["e_shentsize"]
             # sh_size of a 64-bit little-endian section header: bytes 32..40

@@ -9,6 +9,7 @@ from probegen.dwarf.damage import reading
 from probegen.dwarf.index import TypeIndex
 from probegen.dwarf.load import TypeLoader
 from probegen.dwarf.locate import DEFAULT_DEBUG_DIRS, DebugInfo, file_key, open_debug_info
+from probegen.dwarf.sections import dwarf_info
 from probegen.errors import InputError, NoSuchMember
 
 
@@ -52,7 +53,7 @@ class DwarfTypes:
     def dwarf(self):
         if self._dwarf is None:
             with reading(self.info.path):
-                self._dwarf = self.info.elf.get_dwarf_info(relocate_dwarf_sections=False)
+                self._dwarf = dwarf_info(self.info.elf)
         return self._dwarf
 
     # ---- lookup -------------------------------------------------------------
