@@ -219,14 +219,15 @@ def check_python(all_outputs: list[Outputs], directory: Path) -> None:
 
 
 def check_docs(all_outputs: list[Outputs]) -> None:
-    """The Markdown has the one HTML comment its template writes, closed
-    at the end of its second line."""
+    """The Markdown has the two HTML comments its template writes (the
+    marker line, then where it was made from), each closed on its own line."""
     for outputs in all_outputs:
         text = outputs.docs.read_text("utf-8")
         # Code spans are literal text (the file name is shown in one).
         text = re.sub(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)", "", text)
-        assert text.count("<!--") == 1 and text.count("-->") == 1, outputs.docs
-        assert text.splitlines()[1].endswith("-->"), outputs.docs
+        assert text.count("<!--") == 2 and text.count("-->") == 2, outputs.docs
+        lines = text.splitlines()
+        assert lines[0].endswith("-->") and lines[1].endswith("-->"), outputs.docs
 
 
 def check_all(all_outputs: list[Outputs], directory: Path) -> None:
