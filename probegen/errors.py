@@ -69,6 +69,11 @@ class CatalogError(InputError):
         super().__init__("\n".join([*map(str, self.diagnostics), summary]))
 
 
+class NoDebugInfo(InputError):
+    """A binary without DWARF (and no separate debug file found): what
+    may use the debug info when there is some goes on without it."""
+
+
 class NoSuchMember(InputError):
     """A struct or union has no member of the name asked for: a script's
     mistake, where a missing struct or an unprintable member may not be."""

@@ -221,3 +221,76 @@ def test_real_spdk_catalog(tmp_path, capsys):
     code, out, _ = run_cli(capsys, "verify", "-c", REPO / "probes.yaml", binary)
     assert code == 0, out
     assert f"{len(catalog.probes)} probes checked" in out
+
+
+# -- drift the notes cannot show: enums and member paths in the DWARF ----------
+@pytest.fixture(scope="module")
+def drift(tmp_path_factory):
+    from helpers.drift import build_drift
+
+    return build_drift(tmp_path_factory.mktemp("drift"))
+
+
+def test_debug_info_drift_at_the_catalog_entries(drift, capsys):
+    """One catalog, the program at two versions: the notes are the same, so
+    only the DWARF shows v25.09's reordered enum and renamed member, each at
+    the catalog line that is wrong for that binary."""
+    from helpers.drift import DRIFT_CATALOG
+
+    text = DRIFT_CATALOG.read_text()
+    code, out, _ = run_cli(capsys, "verify", "-c", DRIFT_CATALOG, drift["master"])
+    assert (code, out.strip()) == (0, "verify: OK, 2 probes checked (2 sites in 1 binary); 1 enum and "
+                                      "2 member paths checked against debug info")
+    old = drift["v25_09"]
+    code, out, _ = run_cli(capsys, "verify", "-c", DRIFT_CATALOG, old)
+    at = f"{DRIFT_CATALOG}:{{}}:{{}}: error: "
+    assert code == 1
+    assert out.splitlines() == [
+        at.format(line_of(text, "- NVMF_TGT_FINI_STOP_SUBSYSTEMS"), 9)
+        + f"enum nvmf_tgt_state: NVMF_TGT_FINI_STOP_SUBSYSTEMS is 5 in the catalog but 6 in {old} "
+          "(scripts made from the catalog print another name for it there)",
+        at.format(line_of(text, "- NVMF_TGT_FINI_STOP_LISTEN"), 9)
+        + f"enum nvmf_tgt_state: NVMF_TGT_FINI_STOP_LISTEN is 6 in the catalog but 5 in {old} "
+          "(scripts made from the catalog print another name for it there)",
+        at.format(line_of(text, "members: [qid, cntlid]"), 24)
+        + f"probe 'qpair_event' argument 0 'qpair': member 'cntlid': in the debug info of {old}: "
+          "struct spdk_nvmf_qpair has no member 'cntlid' (members: ctrlr, ctrlr_id, qid)",
+        "verify: 3 findings in 1 binary (2 probes checked); 1 enum and 2 member paths checked against debug info",
+    ]
+    code, out, _ = run_cli(capsys, "verify", "-c", DRIFT_CATALOG, "--no-debug-info", old)
+    assert (code, out.strip()) == (0, "verify: OK, 2 probes checked (2 sites in 1 binary)")
+    code, out, _ = run_cli(capsys, "verify", "-c", DRIFT_CATALOG, "--format", "json", old)
+    checks = [(f["check"], f["line"]) for f in json.loads(out)["findings"]]
+    assert [c for c, _ in checks] == ["enum-drift", "enum-drift", "member-drift"]
+
+
+def test_debug_info_drift_enumerators_missing_and_extra(drift, tmp_path):
+    """A catalog enumerator the binary lacks, and the binary's enumerators
+    the catalog lacks; a stripped binary is checked by its notes alone, and
+    the summary says the types were not."""
+    import shutil
+    import subprocess
+
+    from helpers.drift import DRIFT_CATALOG
+    from probegen.checks.drift import open_debug_infos
+
+    text = DRIFT_CATALOG.read_text().replace("- NVMF_TGT_STOPPED = 10", "- NVMF_TGT_ERROR = 11")
+    (tmp_path / "drift.yaml").write_text(text)
+    catalog = load_catalog(tmp_path / "drift.yaml")
+    with open_debug_infos(catalog, [drift["master"]]) as infos:
+        report = verify_binaries(catalog, [read_binary(drift["master"])], debug_infos=infos)
+    messages = [(f.location.line, f.check, f.message) for f in report.findings]
+    assert messages == [
+        (line_of(text, "- name: nvmf_tgt_state"), "enum-drift",
+         f"enum nvmf_tgt_state in {drift['master']} has enumerator the catalog lacks: NVMF_TGT_STOPPED = 10"),
+        (line_of(text, "- NVMF_TGT_ERROR"), "enum-drift",
+         f"enum nvmf_tgt_state: NVMF_TGT_ERROR (= 11) is not in {drift['master']}'s enum nvmf_tgt_state"),
+    ]
+    strip = shutil.which("strip")
+    if strip is None:
+        pytest.skip("strip (binutils) is not installed: no binary without debug info")
+    stripped = tmp_path / "stripped"
+    subprocess.run([strip, "-g", "-o", stripped, drift["v25_09"]], check=True)
+    with open_debug_infos(catalog, [stripped]) as infos:
+        report = verify_binaries(catalog, [read_binary(stripped)], debug_infos=infos)
+    assert report.ok and report.summary().endswith("; enums and members not checked: no binary has debug info")

@@ -394,7 +394,7 @@ class _Builder:
                     self.error(entry, f"enum '{name}': enumerator '{match['name']}' appears twice")
                 if top is None or next_value > top:
                     widest, top = entry, next_value
-                enumerators.append(Enumerator(match["name"], next_value))
+                enumerators.append(Enumerator(match["name"], next_value, self.loc(entry)))
                 next_value += 1
             mixed = constants.mixed_problem([e.value for e in enumerators])
             if mixed:
@@ -499,7 +499,8 @@ class _Builder:
             if named and isinstance(doc, str) and isinstance(group, str):
                 where = self.loc(item)
                 probes.append(Probe(name, group, doc, tuple(args), where, ticks is True,
-                                    spdk_arg0(ticks is True, clock, where) if arg0 else None))
+                                    spdk_arg0(ticks is True, clock, where) if arg0 else None,
+                                    enabled_check=self.get(fields, "enabled_check", False) is True))
         return probes
 
     def build_args(self, node, typedefs, probe_name, first_index: int) -> list[Arg]:
@@ -545,6 +546,7 @@ class _Builder:
                 name=name, ctype=ctype, location=self.loc(item), doc=str(self.get(fields, "doc", "")),
                 hex=hex_, max_len=int(max_len) if isinstance(max_len, (int, float)) else None, members=members,
                 index=first_index + len(args),
+                member_locations=tuple(self.loc(n) for n in getattr(fields.get("members"), "value", ()) or ()),
             ))
         return args
 

@@ -30,6 +30,11 @@ class Arg:
     members: tuple[str, ...] = ()  # members of the pointed-to struct to print
     index: int = 0  # N of argN: the position in the probe's note, as scripts read it
     passed: str | None = None  # SPDK's arg0: the C the macro passes itself (0, or the clock), no parameter
+    # Where each of ``members`` is written (verify reports drift there).
+    member_locations: tuple[Location, ...] = field(default=(), compare=False, repr=False)
+
+    def member_location(self, i: int) -> Location:
+        return self.member_locations[i] if i < len(self.member_locations) else self.location
 
 
 # SPDK's arg0: the clock of a ticks probe, or the int 0 of the others.
@@ -52,6 +57,7 @@ class Probe:
     location: Location
     ticks: bool = False  # SPDK's arg0 is the clock, not the literal 0
     arg0: Arg | None = None  # SPDK form: the leading argument the macro passes itself
+    enabled_check: bool = False  # call sites test its _ENABLED(): it needs a semaphore
 
     @cached_property
     def note_args(self) -> tuple[Arg, ...]:
@@ -67,6 +73,7 @@ class Probe:
 class Enumerator:
     name: str
     value: int
+    location: Location | None = field(default=None, compare=False, repr=False)  # in the catalog
 
 
 @dataclass(frozen=True)
@@ -96,7 +103,7 @@ class HeaderConfig:
     compat_prefix: str | None = None  # e.g. SPDK_DTRACE_PROBE: untyped SPDK-style macros
     typed_prefix: str = "PROBE"
     clock: str | None = None  # expression giving the ticks arg0, e.g. spdk_get_ticks()
-    semaphores: bool = True  # _ENABLED() checks, backed by sdt.h semaphores
+    semaphores: bool = True  # _ENABLED() checks backed by sdt.h semaphores (see Catalog.has_semaphore)
     style: str = "probegen"  # or "dtrace": macros as dtrace -h names them, arguments passed uncast
     guard_derived: bool = True  # the guard was not written: a header -o FILE derives its own
 
@@ -162,6 +169,15 @@ class Catalog:
     typedefs: dict[str, CType] = field(default_factory=dict)
     outputs: dict[str, Path] = field(default_factory=dict)  # kind -> path, absolute
     spans: tuple[Span, ...] = ()
+
+    def has_semaphore(self, probe: Probe) -> bool:
+        """Whether the header gives the probe a <sys/sdt.h> semaphore: only
+        where something reads it (a typed ticks macro reads the clock only
+        while a tracer is attached; the catalog marks probes whose callers
+        test _ENABLED(); dtrace -h's header gives every probe one). A
+        semaphore costs tracers: BCC then needs -p PID."""
+        header = self.header
+        return header.semaphores and (probe.ticks or probe.enabled_check or header.style == "dtrace")
 
     @property
     def max_args(self) -> int:

@@ -13,7 +13,9 @@ The rules, for the catalog's provider:
   literal (gcc records its own type: 'false' is '-4@$0') only has to be a
   value the declared type holds;
 - with arg0, a ticks probe's arg0 is the 8-byte clock, another's the 0;
-- with semaphores in the header, every site has one.
+- with semaphores in the header, every site has one;
+- with DWARF in the binaries (``debug_infos``), the catalog's enums and
+  member paths as the debug info has them (probegen.checks.drift).
 
 ``verify_absent`` checks the opposite, for a build configured without USDT:
 no probe of the provider is in the binaries.
@@ -36,7 +38,8 @@ NO_USDT_HINT = "USDT is not configured in this build (for SPDK: ./configure --wi
 class Finding:
     location: Location  # the catalog entry, or the binary for probes the catalog lacks
     message: str
-    check: str = ""  # missing-probe, undocumented-probe, arg-count, arg-type, arg0, semaphore, no-notes
+    check: str = ""  # missing-probe, undocumented-probe, arg-count, arg-type, arg0, semaphore, no-notes,
+    # enum-drift, member-drift
     probe: str | None = None
     binary: str | None = None
 
@@ -52,6 +55,7 @@ class Report:
     probes_checked: int = 0
     sites_checked: int = 0
     expect_none: bool = False  # the build should carry no probe of the provider
+    debug_info: object = None  # probegen.checks.drift.DebugInfos the enums and members were checked in
 
     @property
     def ok(self) -> bool:
@@ -64,9 +68,25 @@ class Report:
         if not count and self.expect_none:
             return f"verify: OK, no probe of provider '{self.catalog.provider}' in {files}, as expected"
         if not count:
-            return f"verify: OK, {self.probes_checked} probes checked ({self.sites_checked} sites in {files})"
+            return (f"verify: OK, {self.probes_checked} probes checked ({self.sites_checked} sites in {files})"
+                    f"{self._debug_info_summary()}")
         return (f"verify: {count} finding{'s' if count != 1 else ''} in {files} "
-                f"({self.probes_checked} probes checked)")
+                f"({self.probes_checked} probes checked){self._debug_info_summary()}")
+
+    def _debug_info_summary(self) -> str:
+        from probegen.checks.drift import has_types_to_check
+
+        infos = self.debug_info
+        if infos is None or not has_types_to_check(self.catalog):
+            return ""
+        if not infos.types:
+            return "; enums and members not checked: no binary has debug info"
+        checked = (f"; {infos.enums_checked} enum{'s' if infos.enums_checked != 1 else ''} and "
+                   f"{infos.members_checked} member path{'s' if infos.members_checked != 1 else ''} checked "
+                   "against debug info")
+        if infos.without:
+            checked += f" (not in {', '.join(f'{path}: {why}' for path, why in infos.without)})"
+        return checked
 
 
 def _hex(value: int) -> str:
@@ -131,14 +151,16 @@ def _group(binaries: list[Binary], provider: str) -> dict[str, list[tuple[Binary
 
 
 def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bool = False,
-                    followed: frozenset[str] = frozenset()) -> Report:
+                    followed: frozenset[str] = frozenset(), debug_infos=None) -> Report:
     """Compare the catalog with the binaries' probes.
 
     ``followed`` names binaries that were found as libraries of the others:
     their lack of notes is no finding, and a given binary without notes is
-    none either when its libraries carry the probes.
+    none either when its libraries carry the probes. ``debug_infos``
+    (probegen.checks.drift.open_debug_infos of the binaries): check the
+    catalog's enums and member paths in their DWARF too.
     """
-    report = Report(catalog, list(binaries))
+    report = Report(catalog, list(binaries), debug_info=debug_infos)
     found = _group(binaries, catalog.provider)
     add = report.findings.append
     catalog_path = str(catalog.probes[0].location.path) if catalog.probes else str(catalog.path)
@@ -172,6 +194,11 @@ def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bo
                     f"the catalog {catalog_path}: document it there (or pass --allow-extra)",
                     "undocumented-probe", name, binary.path,
                 ))
+    if debug_infos is not None:
+        from probegen.checks import drift
+
+        for d in drift.check(catalog, debug_infos):
+            add(Finding(d.location, d.message, d.check, d.probe, d.binary))
     report.findings.sort(key=lambda f: (f.location, f.message))
     return report
 

@@ -2,7 +2,9 @@
 
 Reads the USDT probes really in the binaries (.note.stapsdt) and reports
 every disagreement with the catalog at once, compiler style, each at the
-probe's place in the catalog. Exit 0 when all holds, 1 on findings, 2 on
+probe's place in the catalog. Where the binaries have DWARF, the catalog's
+enums and struct member paths are checked against it too (--no-debug-info
+skips that). Exit 0 when all holds, 1 on findings, 2 on
 usage or input errors (unreadable files are reported; the others are still
 checked).
 """
@@ -28,6 +30,9 @@ def configure(parser):
     parser.add_argument("--expect-none", action="store_true",
                         help="check a build configured without USDT: any probe of the catalog's provider "
                         "in the binaries is a finding")
+    parser.add_argument("--no-debug-info", action="store_true",
+                        help="do not check the catalog's enums and member paths against the binaries' DWARF "
+                        "(checked by default where a binary has debug info)")
     add_format_arguments(parser, "findings")
 
 
@@ -50,7 +55,13 @@ def run(args) -> int:
     if args.expect_none:
         report = verify_absent(catalog, binaries)
     else:
-        report = verify_binaries(catalog, binaries, allow_extra=args.allow_extra, followed=frozenset(reading.followed))
+        from contextlib import nullcontext
+
+        from probegen.checks.drift import open_debug_infos
+
+        with nullcontext() if args.no_debug_info else open_debug_infos(catalog, [b.path for b in binaries]) as infos:
+            report = verify_binaries(catalog, binaries, allow_extra=args.allow_extra,
+                                     followed=frozenset(reading.followed), debug_infos=infos)
     if args.format == "text":
         for finding in report.findings:
             print(finding)

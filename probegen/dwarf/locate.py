@@ -16,7 +16,7 @@ from elftools.elf.elffile import ELFFile
 
 from probegen.dwarf.damage import Damaged, reading
 from probegen.elf.notes import open_elf
-from probegen.errors import InputError
+from probegen.errors import InputError, NoDebugInfo
 
 DEFAULT_DEBUG_DIRS = ("/usr/lib/debug",)
 
@@ -136,7 +136,7 @@ def _find_debug_info(binary: Path, stream, elf, debug_file, debug_dirs) -> Debug
         dstream.close()
     stream.close()
     where = f" (build id {ident}: none under {', '.join(map(str, debug_dirs))}/.build-id)" if ident else ""
-    raise InputError(
+    raise NoDebugInfo(
         f"{binary} has no DWARF debug info{where}: build it with -g, "
         "or give its separate debug file with --debug-file"
     )

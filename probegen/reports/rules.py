@@ -16,6 +16,8 @@ RULES: dict[str, dict[str, str]] = {
         "semaphore": "A probe site has no semaphore though the catalog's header has is-enabled checks",
         "no-notes": "A binary has no .note.stapsdt section: it was built without USDT",
         "unexpected-probe": "A build meant to have USDT off carries a probe of the provider",
+        "enum-drift": "An enum of the catalog has other enumerators or values in the binary's debug info",
+        "member-drift": "A struct member path of the catalog is not in the binary's debug info, or cannot be printed",
         **CATALOG_ERROR,
     },
     "lint": {

@@ -1,0 +1,158 @@
+"""Drift that a binary's debug info shows and its probe notes cannot: the
+catalog's enums (names and values) and the struct member paths its
+arguments print, against the DWARF of the binaries ``verify`` reads.
+
+A note says an argument is 4 signed bytes, never which enum it is nor how
+that enum numbers its states: SPDK v25.09 numbers two nvmf_tgt_state
+states the other way round from master, and scripts made from a master
+catalog print them swapped. Each disagreement is a ``Drift`` at the
+catalog entry it contradicts (the enumerator, the member path); verify
+makes findings of them.
+
+Probe arguments themselves are not typed here: an sdt.h site is an asm
+statement, and DWARF describes no operand of it (no call site, no
+variable), so the note's size and sign are all there is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from probegen.catalog.model import Catalog, EnumDecl
+from probegen.errors import InputError, Location, NoDebugInfo
+
+ENUM_CHECK, MEMBER_CHECK = "enum-drift", "member-drift"
+
+
+@dataclass(frozen=True)
+class Drift:
+    location: Location
+    check: str
+    message: str
+    probe: str | None = None
+    binary: str | None = None
+
+
+@dataclass
+class DebugInfos:
+    """The DWARF of each binary that has some (path, probegen.dwarf.DwarfTypes),
+    and why the others' could not be used."""
+
+    types: list[tuple[str, object]] = field(default_factory=list)
+    without: list[tuple[str, str]] = field(default_factory=list)  # (binary, why)
+    enums_checked: int = 0
+    members_checked: int = 0
+
+    def close(self) -> None:
+        for _, types in self.types:
+            types.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def has_types_to_check(catalog: Catalog) -> bool:
+    return bool(catalog.enums) or any(arg.members for probe in catalog.probes for arg in probe.args)
+
+
+def open_debug_infos(catalog: Catalog, paths) -> DebugInfos:
+    """Each binary's DWARF where it has some (in the file or a separate
+    debug file found by build id), if the catalog has enums or member
+    paths to check. A binary without is noted, not an error; damaged
+    debug info is noted with its reason."""
+    infos = DebugInfos()
+    if not has_types_to_check(catalog):
+        return infos  # and the DWARF reader is not even imported
+    from probegen.dwarf import DwarfTypes
+
+    for path in paths:
+        try:
+            infos.types.append((str(path), DwarfTypes.open(path)))
+        except NoDebugInfo:
+            infos.without.append((str(path), "no debug info"))
+        except InputError as exc:
+            infos.without.append((str(path), f"debug info unusable: {exc}"))
+    return infos
+
+
+def _has(types, name: str, kinds) -> bool:
+    return any(entry.kind in kinds for entry in types.index.lookup(name))
+
+
+def check(catalog: Catalog, infos: DebugInfos) -> list[Drift]:
+    """Every enum the catalog declares and every member path its arguments
+    name, against each binary's DWARF that has the type."""
+    if not infos.types:
+        return []
+    found: list[Drift] = []
+    for enum in catalog.enums:
+        infos.enums_checked += 1
+        found += _enum_drift(enum, infos)
+    for probe in catalog.probes:
+        for arg in probe.args:
+            if arg.members and arg.ctype.struct_name:
+                infos.members_checked += len(arg.members)
+                found += _member_drift(probe.name, arg, infos)
+    return found
+
+
+def _binaries(infos: DebugInfos) -> str:
+    return ", ".join(path for path, _ in infos.types)
+
+
+def _enum_drift(enum: EnumDecl, infos: DebugInfos) -> list[Drift]:
+    holders = [(path, types) for path, types in infos.types if _has(types, enum.name, ("enum", "typedef"))]
+    if not holders:
+        return [Drift(enum.location, ENUM_CHECK,
+                      f"enum '{enum.name}' is not in the debug info of {_binaries(infos)}")]
+    found = []
+    for path, types in holders:
+        try:
+            enumerators = types.enum(enum.name).enumerators
+        except InputError as exc:  # two different enums of that name, damaged DWARF
+            found.append(Drift(enum.location, ENUM_CHECK, f"enum '{enum.name}': {exc}", binary=path))
+            continue
+        if not enum.enumerators:
+            continue  # names come from the binary anyway
+        in_binary = {e.name: e.value for e in enumerators}
+        for e in enum.enumerators:
+            where = e.location or enum.location
+            if e.name not in in_binary:
+                found.append(Drift(where, ENUM_CHECK, f"enum {enum.name}: {e.name} (= {e.value}) is not in "
+                                   f"{path}'s enum {enum.name}", binary=path))
+            elif in_binary[e.name] != e.value:
+                found.append(Drift(where, ENUM_CHECK, f"enum {enum.name}: {e.name} is {e.value} in the catalog "
+                                   f"but {in_binary[e.name]} in {path} (scripts made from the catalog print "
+                                   "another name for it there)", binary=path))
+        declared = {e.name for e in enum.enumerators}
+        extra = [f"{e.name} = {e.value}" for e in enumerators if e.name not in declared]
+        if extra:
+            found.append(Drift(enum.location, ENUM_CHECK, f"enum {enum.name} in {path} has enumerator"
+                               f"{'s' if len(extra) > 1 else ''} the catalog lacks: {', '.join(extra)}",
+                               binary=path))
+    return found
+
+
+def _member_drift(probe_name: str, arg, infos: DebugInfos) -> list[Drift]:
+    from probegen.generators.typesource import TypeSource
+
+    struct = arg.ctype.struct_name
+    holders = [(path, types) for path, types in infos.types if _has(types, struct, ("struct", "union", "typedef"))]
+    what = f"probe '{probe_name}' argument {arg.index} '{arg.name}'"
+    if not holders:
+        return [Drift(arg.location, MEMBER_CHECK, f"{what}: struct {struct} is not in the debug info of "
+                      f"{_binaries(infos)}", probe_name)]
+    found = []
+    for path, types in holders:
+        source = TypeSource(types)
+        for i, member in enumerate(arg.members):
+            try:
+                source.member_ctype(struct, member)
+            except InputError as exc:  # no such member (NoSuchMember), or one scripts cannot print
+                found.append(Drift(arg.member_location(i), MEMBER_CHECK,
+                                   f"{what}: member '{member}': in the debug info of {path}: {exc}",
+                                   probe_name, path))
+    return found
