@@ -38,6 +38,8 @@ VIOLATIONS = {
     ],
     "properties": [
         (GOOD + "arg0: maybe\n", "8:7: 'arg0': expected true or false, found 'maybe'"),
+        (GOOD.replace("    doc: Says hello.\n", "    doc: Says hello.\n    enabled_check: often\n"),
+         "6:20: 'enabled_check': expected true or false, found 'often'"),
     ],
     "required": [
         (GOOD.replace("    group: app\n", ""), "3:5: probe: missing required key 'group'"),

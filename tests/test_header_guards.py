@@ -23,6 +23,7 @@ probes:
   - name: {probe}
     group: g
     doc: A probe of {provider}.
+    enabled_check: {enabled_check}
     args:
       - {{name: count, type: int}}
       - {{name: label, type: const char *}}
@@ -45,18 +46,20 @@ int main(int argc, char **argv)
 """
 
 
-def write_catalog(directory: Path, provider: str, probe: str, header: str = "") -> Path:
+def write_catalog(directory: Path, provider: str, probe: str, header: str = "", enabled_check: bool = True) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "probes.yaml"
-    path.write_text(CATALOG.format(provider=provider, probe=probe, header=header))
+    path.write_text(CATALOG.format(provider=provider, probe=probe, header=header,
+                                   enabled_check=str(enabled_check).lower()))
     return path
 
 
-def two_headers(tmp_path: Path, capsys, header: str = "") -> None:
+def two_headers(tmp_path: Path, capsys, header: str = "", alpha_check: bool = True) -> None:
     """alpha/probes.h and beta/probes.h, each written with -o probes.h as
-    the meson and make recipes do."""
+    the meson and make recipes do; alpha's probe has a semaphore with
+    ``alpha_check``, beta's always."""
     for provider, probe in (("alpha", "alpha_hit"), ("beta", "beta_hit")):
-        catalog = write_catalog(tmp_path / provider, provider, probe, header)
+        catalog = write_catalog(tmp_path / provider, provider, probe, header, provider == "beta" or alpha_check)
         code, _, err = run_cli(capsys, "header", "-c", catalog, "-o", tmp_path / provider / "probes.h")
         assert (code, err) == (0, "")
 
@@ -74,6 +77,18 @@ def test_two_catalogs_in_one_translation_unit(tmp_path, capsys, cxx):
     assert found == {("alpha", "alpha_hit", ("-4", "8"), True), ("beta", "beta_hit", ("-4", "8"), True)}
     fired = fire(binary, ["alpha:alpha_hit", "beta:beta_hit"])
     assert fired == ["alpha:alpha_hit 1", "beta:beta_hit 2"]
+
+
+@pytest.mark.parametrize("cxx", [False, True], ids=["gcc", "g++"])
+def test_a_header_without_semaphores_first(tmp_path, capsys, cxx):
+    """alpha's header, none of whose probes has a semaphore, still readies
+    <sys/sdt.h> for beta's, which has one; each site records its own."""
+    two_headers(tmp_path, capsys, alpha_check=False)
+    main = tmp_path / "main.c"
+    main.write_text(MAIN.format(alpha="PROBE_ALPHA_HIT", beta="PROBE_BETA_HIT"))
+    binary = compile_c([main], tmp_path / "main", cxx=cxx, include_dirs=[tmp_path], defines=["PROBEGEN_USDT"])
+    assert {(p["name"], p["semaphore"] != 0) for p in readelf_probes(binary)} == {("alpha_hit", False),
+                                                                                 ("beta_hit", True)}
 
 
 def test_two_dtrace_style_headers_in_one_translation_unit(tmp_path, capsys):

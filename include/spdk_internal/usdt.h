@@ -32,47 +32,88 @@
 #endif
 #include <sys/sdt.h>
 
+/* With semaphores, <sys/sdt.h> names PROVIDER_NAME_semaphore at every probe
+ * site. A probe the header gives none (or one it does not know: an older or
+ * newer caller) gets a weak hidden symbol the link leaves at 0, so its note
+ * records no semaphore and tracers attach without a PID. */
+#if defined(_SDT_HAS_SEMAPHORES)
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__cplusplus)
+#define SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) \
+	_Pragma("GCC diagnostic push") \
+	_Pragma("GCC diagnostic ignored \"-Wnested-externs\"") \
+	_Pragma("GCC diagnostic ignored \"-Wredundant-decls\"") \
+	extern __attribute__((weak, visibility("hidden"))) volatile unsigned short spdk_##name##_semaphore; \
+	_Pragma("GCC diagnostic pop") \
+	__asm__ (".weak spdk_" #name "_semaphore\n\t.hidden spdk_" #name "_semaphore");
+#else
+#define SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) \
+	extern __attribute__((weak, visibility("hidden"))) volatile unsigned short spdk_##name##_semaphore; \
+	__asm__ (".weak spdk_" #name "_semaphore\n\t.hidden spdk_" #name "_semaphore");
+#endif
+#else
+#define SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name)
+#endif
+
 /* Untyped macros with SPDK's semantics: arg0 is 0, or the clock for _TICKS. */
-#define SPDK_DTRACE_PROBE(name) DTRACE_PROBE1(spdk, name, 0)
-#define SPDK_DTRACE_PROBE1(name, a1) DTRACE_PROBE2(spdk, name, 0, a1)
-#define SPDK_DTRACE_PROBE2(name, a1, a2) DTRACE_PROBE3(spdk, name, 0, a1, a2)
-#define SPDK_DTRACE_PROBE3(name, a1, a2, a3) DTRACE_PROBE4(spdk, name, 0, a1, a2, a3)
-#define SPDK_DTRACE_PROBE4(name, a1, a2, a3, a4) DTRACE_PROBE5(spdk, name, 0, a1, a2, a3, a4)
-#define SPDK_DTRACE_PROBE5(name, a1, a2, a3, a4, a5) DTRACE_PROBE6(spdk, name, 0, a1, a2, a3, a4, a5)
-#define SPDK_DTRACE_PROBE6(name, a1, a2, a3, a4, a5, a6) DTRACE_PROBE7(spdk, name, 0, a1, a2, a3, a4, a5, a6)
-#define SPDK_DTRACE_PROBE7(name, a1, a2, a3, a4, a5, a6, a7) DTRACE_PROBE8(spdk, name, 0, a1, a2, a3, a4, a5, a6, a7)
-#define SPDK_DTRACE_PROBE8(name, a1, a2, a3, a4, a5, a6, a7, a8) DTRACE_PROBE9(spdk, name, 0, a1, a2, a3, a4, a5, a6, a7, a8)
-#define SPDK_DTRACE_PROBE9(name, a1, a2, a3, a4, a5, a6, a7, a8, a9) DTRACE_PROBE10(spdk, name, 0, a1, a2, a3, a4, a5, a6, a7, a8, a9)
-#define SPDK_DTRACE_PROBE10(name, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10) DTRACE_PROBE11(spdk, name, 0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10)
-#define SPDK_DTRACE_PROBE11(name, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11) DTRACE_PROBE12(spdk, name, 0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11)
+#define SPDK_DTRACE_PROBE(name) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE1(spdk, name, 0); } while (0)
+#define SPDK_DTRACE_PROBE1(name, a1) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE2(spdk, name, 0, a1); } while (0)
+#define SPDK_DTRACE_PROBE2(name, a1, a2) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE3(spdk, name, 0, a1, a2); } while (0)
+#define SPDK_DTRACE_PROBE3(name, a1, a2, a3) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE4(spdk, name, 0, a1, a2, a3); } while (0)
+#define SPDK_DTRACE_PROBE4(name, a1, a2, a3, a4) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE5(spdk, name, 0, a1, a2, a3, a4); } while (0)
+#define SPDK_DTRACE_PROBE5(name, a1, a2, a3, a4, a5) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE6(spdk, name, 0, a1, a2, a3, a4, a5); } while (0)
+#define SPDK_DTRACE_PROBE6(name, a1, a2, a3, a4, a5, a6) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE7(spdk, name, 0, a1, a2, a3, a4, a5, a6); } while (0)
+#define SPDK_DTRACE_PROBE7(name, a1, a2, a3, a4, a5, a6, a7) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE8(spdk, name, 0, a1, a2, a3, a4, a5, a6, a7); } while (0)
+#define SPDK_DTRACE_PROBE8(name, a1, a2, a3, a4, a5, a6, a7, a8) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE9(spdk, name, 0, a1, a2, a3, a4, a5, a6, a7, a8); } while (0)
+#define SPDK_DTRACE_PROBE9(name, a1, a2, a3, a4, a5, a6, a7, a8, a9) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE10(spdk, name, 0, a1, a2, a3, a4, a5, a6, a7, a8, a9); } while (0)
+#define SPDK_DTRACE_PROBE10(name, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE11(spdk, name, 0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); } while (0)
+#define SPDK_DTRACE_PROBE11(name, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE12(spdk, name, 0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); } while (0)
 
-#define SPDK_DTRACE_PROBE_TICKS(name) DTRACE_PROBE1(spdk, name, spdk_get_ticks())
-#define SPDK_DTRACE_PROBE1_TICKS(name, a1) DTRACE_PROBE2(spdk, name, spdk_get_ticks(), a1)
-#define SPDK_DTRACE_PROBE2_TICKS(name, a1, a2) DTRACE_PROBE3(spdk, name, spdk_get_ticks(), a1, a2)
-#define SPDK_DTRACE_PROBE3_TICKS(name, a1, a2, a3) DTRACE_PROBE4(spdk, name, spdk_get_ticks(), a1, a2, a3)
-#define SPDK_DTRACE_PROBE4_TICKS(name, a1, a2, a3, a4) DTRACE_PROBE5(spdk, name, spdk_get_ticks(), a1, a2, a3, a4)
-#define SPDK_DTRACE_PROBE5_TICKS(name, a1, a2, a3, a4, a5) DTRACE_PROBE6(spdk, name, spdk_get_ticks(), a1, a2, a3, a4, a5)
-#define SPDK_DTRACE_PROBE6_TICKS(name, a1, a2, a3, a4, a5, a6) DTRACE_PROBE7(spdk, name, spdk_get_ticks(), a1, a2, a3, a4, a5, a6)
-#define SPDK_DTRACE_PROBE7_TICKS(name, a1, a2, a3, a4, a5, a6, a7) DTRACE_PROBE8(spdk, name, spdk_get_ticks(), a1, a2, a3, a4, a5, a6, a7)
-#define SPDK_DTRACE_PROBE8_TICKS(name, a1, a2, a3, a4, a5, a6, a7, a8) DTRACE_PROBE9(spdk, name, spdk_get_ticks(), a1, a2, a3, a4, a5, a6, a7, a8)
-#define SPDK_DTRACE_PROBE9_TICKS(name, a1, a2, a3, a4, a5, a6, a7, a8, a9) DTRACE_PROBE10(spdk, name, spdk_get_ticks(), a1, a2, a3, a4, a5, a6, a7, a8, a9)
-#define SPDK_DTRACE_PROBE10_TICKS(name, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10) DTRACE_PROBE11(spdk, name, spdk_get_ticks(), a1, a2, a3, a4, a5, a6, a7, a8, a9, a10)
-#define SPDK_DTRACE_PROBE11_TICKS(name, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11) DTRACE_PROBE12(spdk, name, spdk_get_ticks(), a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11)
+#define SPDK_DTRACE_PROBE_TICKS(name) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE1(spdk, name, spdk_get_ticks()); } while (0)
+#define SPDK_DTRACE_PROBE1_TICKS(name, a1) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE2(spdk, name, spdk_get_ticks(), a1); } while (0)
+#define SPDK_DTRACE_PROBE2_TICKS(name, a1, a2) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE3(spdk, name, spdk_get_ticks(), a1, a2); } while (0)
+#define SPDK_DTRACE_PROBE3_TICKS(name, a1, a2, a3) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE4(spdk, name, spdk_get_ticks(), a1, a2, a3); } while (0)
+#define SPDK_DTRACE_PROBE4_TICKS(name, a1, a2, a3, a4) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE5(spdk, name, spdk_get_ticks(), a1, a2, a3, a4); } while (0)
+#define SPDK_DTRACE_PROBE5_TICKS(name, a1, a2, a3, a4, a5) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE6(spdk, name, spdk_get_ticks(), a1, a2, a3, a4, a5); } while (0)
+#define SPDK_DTRACE_PROBE6_TICKS(name, a1, a2, a3, a4, a5, a6) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE7(spdk, name, spdk_get_ticks(), a1, a2, a3, a4, a5, a6); } while (0)
+#define SPDK_DTRACE_PROBE7_TICKS(name, a1, a2, a3, a4, a5, a6, a7) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE8(spdk, name, spdk_get_ticks(), a1, a2, a3, a4, a5, a6, a7); } while (0)
+#define SPDK_DTRACE_PROBE8_TICKS(name, a1, a2, a3, a4, a5, a6, a7, a8) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE9(spdk, name, spdk_get_ticks(), a1, a2, a3, a4, a5, a6, a7, a8); } while (0)
+#define SPDK_DTRACE_PROBE9_TICKS(name, a1, a2, a3, a4, a5, a6, a7, a8, a9) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE10(spdk, name, spdk_get_ticks(), a1, a2, a3, a4, a5, a6, a7, a8, a9); } while (0)
+#define SPDK_DTRACE_PROBE10_TICKS(name, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE11(spdk, name, spdk_get_ticks(), a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); } while (0)
+#define SPDK_DTRACE_PROBE11_TICKS(name, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11) \
+	do { SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(name) DTRACE_PROBE12(spdk, name, spdk_get_ticks(), a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); } while (0)
 
 
-/* One semaphore per probe: a tracer raises it while attached. Weak and
- * hidden, so every object file may define it and each binary or shared
- * library keeps one; no object file from dtrace -G is needed. */
+/* A semaphore for each probe whose _ENABLED() is read (a typed ticks macro
+ * reads the clock only when it is set; probes marked enabled_check): a
+ * tracer raises it while attached. Weak and hidden, so every object file may
+ * define it and each binary or shared library keeps one; no object file from
+ * dtrace -G is needed. */
 #ifdef __cplusplus
 extern "C" {
 #endif
-__extension__ volatile unsigned short spdk_event_exec_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_msg_exec_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_timerfd_exec_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_interrupt_fd_process_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_nvmf_transport_poll_group_add_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_nvmf_transport_poll_group_remove_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_nvmf_transport_qpair_fini_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
 __extension__ volatile unsigned short spdk_nvmf_destroy_poll_group_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
 __extension__ volatile unsigned short spdk_nvmf_transport_poll_group_create_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
 __extension__ volatile unsigned short spdk_nvmf_create_poll_group_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
@@ -90,32 +131,6 @@ __extension__ volatile unsigned short spdk_nvmf_ctrlr_add_qpair_semaphore __attr
 __extension__ volatile unsigned short spdk_nvmf_ctrlr_create_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
 __extension__ volatile unsigned short spdk_nvmf_ctrlr_destruct_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
 __extension__ volatile unsigned short spdk_nvmf_ctrlr_add_io_qpair_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_nvmf_subsystem_create_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_nvmf_subsystem_destroy_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_nvmf_subsystem_change_state_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_nvmf_subsystem_change_state_done_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_nvmf_pg_change_state_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_nvmf_pg_change_state_done_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_spdk_nvmf_ns_add_host_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_spdk_nvmf_ns_remove_host_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_nvmf_subsystem_add_host_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_nvmf_subsystem_remove_host_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_nvmf_subsystem_add_listener_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_nvmf_subsystem_remove_listener_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_nvmf_subsystem_add_ns_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_nvmf_subsystem_add_ctrlr_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_nvmf_subsystem_remove_ctrlr_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_nvmf_tgt_state_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_dynsched_move_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_dynsched_balance_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_dynsched_core_info_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_delete_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_release_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_bdev_nvme_destruct_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_bdev_nvme_create_qpair_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reconnect_delay_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reconnect_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
-__extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __attribute__((weak, visibility("hidden"), section(".probes"), used));
 #ifdef __cplusplus
 }
 #endif
@@ -125,12 +140,13 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg2 arg1: void *
  *   arg3 arg2: void *
  */
-#define SPDK_PROBE_EVENT_EXEC_ENABLED() (__builtin_expect(spdk_event_exec_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_EVENT_EXEC_ENABLED() 1
 #define SPDK_PROBE_EVENT_EXEC(fn, arg1, arg2) \
 	do { \
 		void (*_pg_fn)(void *, void *) = (fn); \
 		void *_pg_arg1 = (arg1); \
 		void *_pg_arg2 = (arg2); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(event_exec) \
 		DTRACE_PROBE4(spdk, event_exec, 0, _pg_fn, _pg_arg1, _pg_arg2); \
 	} while (0)
 
@@ -138,11 +154,12 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg1 fn: spdk_msg_fn
  *   arg2 arg: void *
  */
-#define SPDK_PROBE_MSG_EXEC_ENABLED() (__builtin_expect(spdk_msg_exec_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_MSG_EXEC_ENABLED() 1
 #define SPDK_PROBE_MSG_EXEC(fn, arg) \
 	do { \
 		void (*_pg_fn)(void *) = (fn); \
 		void *_pg_arg = (arg); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(msg_exec) \
 		DTRACE_PROBE3(spdk, msg_exec, 0, _pg_fn, _pg_arg); \
 	} while (0)
 
@@ -150,11 +167,12 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg1 fn: spdk_poller_fn
  *   arg2 arg: void *
  */
-#define SPDK_PROBE_TIMERFD_EXEC_ENABLED() (__builtin_expect(spdk_timerfd_exec_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_TIMERFD_EXEC_ENABLED() 1
 #define SPDK_PROBE_TIMERFD_EXEC(fn, arg) \
 	do { \
 		int (*_pg_fn)(void *) = (fn); \
 		void *_pg_arg = (arg); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(timerfd_exec) \
 		DTRACE_PROBE3(spdk, timerfd_exec, 0, _pg_fn, _pg_arg); \
 	} while (0)
 
@@ -164,13 +182,14 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg3 fn: spdk_interrupt_fn
  *   arg4 arg: void *
  */
-#define SPDK_PROBE_INTERRUPT_FD_PROCESS_ENABLED() (__builtin_expect(spdk_interrupt_fd_process_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_INTERRUPT_FD_PROCESS_ENABLED() 1
 #define SPDK_PROBE_INTERRUPT_FD_PROCESS(name, efd, fn, arg) \
 	do { \
 		const char *_pg_name = (name); \
 		int _pg_efd = (efd); \
 		int (*_pg_fn)(void *) = (fn); \
 		void *_pg_arg = (arg); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(interrupt_fd_process) \
 		DTRACE_PROBE5(spdk, interrupt_fd_process, 0, _pg_name, _pg_efd, _pg_fn, _pg_arg); \
 	} while (0)
 
@@ -179,12 +198,13 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg2 qid: uint16_t
  *   arg3 thread_id: uint64_t
  */
-#define SPDK_PROBE_NVMF_TRANSPORT_POLL_GROUP_ADD_ENABLED() (__builtin_expect(spdk_nvmf_transport_poll_group_add_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_NVMF_TRANSPORT_POLL_GROUP_ADD_ENABLED() 1
 #define SPDK_PROBE_NVMF_TRANSPORT_POLL_GROUP_ADD(qpair, qid, thread_id) \
 	do { \
 		struct spdk_nvmf_qpair *_pg_qpair = (qpair); \
 		uint16_t _pg_qid = (qid); \
 		uint64_t _pg_thread_id = (thread_id); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(nvmf_transport_poll_group_add) \
 		DTRACE_PROBE4(spdk, nvmf_transport_poll_group_add, 0, _pg_qpair, _pg_qid, _pg_thread_id); \
 	} while (0)
 
@@ -193,22 +213,24 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg2 qid: uint16_t
  *   arg3 thread_id: uint64_t
  */
-#define SPDK_PROBE_NVMF_TRANSPORT_POLL_GROUP_REMOVE_ENABLED() (__builtin_expect(spdk_nvmf_transport_poll_group_remove_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_NVMF_TRANSPORT_POLL_GROUP_REMOVE_ENABLED() 1
 #define SPDK_PROBE_NVMF_TRANSPORT_POLL_GROUP_REMOVE(qpair, qid, thread_id) \
 	do { \
 		struct spdk_nvmf_qpair *_pg_qpair = (qpair); \
 		uint16_t _pg_qid = (qid); \
 		uint64_t _pg_thread_id = (thread_id); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(nvmf_transport_poll_group_remove) \
 		DTRACE_PROBE4(spdk, nvmf_transport_poll_group_remove, 0, _pg_qpair, _pg_qid, _pg_thread_id); \
 	} while (0)
 
 /* nvmf_transport_qpair_fini (nvmf): A transport finalizes a queue pair.
  *   arg1 qpair: struct spdk_nvmf_qpair *
  */
-#define SPDK_PROBE_NVMF_TRANSPORT_QPAIR_FINI_ENABLED() (__builtin_expect(spdk_nvmf_transport_qpair_fini_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_NVMF_TRANSPORT_QPAIR_FINI_ENABLED() 1
 #define SPDK_PROBE_NVMF_TRANSPORT_QPAIR_FINI(qpair) \
 	do { \
 		struct spdk_nvmf_qpair *_pg_qpair = (qpair); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(nvmf_transport_qpair_fini) \
 		DTRACE_PROBE2(spdk, nvmf_transport_qpair_fini, 0, _pg_qpair); \
 	} while (0)
 
@@ -425,20 +447,22 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
 /* nvmf_subsystem_create (nvmf): A subsystem is created.
  *   arg1 subnqn: const char *
  */
-#define SPDK_PROBE_NVMF_SUBSYSTEM_CREATE_ENABLED() (__builtin_expect(spdk_nvmf_subsystem_create_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_NVMF_SUBSYSTEM_CREATE_ENABLED() 1
 #define SPDK_PROBE_NVMF_SUBSYSTEM_CREATE(subnqn) \
 	do { \
 		const char *_pg_subnqn = (subnqn); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(nvmf_subsystem_create) \
 		DTRACE_PROBE2(spdk, nvmf_subsystem_create, 0, _pg_subnqn); \
 	} while (0)
 
 /* nvmf_subsystem_destroy (nvmf): A subsystem is destroyed.
  *   arg1 subnqn: const char *
  */
-#define SPDK_PROBE_NVMF_SUBSYSTEM_DESTROY_ENABLED() (__builtin_expect(spdk_nvmf_subsystem_destroy_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_NVMF_SUBSYSTEM_DESTROY_ENABLED() 1
 #define SPDK_PROBE_NVMF_SUBSYSTEM_DESTROY(subnqn) \
 	do { \
 		const char *_pg_subnqn = (subnqn); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(nvmf_subsystem_destroy) \
 		DTRACE_PROBE2(spdk, nvmf_subsystem_destroy, 0, _pg_subnqn); \
 	} while (0)
 
@@ -447,12 +471,13 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg2 requested_state: enum spdk_nvmf_subsystem_state
  *   arg3 state: enum spdk_nvmf_subsystem_state
  */
-#define SPDK_PROBE_NVMF_SUBSYSTEM_CHANGE_STATE_ENABLED() (__builtin_expect(spdk_nvmf_subsystem_change_state_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_NVMF_SUBSYSTEM_CHANGE_STATE_ENABLED() 1
 #define SPDK_PROBE_NVMF_SUBSYSTEM_CHANGE_STATE(subnqn, requested_state, state) \
 	do { \
 		const char *_pg_subnqn = (subnqn); \
 		enum spdk_nvmf_subsystem_state _pg_requested_state = (requested_state); \
 		enum spdk_nvmf_subsystem_state _pg_state = (state); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(nvmf_subsystem_change_state) \
 		DTRACE_PROBE4(spdk, nvmf_subsystem_change_state, 0, _pg_subnqn, _pg_requested_state, _pg_state); \
 	} while (0)
 
@@ -462,13 +487,14 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg3 original_state: enum spdk_nvmf_subsystem_state
  *   arg4 status: int
  */
-#define SPDK_PROBE_NVMF_SUBSYSTEM_CHANGE_STATE_DONE_ENABLED() (__builtin_expect(spdk_nvmf_subsystem_change_state_done_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_NVMF_SUBSYSTEM_CHANGE_STATE_DONE_ENABLED() 1
 #define SPDK_PROBE_NVMF_SUBSYSTEM_CHANGE_STATE_DONE(subnqn, requested_state, original_state, status) \
 	do { \
 		const char *_pg_subnqn = (subnqn); \
 		enum spdk_nvmf_subsystem_state _pg_requested_state = (requested_state); \
 		enum spdk_nvmf_subsystem_state _pg_original_state = (original_state); \
 		int _pg_status = (status); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(nvmf_subsystem_change_state_done) \
 		DTRACE_PROBE5(spdk, nvmf_subsystem_change_state_done, 0, _pg_subnqn, _pg_requested_state, _pg_original_state, _pg_status); \
 	} while (0)
 
@@ -477,12 +503,13 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg2 requested_state: enum spdk_nvmf_subsystem_state
  *   arg3 thread_id: uint64_t
  */
-#define SPDK_PROBE_NVMF_PG_CHANGE_STATE_ENABLED() (__builtin_expect(spdk_nvmf_pg_change_state_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_NVMF_PG_CHANGE_STATE_ENABLED() 1
 #define SPDK_PROBE_NVMF_PG_CHANGE_STATE(subnqn, requested_state, thread_id) \
 	do { \
 		const char *_pg_subnqn = (subnqn); \
 		enum spdk_nvmf_subsystem_state _pg_requested_state = (requested_state); \
 		uint64_t _pg_thread_id = (thread_id); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(nvmf_pg_change_state) \
 		DTRACE_PROBE4(spdk, nvmf_pg_change_state, 0, _pg_subnqn, _pg_requested_state, _pg_thread_id); \
 	} while (0)
 
@@ -491,12 +518,13 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg2 requested_state: enum spdk_nvmf_subsystem_state
  *   arg3 thread_id: uint64_t
  */
-#define SPDK_PROBE_NVMF_PG_CHANGE_STATE_DONE_ENABLED() (__builtin_expect(spdk_nvmf_pg_change_state_done_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_NVMF_PG_CHANGE_STATE_DONE_ENABLED() 1
 #define SPDK_PROBE_NVMF_PG_CHANGE_STATE_DONE(subnqn, requested_state, thread_id) \
 	do { \
 		const char *_pg_subnqn = (subnqn); \
 		enum spdk_nvmf_subsystem_state _pg_requested_state = (requested_state); \
 		uint64_t _pg_thread_id = (thread_id); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(nvmf_pg_change_state_done) \
 		DTRACE_PROBE4(spdk, nvmf_pg_change_state_done, 0, _pg_subnqn, _pg_requested_state, _pg_thread_id); \
 	} while (0)
 
@@ -506,13 +534,14 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg3 hostnqn: const char *
  *   arg4 flags: uint32_t
  */
-#define SPDK_PROBE_SPDK_NVMF_NS_ADD_HOST_ENABLED() (__builtin_expect(spdk_spdk_nvmf_ns_add_host_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_SPDK_NVMF_NS_ADD_HOST_ENABLED() 1
 #define SPDK_PROBE_SPDK_NVMF_NS_ADD_HOST(subnqn, nsid, hostnqn, flags) \
 	do { \
 		const char *_pg_subnqn = (subnqn); \
 		uint32_t _pg_nsid = (nsid); \
 		const char *_pg_hostnqn = (hostnqn); \
 		uint32_t _pg_flags = (flags); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(spdk_nvmf_ns_add_host) \
 		DTRACE_PROBE5(spdk, spdk_nvmf_ns_add_host, 0, _pg_subnqn, _pg_nsid, _pg_hostnqn, _pg_flags); \
 	} while (0)
 
@@ -522,13 +551,14 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg3 hostnqn: const char *
  *   arg4 flags: uint32_t
  */
-#define SPDK_PROBE_SPDK_NVMF_NS_REMOVE_HOST_ENABLED() (__builtin_expect(spdk_spdk_nvmf_ns_remove_host_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_SPDK_NVMF_NS_REMOVE_HOST_ENABLED() 1
 #define SPDK_PROBE_SPDK_NVMF_NS_REMOVE_HOST(subnqn, nsid, hostnqn, flags) \
 	do { \
 		const char *_pg_subnqn = (subnqn); \
 		uint32_t _pg_nsid = (nsid); \
 		const char *_pg_hostnqn = (hostnqn); \
 		uint32_t _pg_flags = (flags); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(spdk_nvmf_ns_remove_host) \
 		DTRACE_PROBE5(spdk, spdk_nvmf_ns_remove_host, 0, _pg_subnqn, _pg_nsid, _pg_hostnqn, _pg_flags); \
 	} while (0)
 
@@ -536,11 +566,12 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg1 subnqn: const char *
  *   arg2 hostnqn: const char *
  */
-#define SPDK_PROBE_NVMF_SUBSYSTEM_ADD_HOST_ENABLED() (__builtin_expect(spdk_nvmf_subsystem_add_host_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_NVMF_SUBSYSTEM_ADD_HOST_ENABLED() 1
 #define SPDK_PROBE_NVMF_SUBSYSTEM_ADD_HOST(subnqn, hostnqn) \
 	do { \
 		const char *_pg_subnqn = (subnqn); \
 		const char *_pg_hostnqn = (hostnqn); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(nvmf_subsystem_add_host) \
 		DTRACE_PROBE3(spdk, nvmf_subsystem_add_host, 0, _pg_subnqn, _pg_hostnqn); \
 	} while (0)
 
@@ -548,11 +579,12 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg1 subnqn: const char *
  *   arg2 hostnqn: const char *
  */
-#define SPDK_PROBE_NVMF_SUBSYSTEM_REMOVE_HOST_ENABLED() (__builtin_expect(spdk_nvmf_subsystem_remove_host_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_NVMF_SUBSYSTEM_REMOVE_HOST_ENABLED() 1
 #define SPDK_PROBE_NVMF_SUBSYSTEM_REMOVE_HOST(subnqn, hostnqn) \
 	do { \
 		const char *_pg_subnqn = (subnqn); \
 		const char *_pg_hostnqn = (hostnqn); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(nvmf_subsystem_remove_host) \
 		DTRACE_PROBE3(spdk, nvmf_subsystem_remove_host, 0, _pg_subnqn, _pg_hostnqn); \
 	} while (0)
 
@@ -562,13 +594,14 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg3 traddr: const char *
  *   arg4 trsvcid: const char *
  */
-#define SPDK_PROBE_NVMF_SUBSYSTEM_ADD_LISTENER_ENABLED() (__builtin_expect(spdk_nvmf_subsystem_add_listener_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_NVMF_SUBSYSTEM_ADD_LISTENER_ENABLED() 1
 #define SPDK_PROBE_NVMF_SUBSYSTEM_ADD_LISTENER(subnqn, trtype, traddr, trsvcid) \
 	do { \
 		const char *_pg_subnqn = (subnqn); \
 		enum spdk_nvme_transport_type _pg_trtype = (trtype); \
 		const char *_pg_traddr = (traddr); \
 		const char *_pg_trsvcid = (trsvcid); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(nvmf_subsystem_add_listener) \
 		DTRACE_PROBE5(spdk, nvmf_subsystem_add_listener, 0, _pg_subnqn, _pg_trtype, _pg_traddr, _pg_trsvcid); \
 	} while (0)
 
@@ -578,13 +611,14 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg3 traddr: const char *
  *   arg4 trsvcid: const char *
  */
-#define SPDK_PROBE_NVMF_SUBSYSTEM_REMOVE_LISTENER_ENABLED() (__builtin_expect(spdk_nvmf_subsystem_remove_listener_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_NVMF_SUBSYSTEM_REMOVE_LISTENER_ENABLED() 1
 #define SPDK_PROBE_NVMF_SUBSYSTEM_REMOVE_LISTENER(subnqn, trtype, traddr, trsvcid) \
 	do { \
 		const char *_pg_subnqn = (subnqn); \
 		enum spdk_nvme_transport_type _pg_trtype = (trtype); \
 		const char *_pg_traddr = (traddr); \
 		const char *_pg_trsvcid = (trsvcid); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(nvmf_subsystem_remove_listener) \
 		DTRACE_PROBE5(spdk, nvmf_subsystem_remove_listener, 0, _pg_subnqn, _pg_trtype, _pg_traddr, _pg_trsvcid); \
 	} while (0)
 
@@ -592,11 +626,12 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg1 subnqn: const char *
  *   arg2 nsid: uint32_t
  */
-#define SPDK_PROBE_NVMF_SUBSYSTEM_ADD_NS_ENABLED() (__builtin_expect(spdk_nvmf_subsystem_add_ns_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_NVMF_SUBSYSTEM_ADD_NS_ENABLED() 1
 #define SPDK_PROBE_NVMF_SUBSYSTEM_ADD_NS(subnqn, nsid) \
 	do { \
 		const char *_pg_subnqn = (subnqn); \
 		uint32_t _pg_nsid = (nsid); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(nvmf_subsystem_add_ns) \
 		DTRACE_PROBE3(spdk, nvmf_subsystem_add_ns, 0, _pg_subnqn, _pg_nsid); \
 	} while (0)
 
@@ -605,12 +640,13 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg2 ctrlr: struct spdk_nvmf_ctrlr *
  *   arg3 hostnqn: const char *
  */
-#define SPDK_PROBE_NVMF_SUBSYSTEM_ADD_CTRLR_ENABLED() (__builtin_expect(spdk_nvmf_subsystem_add_ctrlr_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_NVMF_SUBSYSTEM_ADD_CTRLR_ENABLED() 1
 #define SPDK_PROBE_NVMF_SUBSYSTEM_ADD_CTRLR(subnqn, ctrlr, hostnqn) \
 	do { \
 		const char *_pg_subnqn = (subnqn); \
 		struct spdk_nvmf_ctrlr *_pg_ctrlr = (ctrlr); \
 		const char *_pg_hostnqn = (hostnqn); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(nvmf_subsystem_add_ctrlr) \
 		DTRACE_PROBE4(spdk, nvmf_subsystem_add_ctrlr, 0, _pg_subnqn, _pg_ctrlr, _pg_hostnqn); \
 	} while (0)
 
@@ -619,22 +655,24 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg2 ctrlr: struct spdk_nvmf_ctrlr *
  *   arg3 hostnqn: const char *
  */
-#define SPDK_PROBE_NVMF_SUBSYSTEM_REMOVE_CTRLR_ENABLED() (__builtin_expect(spdk_nvmf_subsystem_remove_ctrlr_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_NVMF_SUBSYSTEM_REMOVE_CTRLR_ENABLED() 1
 #define SPDK_PROBE_NVMF_SUBSYSTEM_REMOVE_CTRLR(subnqn, ctrlr, hostnqn) \
 	do { \
 		const char *_pg_subnqn = (subnqn); \
 		struct spdk_nvmf_ctrlr *_pg_ctrlr = (ctrlr); \
 		const char *_pg_hostnqn = (hostnqn); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(nvmf_subsystem_remove_ctrlr) \
 		DTRACE_PROBE4(spdk, nvmf_subsystem_remove_ctrlr, 0, _pg_subnqn, _pg_ctrlr, _pg_hostnqn); \
 	} while (0)
 
 /* nvmf_tgt_state (nvmf): The NVMe-oF target application changes state.
  *   arg1 state: enum nvmf_tgt_state
  */
-#define SPDK_PROBE_NVMF_TGT_STATE_ENABLED() (__builtin_expect(spdk_nvmf_tgt_state_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_NVMF_TGT_STATE_ENABLED() 1
 #define SPDK_PROBE_NVMF_TGT_STATE(state) \
 	do { \
 		enum nvmf_tgt_state _pg_state = (state); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(nvmf_tgt_state) \
 		DTRACE_PROBE2(spdk, nvmf_tgt_state, 0, _pg_state); \
 	} while (0)
 
@@ -642,21 +680,23 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg1 thread_info: struct spdk_scheduler_thread_info *
  *   arg2 dst_core: uint32_t
  */
-#define SPDK_PROBE_DYNSCHED_MOVE_ENABLED() (__builtin_expect(spdk_dynsched_move_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_DYNSCHED_MOVE_ENABLED() 1
 #define SPDK_PROBE_DYNSCHED_MOVE(thread_info, dst_core) \
 	do { \
 		struct spdk_scheduler_thread_info *_pg_thread_info = (thread_info); \
 		uint32_t _pg_dst_core = (dst_core); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(dynsched_move) \
 		DTRACE_PROBE3(spdk, dynsched_move, 0, _pg_thread_info, _pg_dst_core); \
 	} while (0)
 
 /* dynsched_balance (scheduler): The dynamic scheduler starts balancing.
  *   arg1 cores_count: uint32_t
  */
-#define SPDK_PROBE_DYNSCHED_BALANCE_ENABLED() (__builtin_expect(spdk_dynsched_balance_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_DYNSCHED_BALANCE_ENABLED() 1
 #define SPDK_PROBE_DYNSCHED_BALANCE(cores_count) \
 	do { \
 		uint32_t _pg_cores_count = (cores_count); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(dynsched_balance) \
 		DTRACE_PROBE2(spdk, dynsched_balance, 0, _pg_cores_count); \
 	} while (0)
 
@@ -664,21 +704,23 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg1 core: uint32_t
  *   arg2 core_info: struct spdk_scheduler_core_info *
  */
-#define SPDK_PROBE_DYNSCHED_CORE_INFO_ENABLED() (__builtin_expect(spdk_dynsched_core_info_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_DYNSCHED_CORE_INFO_ENABLED() 1
 #define SPDK_PROBE_DYNSCHED_CORE_INFO(core, core_info) \
 	do { \
 		uint32_t _pg_core = (core); \
 		struct spdk_scheduler_core_info *_pg_core_info = (core_info); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(dynsched_core_info) \
 		DTRACE_PROBE3(spdk, dynsched_core_info, 0, _pg_core, _pg_core_info); \
 	} while (0)
 
 /* bdev_nvme_ctrlr_delete (bdev_nvme): An NVMe bdev controller is deleted.
  *   arg1 name: const char *
  */
-#define SPDK_PROBE_BDEV_NVME_CTRLR_DELETE_ENABLED() (__builtin_expect(spdk_bdev_nvme_ctrlr_delete_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_BDEV_NVME_CTRLR_DELETE_ENABLED() 1
 #define SPDK_PROBE_BDEV_NVME_CTRLR_DELETE(name) \
 	do { \
 		const char *_pg_name = (name); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(bdev_nvme_ctrlr_delete) \
 		DTRACE_PROBE2(spdk, bdev_nvme_ctrlr_delete, 0, _pg_name); \
 	} while (0)
 
@@ -686,11 +728,12 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg1 name: const char *
  *   arg2 ref: int
  */
-#define SPDK_PROBE_BDEV_NVME_CTRLR_RELEASE_ENABLED() (__builtin_expect(spdk_bdev_nvme_ctrlr_release_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_BDEV_NVME_CTRLR_RELEASE_ENABLED() 1
 #define SPDK_PROBE_BDEV_NVME_CTRLR_RELEASE(name, ref) \
 	do { \
 		const char *_pg_name = (name); \
 		int _pg_ref = (ref); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(bdev_nvme_ctrlr_release) \
 		DTRACE_PROBE3(spdk, bdev_nvme_ctrlr_release, 0, _pg_name, _pg_ref); \
 	} while (0)
 
@@ -698,11 +741,12 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg1 name: const char *
  *   arg2 nsid: uint32_t
  */
-#define SPDK_PROBE_BDEV_NVME_DESTRUCT_ENABLED() (__builtin_expect(spdk_bdev_nvme_destruct_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_BDEV_NVME_DESTRUCT_ENABLED() 1
 #define SPDK_PROBE_BDEV_NVME_DESTRUCT(name, nsid) \
 	do { \
 		const char *_pg_name = (name); \
 		uint32_t _pg_nsid = (nsid); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(bdev_nvme_destruct) \
 		DTRACE_PROBE3(spdk, bdev_nvme_destruct, 0, _pg_name, _pg_nsid); \
 	} while (0)
 
@@ -711,42 +755,46 @@ __extension__ volatile unsigned short spdk_bdev_nvme_ctrlr_reset_semaphore __att
  *   arg2 qpair_id: uint16_t
  *   arg3 thread_id: uint64_t
  */
-#define SPDK_PROBE_BDEV_NVME_CREATE_QPAIR_ENABLED() (__builtin_expect(spdk_bdev_nvme_create_qpair_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_BDEV_NVME_CREATE_QPAIR_ENABLED() 1
 #define SPDK_PROBE_BDEV_NVME_CREATE_QPAIR(name, qpair_id, thread_id) \
 	do { \
 		const char *_pg_name = (name); \
 		uint16_t _pg_qpair_id = (qpair_id); \
 		uint64_t _pg_thread_id = (thread_id); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(bdev_nvme_create_qpair) \
 		DTRACE_PROBE4(spdk, bdev_nvme_create_qpair, 0, _pg_name, _pg_qpair_id, _pg_thread_id); \
 	} while (0)
 
 /* bdev_nvme_ctrlr_reconnect_delay (bdev_nvme): An NVMe bdev controller waits before reconnecting.
  *   arg1 name: const char *
  */
-#define SPDK_PROBE_BDEV_NVME_CTRLR_RECONNECT_DELAY_ENABLED() (__builtin_expect(spdk_bdev_nvme_ctrlr_reconnect_delay_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_BDEV_NVME_CTRLR_RECONNECT_DELAY_ENABLED() 1
 #define SPDK_PROBE_BDEV_NVME_CTRLR_RECONNECT_DELAY(name) \
 	do { \
 		const char *_pg_name = (name); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(bdev_nvme_ctrlr_reconnect_delay) \
 		DTRACE_PROBE2(spdk, bdev_nvme_ctrlr_reconnect_delay, 0, _pg_name); \
 	} while (0)
 
 /* bdev_nvme_ctrlr_reconnect (bdev_nvme): An NVMe bdev controller reconnects.
  *   arg1 name: const char *
  */
-#define SPDK_PROBE_BDEV_NVME_CTRLR_RECONNECT_ENABLED() (__builtin_expect(spdk_bdev_nvme_ctrlr_reconnect_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_BDEV_NVME_CTRLR_RECONNECT_ENABLED() 1
 #define SPDK_PROBE_BDEV_NVME_CTRLR_RECONNECT(name) \
 	do { \
 		const char *_pg_name = (name); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(bdev_nvme_ctrlr_reconnect) \
 		DTRACE_PROBE2(spdk, bdev_nvme_ctrlr_reconnect, 0, _pg_name); \
 	} while (0)
 
 /* bdev_nvme_ctrlr_reset (bdev_nvme): An NVMe bdev controller is reset.
  *   arg1 name: const char *
  */
-#define SPDK_PROBE_BDEV_NVME_CTRLR_RESET_ENABLED() (__builtin_expect(spdk_bdev_nvme_ctrlr_reset_semaphore != 0, 0) != 0)
+#define SPDK_PROBE_BDEV_NVME_CTRLR_RESET_ENABLED() 1
 #define SPDK_PROBE_BDEV_NVME_CTRLR_RESET(name) \
 	do { \
 		const char *_pg_name = (name); \
+		SPDK_INTERNAL_USDT_H_NO_SEMAPHORE(bdev_nvme_ctrlr_reset) \
 		DTRACE_PROBE2(spdk, bdev_nvme_ctrlr_reset, 0, _pg_name); \
 	} while (0)
 

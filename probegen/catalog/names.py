@@ -94,6 +94,13 @@ def semaphore(provider: str, probe_name: str) -> str:
     return f"{provider}_{probe_name}{SEMAPHORE_SUFFIX}"
 
 
+def no_semaphore_macro(header: HeaderConfig) -> str:
+    """The header's helper that lets a probe without a semaphore of its own
+    compile where <sys/sdt.h> names one at every site (a weak symbol the
+    link leaves at 0: the note then records none)."""
+    return header.guard + "_NO_SEMAPHORE"
+
+
 def local(arg_name: str) -> str:
     return LOCAL_PREFIX + arg_name
 
@@ -120,7 +127,7 @@ class Definition(NamedTuple):
 
 
 _WHAT = {
-    "guard": "the include guard", "compat": "an untyped compat_prefix macro", "macro": "the macro of probe '{}'",
+    "guard": "the include guard", "helper": "the header's helper macro for probes without a semaphore", "compat": "an untyped compat_prefix macro", "macro": "the macro of probe '{}'",
     "enabled": "the _ENABLED() macro of probe '{}'", "semaphore": "the semaphore of probe '{}'",
 }
 
@@ -130,15 +137,16 @@ def header_definitions(catalog: Catalog) -> list[Definition]:
     reader meets their causes (a clash is reported at the later one)."""
     header = catalog.header
     found = [Definition(header.guard, "guard", "", "guard")]
+    found.append(Definition(no_semaphore_macro(header), "helper", "", "guard"))
     found += [Definition(n, "compat", "", "compat_prefix") for n in compat_macros(header, catalog.arg0, catalog.max_args)]
-    prefix, provider, semaphores = header.typed_prefix + "_", catalog.provider + "_", header.semaphores
+    prefix, provider = header.typed_prefix + "_", catalog.provider + "_"
     dtrace = header.style == "dtrace"
     for probe in catalog.probes:
         # typed_macro(), enabled_macro(), semaphore(), inline
         macro = prefix + (probe.name.replace("__", "_") if dtrace else probe.name).upper()
         found.append(Definition(macro, "macro", probe.name, probe.location))
         found.append(Definition(macro + ENABLED_SUFFIX, "enabled", probe.name, probe.location))
-        if semaphores:
+        if header.semaphores:  # the header defines it, or <sys/sdt.h> names it at the probe's sites
             found.append(Definition(provider + probe.name + SEMAPHORE_SUFFIX, "semaphore", probe.name, probe.location))
     return found
 

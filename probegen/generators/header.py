@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probegen.catalog import Catalog
-from probegen.catalog.names import enabled_macro, local, semaphore as semaphore_name, typed_macro
+from probegen.catalog.names import (
+    enabled_macro, local, no_semaphore_macro, semaphore as semaphore_name, typed_macro,
+)
 from probegen.catalog.ctype import system_headers
 from probegen.files.output import GeneratedFile
 from probegen.generators.render import render
@@ -30,6 +32,7 @@ class ProbeMacros:
     args: list  # (N of argN, Arg)
     locals: list  # (declaration of the typed local, parameter, local name)
     semaphore: str
+    has_semaphore: bool  # the header defines it (Catalog.has_semaphore); else a weak 0 for the note
     sdt_call: str  # the sdt.h macro call with its arguments
     guarded: bool  # the probe reads the clock only when enabled
     passed_as_written: list  # style dtrace: the parameters, passed uncast (none in style probegen)
@@ -74,17 +77,21 @@ def context(catalog: Catalog) -> dict:
             locals=[] if dtrace else [(arg.ctype.declare(local), param, local)
                                       for arg, local, param in zip(probe.args, locals_, params)],
             semaphore=semaphore,
+            has_semaphore=catalog.has_semaphore(probe),
             sdt_call=f"{sdt_macro}({', '.join([provider, probe.name, *passed])})",
-            guarded=probe.ticks and header.semaphores,
+            guarded=probe.ticks and catalog.has_semaphore(probe),
             passed_as_written=params if dtrace else [],
         ))
     catalog_name = catalog.path.name
+    semaphores = any(p.has_semaphore for p in probes)
     # <stdint.h> always: the clock is cast to uint64_t.
     return {
         "catalog": catalog,
         "header": header,
         "catalog_name": catalog_name,
         "probes": probes,
+        "semaphores": semaphores,  # some probe has one: <sys/sdt.h> then names one at every site
+        "no_semaphore": no_semaphore_macro(header),
         "system_headers": sorted({"stdint.h", *system_headers(a.ctype for p in catalog.probes for a in p.args)}),
         "compat_arities": range(1, catalog.max_args + 1),
     }
