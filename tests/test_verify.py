@@ -142,9 +142,24 @@ def test_expect_none(work, capsys):
     assert code == 1 and {f["check"] for f in json.loads(out)["findings"]} == {"unexpected-probe"}
 
 
-def test_missing_semaphores(work):
-    findings = verify(work, "nosem").findings
-    assert {f.check for f in findings} == {"semaphore"} and len(findings) == 3
+def test_missing_semaphores(work, capsys):
+    """A build without the catalog's semaphores (qpair_add is a ticks probe,
+    state_change is marked enabled_check; tick has none) is one finding
+    about the binary, not one per probe; none when that is expected."""
+    [finding] = verify(work, "nosem").findings
+    assert finding.check == "semaphore" and finding.probe is None and finding.location.path == str(work["bins"]["nosem"])
+    assert "the catalog gives 2 of its probes one (qpair_add, state_change; 2 sites)" in finding.message
+    assert verify(work, "nosem", allow_missing_semaphores=True).ok
+    code, out, _ = run_cli(capsys, "verify", "--allow-missing-semaphores", "-c", work["catalog"], work["bins"]["nosem"])
+    assert code == 0, out
+
+
+def test_semaphores_only_where_the_catalog_gives_them(work):
+    """The generated header's build: the ticks and enabled_check probes carry
+    one, tick (also fired through its typed macro) none."""
+    binary = read_binary(work["bins"]["good"])
+    semaphores = {probe.name: all(site.semaphore for site in probe.sites) for probe in binary.probes}
+    assert semaphores == {"qpair_add": True, "state_change": True, "tick": False}
 
 
 def test_follow_shared_libraries(work, capsys):

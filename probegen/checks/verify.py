@@ -13,7 +13,10 @@ The rules, for the catalog's provider:
   literal (gcc records its own type: 'false' is '-4@$0') only has to be a
   value the declared type holds;
 - with arg0, a ticks probe's arg0 is the 8-byte clock, another's the 0;
-- with semaphores in the header, every site has one;
+- every site of a probe the catalog gives a semaphore (Catalog.has_semaphore)
+  has one; a binary with none at all (built with another header, e.g.
+  SPDK's own) is one finding, not one per probe, or none with
+  ``allow_missing_semaphores``;
 - with DWARF in the binaries (``debug_infos``), the catalog's enums and
   member paths as the debug info has them (probegen.checks.drift).
 
@@ -151,7 +154,8 @@ def _group(binaries: list[Binary], provider: str) -> dict[str, list[tuple[Binary
 
 
 def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bool = False,
-                    followed: frozenset[str] = frozenset(), debug_infos=None) -> Report:
+                    followed: frozenset[str] = frozenset(), debug_infos=None,
+                    allow_missing_semaphores: bool = False) -> Report:
     """Compare the catalog with the binaries' probes.
 
     ``followed`` names binaries that were found as libraries of the others:
@@ -159,6 +163,8 @@ def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bo
     none either when its libraries carry the probes. ``debug_infos``
     (probegen.checks.drift.open_debug_infos of the binaries): check the
     catalog's enums and member paths in their DWARF too.
+    ``allow_missing_semaphores``: the binaries were built with a header
+    that has no semaphores (SPDK's own usdt.h): their absence is no finding.
     """
     report = Report(catalog, list(binaries), debug_info=debug_infos)
     found = _group(binaries, catalog.provider)
@@ -182,6 +188,8 @@ def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bo
             continue
         report.sites_checked += sum(len(bprobe.sites) for _, bprobe in occurrences)
         _check_probe(catalog, probe, occurrences, add)
+    if not allow_missing_semaphores:
+        _check_semaphores(catalog, binaries, found, add)
 
     if not allow_extra:
         for name, occurrences in found.items():
@@ -241,14 +249,53 @@ def _check_probe(catalog: Catalog, probe: Probe, occurrences, add) -> None:
                 found = args_problems[site.args_text] = _args_problems(catalog, probe, binary, site)
             for key, location, check, message in found:
                 note(key, location, check, binary, site, message)
-            if catalog.header.semaphores and not site.semaphore:
-                note(("semaphore", binary.path), probe.location, "semaphore", binary, site,
-                     f"probe '{probe.name}': the catalog's header has is-enabled checks (semaphores: true) but "
-                     f"binary {binary.path} site {{site}} has no semaphore (was it built with another header?)")
 
     for location, check, binary, message, addresses in problems.values():
         more = f" (and {len(addresses) - 1} more site{'s' if len(addresses) > 2 else ''})" if len(addresses) > 1 else ""
         add(Finding(location, message.replace("{site}", _hex(addresses[0]) + more), check, probe.name, binary.path))
+
+
+def _check_semaphores(catalog: Catalog, binaries: list[Binary], found, add) -> None:
+    """Sites without the semaphore the catalog gives their probe. A binary
+    where no such site has one was built with another header (SPDK's own
+    has none): one finding for it, so the real drifts stay readable; in a
+    binary that has some, each probe lacking one is a finding."""
+    for binary in binaries:
+        lacking: list[tuple[Probe, list[int]]] = []  # (probe, addresses of its sites without one)
+        any_semaphore = False
+        for probe in catalog.probes:
+            if not catalog.has_semaphore(probe):
+                continue
+            for where, bprobe in found.get(probe.name, []):
+                if where is not binary:
+                    continue
+                addresses = [site.address for site in bprobe.sites if not site.semaphore]
+                any_semaphore = any_semaphore or len(addresses) < len(bprobe.sites)
+                if addresses:
+                    lacking.append((probe, addresses))
+        if not lacking:
+            continue
+        if not any_semaphore:
+            sites = sum(len(addresses) for _, addresses in lacking)
+            names = ", ".join(probe.name for probe, _ in lacking[:3]) + (", ..." if len(lacking) > 3 else "")
+            add(Finding(Location(binary.path),
+                        f"binary {binary.path} has no probe semaphores: the catalog gives {len(lacking)} of its "
+                        f"probes one ({names}; {sites} site{'s' if sites != 1 else ''}) and none has it, so it was "
+                        "built with another header than the catalog's (SPDK's own usdt.h has none); pass "
+                        "--allow-missing-semaphores if that is expected", "semaphore", binary=binary.path))
+            continue
+        for probe, addresses in lacking:
+            more = f" (and {len(addresses) - 1} more site{'s' if len(addresses) > 2 else ''})" if len(addresses) > 1 else ""
+            add(Finding(probe.location,
+                        f"probe '{probe.name}': the catalog gives it a semaphore ({_semaphore_reason(catalog, probe)}) "
+                        f"but binary {binary.path} site {_hex(addresses[0])}{more} has none", "semaphore",
+                        probe.name, binary.path))
+
+
+def _semaphore_reason(catalog: Catalog, probe: Probe) -> str:
+    if probe.ticks:
+        return "a ticks probe"
+    return "enabled_check: true" if probe.enabled_check else "header style dtrace"
 
 
 def _args_problems(catalog: Catalog, probe: Probe, binary: Binary, site) -> list[tuple]:

@@ -22,6 +22,9 @@ def configure(parser):
     add_catalog_argument(parser)
     parser.add_argument("--allow-extra", action="store_true",
                         help="accept probes of the catalog's provider that the catalog does not list")
+    parser.add_argument("--allow-missing-semaphores", action="store_true",
+                        help="the binaries were built with a header without probe semaphores (SPDK's own usdt.h): "
+                        "their absence is no finding")
     parser.add_argument("--follow", action="store_true",
                         help="also check the shared libraries the binaries load (DT_NEEDED, resolved through "
                         "RPATH/RUNPATH and --lib-dir)")
@@ -61,7 +64,8 @@ def run(args) -> int:
 
         with nullcontext() if args.no_debug_info else open_debug_infos(catalog, [b.path for b in binaries]) as infos:
             report = verify_binaries(catalog, binaries, allow_extra=args.allow_extra,
-                                     followed=frozenset(reading.followed), debug_infos=infos)
+                                     followed=frozenset(reading.followed), debug_infos=infos,
+                                     allow_missing_semaphores=args.allow_missing_semaphores)
     if args.format == "text":
         for finding in report.findings:
             print(finding)

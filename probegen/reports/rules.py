@@ -13,7 +13,7 @@ RULES: dict[str, dict[str, str]] = {
         "arg-count": "A probe site has another number of arguments than the catalog says",
         "arg-type": "An argument at a probe site has another size or sign than its C type in the catalog",
         "arg0": "arg0 at a probe site is not the clock (ticks probes) or the literal 0 (the others)",
-        "semaphore": "A probe site has no semaphore though the catalog's header has is-enabled checks",
+        "semaphore": "A probe the catalog gives a semaphore (ticks, enabled_check) has none in the binary",
         "no-notes": "A binary has no .note.stapsdt section: it was built without USDT",
         "unexpected-probe": "A build meant to have USDT off carries a probe of the provider",
         "enum-drift": "An enum of the catalog has other enumerators or values in the binary's debug info",

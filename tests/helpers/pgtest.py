@@ -28,6 +28,7 @@ probes:
   - name: state_change
     group: nvmf
     doc: A subsystem changes state.
+    enabled_check: true
     args:
       - {name: name, type: const char *}
       - {name: state, type: int}
