@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Cost per traced event of bpftrace scripts, attached live.
+
+bench/c/nvmf_loop.c, built against the header probegen generates from
+probes.yaml, fires eight of SPDK's nvmf probes in a loop and times the loop
+with its own clock. It runs untraced, then under `probegen trace` with:
+
+- generated: the nvmf group script probegen generates (a line per hit)
+- spans: the span script (start times in maps, histograms at the ends)
+- hand-written: bench/bpf/nvmf_handwritten.bt, a line per hit written by
+  hand in the style of SPDK's own scripts/bpf/nvmf.bt
+
+the first two made for the eight probes the loop fires, as the third is.
+
+Cost per event = (loop time traced - loop time untraced) / hits; each
+configuration runs once per round, in turns, and keeps its median. Target:
+generated within 1.1x of hand-written.
+
+Needs root and bpftrace. Run: sudo .venv/bin/python bench/bench_trace_overhead.py
+                               [--iterations N] [--rounds N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from probegen.catalog import load_catalog  # noqa: E402
+from probegen.generators import bpftrace, spans  # noqa: E402
+from probegen.generators.header import render_header  # noqa: E402
+
+TARGET = 1.1  # generated / hand-written
+STUBS = REPO / "tests" / "c" / "stubs"
+CPUS = sorted(os.sched_getaffinity(0))
+PROGRAM_CPU = {CPUS[0]}
+TRACER_CPUS = set(CPUS[1:]) or PROGRAM_CPU
+# What bench/c/nvmf_loop.c fires: the probes of four of probes.yaml's spans.
+FIRED = ("nvmf_subsystem_change_state", "nvmf_subsystem_change_state_done", "nvmf_pg_change_state",
+         "nvmf_pg_change_state_done", "nvmf_poll_group_add_qpair", "nvmf_poll_group_remove_qpair",
+         "nvmf_ctrlr_create", "nvmf_ctrlr_destruct")
+
+
+def build(tmp: Path) -> Path:
+    catalog = load_catalog(REPO / "probes.yaml")
+    header = tmp / "include" / "spdk_internal" / "usdt.h"
+    header.parent.mkdir(parents=True)
+    header.write_text(render_header(catalog))
+    config = tmp / "config" / "spdk"
+    config.mkdir(parents=True)
+    (config / "config.h").write_text("#define SPDK_CONFIG_USDT 1\n")
+    binary = tmp / "nvmf_loop"
+    subprocess.run(["gcc", "-O2", "-Wall", "-Werror", f"-I{tmp / 'include'}", f"-I{tmp / 'config'}", f"-I{STUBS}",
+                    str(REPO / "bench" / "c" / "nvmf_loop.c"), "-o", str(binary)], check=True)
+    return binary
+
+
+def scripts(tmp: Path) -> dict[str, Path]:
+    """The three scripts, each for the probes the loop fires (bpftrace
+    attaches only to probes the process has)."""
+    catalog = load_catalog(REPO / "probes.yaml")
+    fired = [catalog.probe(name) for name in FIRED]
+    texts = {
+        "generated": bpftrace.render_script(catalog, "nvmf", fired),
+        "spans": spans.render_program(catalog, [s for s in catalog.spans if s.start in fired and s.end in fired]),
+    }
+    result = {}
+    for label, text in texts.items():
+        result[label] = tmp / f"{label}.bt"
+        result[label].write_text(text)
+    result["hand-written"] = REPO / "bench" / "bpf" / "nvmf_handwritten.bt"
+    return result
+
+
+def run_once(binary: Path, iterations: int, script: Path | None) -> tuple[int, int, str]:
+    """(hits, loop nanoseconds, what the tracer said about lost events).
+    The tracer's lines are read as they come and dropped, as a terminal
+    would take them (bpftrace holds back output to a file: no sign of its
+    attach there)."""
+    program = subprocess.Popen([str(binary), str(iterations)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               text=True, preexec_fn=lambda: _pin(PROGRAM_CPU))
+    tracer = None
+    try:
+        assert program.stdout.readline().strip() == "READY"
+        if script is not None:
+            tracer = subprocess.Popen([sys.executable, "-m", "probegen", "trace", str(program.pid), str(script)],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                      start_new_session=True, cwd=REPO, preexec_fn=lambda: _pin(TRACER_CPUS))
+            attached = threading.Event()
+            stderr: list[str] = []
+            threading.Thread(target=_drain, args=(tracer.stdout, attached), daemon=True).start()
+            threading.Thread(target=lambda: stderr.extend(tracer.stderr), daemon=True).start()
+            if not attached.wait(120):
+                raise SystemExit(f"tracer did not attach: {''.join(stderr)}")
+        program.stdin.write("go\n")
+        program.stdin.flush()
+        _, hits, _, ns = program.stdout.readline().split()
+        program.wait(60)
+        lost = ""
+        if tracer is not None:
+            time.sleep(0.5)  # let bpftrace drain its buffers before it ends
+            tracer.send_signal(signal.SIGINT)
+            tracer.wait(60)
+            time.sleep(0.1)
+            lost = " ".join(l.strip() for l in stderr if "Lost" in l)
+        return int(hits), int(ns), lost
+    finally:
+        for process in (program, tracer):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+def _pin(cpus) -> None:
+    """The traced program on a CPU of its own, the tracer (and this
+    script, reading its lines) on the others: the loop's time is then what
+    the probes cost it, not what it waited for a CPU bpftrace held."""
+    if len(os.sched_getaffinity(0)) > 1:
+        os.sched_setaffinity(0, cpus)
+
+
+def _drain(stream, attached: threading.Event) -> None:
+    for line in stream:
+        if not attached.is_set() and line.startswith("Tracing"):
+            attached.set()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=20000, help="loop iterations (8 hits each)")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    if os.geteuid() != 0 or shutil.which("bpftrace") is None:
+        print("needs root and bpftrace", file=sys.stderr)
+        return 2
+    _pin(TRACER_CPUS)
+    with tempfile.TemporaryDirectory(prefix="bench-trace-") as directory:
+        tmp = Path(directory)
+        binary = build(tmp)
+        configurations = {"untraced": None, **scripts(tmp)}
+        loop_ns: dict[str, list[int]] = {label: [] for label in configurations}
+        hits = 0
+        notes = {}
+        for round_number in range(args.rounds):
+            for label, script in configurations.items():
+                hits, ns, lost = run_once(binary, args.iterations, script)
+                loop_ns[label].append(ns)
+                if lost:
+                    notes[label] = lost
+            print(f"round {round_number + 1}/{args.rounds}: "
+                  + ", ".join(f"{l} {v[-1] / hits:.0f} ns/hit" for l, v in loop_ns.items()), file=sys.stderr)
+    base = statistics.median(loop_ns["untraced"]) / hits
+    cost = {label: statistics.median(v) / hits - base for label, v in loop_ns.items() if label != "untraced"}
+    print(f"{hits} hits a run ({args.iterations} iterations of 8 probes), median of {args.rounds} rounds; "
+          f"untraced: {base:.0f} ns per hit")
+    print(f"{'script':<14} {'ns/hit traced':>14} {'cost ns/event':>14} {'vs hand-written':>16}")
+    for label, value in cost.items():
+        print(f"{label:<14} {value + base:>14.0f} {value:>14.0f} {value / cost['hand-written']:>15.2f}x")
+    for label, note in notes.items():
+        print(f"{label}: bpftrace said: {note}")
+    ratio = cost["generated"] / cost["hand-written"]
+    print(f"generated / hand-written: {ratio:.2f}x (target: within {TARGET}x): {'met' if ratio <= TARGET else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
