@@ -173,3 +173,80 @@ def test_output_link_planted_by_another_user_is_refused(lib_program, tmp_path):
     assert result.returncode == 2, result.stderr
     assert result.stderr.count("\n") == 1 and "symbolic link owned by another user" in result.stderr
     assert victim.read_text() == "root's file\n"
+
+
+# -- enum names from the traced binary's debug info --------------------------
+@pytest.fixture(scope="module")
+def drift_program(tmp_path_factory):
+    """drift_spdk.c at two versions, and the catalog's tgt.bt (made from the
+    catalog, which numbers the states as "master" does)."""
+    from helpers.drift import DRIFT_CATALOG, build_drift
+    from probegen.catalog import load_catalog
+    from probegen.generators.bpftrace import render_script
+
+    directory = tmp_path_factory.mktemp("trace_drift")
+    binaries = build_drift(directory)
+    catalog = load_catalog(DRIFT_CATALOG)
+    script = directory / "tgt.bt"
+    script.write_text(render_script(catalog, "tgt", catalog.probes_in("tgt")))
+    return binaries, script
+
+
+def test_trace_prints_the_traced_binarys_enum_names(drift_program):
+    """v25.09 numbers FINI_STOP_LISTEN and FINI_STOP_SUBSYSTEMS the other way
+    round: the catalog's script prints them swapped there unless the names
+    come from the binary, as trace takes them (and says so)."""
+    from helpers.drift import DRIFT_CATALOG
+
+    require_bpftrace()
+    binaries, script = drift_program
+    for version in ("v25_09", "master"):
+        program, tracers = run_traced([binaries[version]], {
+            "bt": lambda pid: probegen_argv("trace", pid, script, "-c", DRIFT_CATALOG)})
+        expected = expected_lines(program)
+        assert "tgt_state state=FINI_STOP_LISTEN" in expected
+        assert tracer_lines(tracers["bt"].lines) == expected, version
+        assert any(f"enum names from the debug info of '{binaries[version]}': nvmf_tgt_state" in line
+                   for line in tracers["bt"].stderr), tracers["bt"].stderr
+    program, tracers = run_traced([binaries["v25_09"]], {
+        "bt": lambda pid: probegen_argv("trace", pid, script, "-c", DRIFT_CATALOG, "--no-debug-info")})
+    swapped = {"state=FINI_STOP_LISTEN": "state=FINI_STOP_SUBSYSTEMS", "state=FINI_STOP_SUBSYSTEMS": "state=FINI_STOP_LISTEN"}
+    assert tracer_lines(tracers["bt"].lines) == [
+        line.replace(line.split()[-1], swapped.get(line.split()[-1], line.split()[-1]))
+        for line in expected_lines(program)]
+
+
+def test_trace_enum_names_source_without_debug_info(drift_program, tmp_path):
+    """A dry run shows the rows replaced once, where they stood; a stripped
+    binary keeps the script's names, and stderr says why."""
+    from helpers.drift import DRIFT_CATALOG
+    from probegen.catalog import load_catalog
+
+    binaries, script = drift_program
+    catalog = load_catalog(DRIFT_CATALOG)
+    stripped = tmp_path / "v25_09_stripped"
+    strip = shutil.which("strip")
+    if strip is None:
+        pytest.skip("strip (binutils) is not installed: no binary without debug info")
+    subprocess.run([strip, "-g", "-o", stripped, binaries["v25_09"]], check=True)
+    for binary, names, source in (
+            (binaries["v25_09"], ["INIT_NONE", "RUNNING", "FINI_STOP_LISTEN", "FINI_STOP_SUBSYSTEMS", "STOPPED"],
+             f"enum names from the debug info of '{binaries['v25_09']}': nvmf_tgt_state (differs from the catalog's)"),
+            (stripped, ["INIT_NONE", "RUNNING", "FINI_STOP_SUBSYSTEMS", "FINI_STOP_LISTEN", "STOPPED"],
+             f"enum names of nvmf_tgt_state from the catalog drift.yaml (as the script has them): "
+             f"'{stripped}' has no debug info")):
+        program = Process([binary], stdin=True)
+        try:
+            program.wait_line("READY")
+            result = subprocess.run(probegen_argv("trace", program.pid, script, "-c", DRIFT_CATALOG, "--dry-run"),
+                                    capture_output=True, text=True)
+        finally:
+            program.kill()
+        assert result.returncode == 0, result.stderr
+        assert result.stderr.splitlines() == [f"probegen trace: {source}"]
+        begin = [line.strip() for line in result.stdout.splitlines() if line.strip().startswith("@pg_nvmf_tgt_state_")]
+        assert begin[0::2] == [f'@pg_nvmf_tgt_state_name[{v}] = "{n}";'
+                               for v, n in zip((0, 4, 5, 6, 10), names)]
+        assert begin[1::2] == [f"@pg_nvmf_tgt_state_known[{v}] = 1;" for v in (0, 4, 5, 6, 10)]
+        assert result.stdout.index("BEGIN") < result.stdout.index("@pg_nvmf_tgt_state_name[0]") \
+            < result.stdout.index("printf(\"Tracing")

@@ -9,6 +9,12 @@ Ctrl-C or SIGTERM ends tracing cleanly. See probegen/runtime/trace.py.
 
 Summary modes need no script: --hist measures the catalog's spans, --count
 counts hits, --json prints JSON lines (probegen/runtime/summary.py).
+
+Enum names: where a script fills the name map of a catalog enum, the names
+come from the traced binary's debug info when it has that enum, so a
+script made for one version prints another's states by their own names;
+stderr says which source each enum's names came from (--no-debug-info:
+the script's, as written).
 """
 
 from __future__ import annotations
@@ -47,6 +53,9 @@ def configure(parser):
                         help="with --hist/--count: print (and reset) every SECONDS")
     parser.add_argument("--duration", type=_seconds, metavar="SECONDS",
                         help="stop SECONDS after attaching, printing what was gathered")
+    parser.add_argument("--no-debug-info", action="store_true",
+                        help="print enum names as the script has them (the catalog's), not from the traced "
+                             "binary's DWARF")
     add_catalog_argument(parser)
 
 
@@ -64,28 +73,29 @@ def run(args) -> int:
         raise InputError("probegen trace: error: nothing to trace: give bpftrace scripts, --hist or --count")
     if args.interval is not None and not summary:
         raise InputError("probegen trace: error: --interval applies to --hist and --count")
+    from pathlib import Path
+
+    from probegen.catalog import load_catalog
+
     catalog = None
     texts = []
     if summary:
-        from probegen.catalog import load_catalog
         from probegen.runtime.summary import summary_script
 
         trace.check_process(args.pid)
         catalog = load_catalog(args.catalog)
         texts.append(summary_script(catalog, args.pid, args.hist, args.count, args.interval))
+    if catalog is None and Path(args.catalog).exists():  # names its enums, and the maps of its span script
+        catalog = load_catalog(args.catalog)
+    enums_of = None if args.no_debug_info else catalog
     if args.dry_run:
-        sys.stdout.write(trace.program_for(args.pid, args.scripts, scripts=texts, duration=args.duration))
+        sys.stdout.write(trace.program_for(args.pid, args.scripts, scripts=texts, duration=args.duration,
+                                           catalog=enums_of))
         return 0
     json_lines = None
     if args.json:
-        from pathlib import Path
-
-        from probegen.catalog import load_catalog
         from probegen.runtime.summary import JsonLines
-
-        if catalog is None and Path(args.catalog).exists():  # names the maps of its span script
-            catalog = load_catalog(args.catalog)
 
         json_lines = JsonLines(catalog).convert
     return trace.run(args.pid, args.scripts, args.output, scripts=texts, duration=args.duration,
-                     json_lines=json_lines)
+                     json_lines=json_lines, catalog=enums_of)

@@ -336,14 +336,17 @@ def _executable_mapping(pid: int) -> MappedFile:
     return files[0]
 
 
-def program_for(pid: int, paths=(), *, scripts=(), duration: int | None = None) -> str:
+def program_for(pid: int, paths=(), *, scripts=(), duration: int | None = None, catalog=None) -> str:
     """The bpftrace program `probegen trace` would run: the scripts at
     ``paths`` and the ``scripts`` given as text (summary programs)."""
     check_process(pid)
-    return _program(pid, read_scripts(paths) + list(scripts), duration)
+    return _program(pid, read_scripts(paths) + list(scripts), duration, catalog)
 
 
-def _program(pid: int, scripts: list[Script], duration: int | None = None) -> str:
+def _program(pid: int, scripts: list[Script], duration: int | None = None, catalog=None) -> str:
+    """``catalog``: the enum name maps of its enums in the scripts are
+    filled from the traced files' debug info where they have it
+    (runtime/enum_names.py); where the names came from goes to stderr."""
     wanted = set().union(*(wanted_probes(s) for s in scripts))
     holders = probe_holders(pid, wanted) if wanted else {}
     exe_cache: list[str] = []
@@ -353,7 +356,16 @@ def _program(pid: int, scripts: list[Script], duration: int | None = None) -> st
             exe_cache.append(attach_target(pid, _executable_mapping(pid), "the executable"))
         return exe_cache[0]
 
-    program = combine(scripts, [resolve(s, pid, holders, exe_target) for s in scripts])
+    texts = [resolve(s, pid, holders, exe_target) for s in scripts]
+    if catalog is not None:
+        import sys
+
+        from probegen.runtime.enum_names import for_process
+
+        texts, messages = for_process(catalog, pid, holders, texts)
+        for message in messages:
+            print(message, file=sys.stderr)
+    program = combine(scripts, texts)
     if duration is not None:
         # Timed from the attach (bpftrace starts intervals after BEGIN),
         # and ended by exit(): the maps print as on Ctrl-C.
@@ -379,7 +391,7 @@ def find_bpftrace() -> str:
 
 
 def run(pid: int, paths=(), output: str | None = None, *, scripts=(), duration: int | None = None,
-        json_lines=None) -> int:
+        json_lines=None, catalog=None) -> int:
     """Trace until bpftrace ends (Ctrl-C, SIGTERM, ``duration`` seconds
     after attaching, or the process exits); returns bpftrace's exit status.
     ``scripts``: programs given as text, beside the files at ``paths``.
@@ -390,7 +402,7 @@ def run(pid: int, paths=(), output: str | None = None, *, scripts=(), duration: 
     bpftrace = find_bpftrace()
     check_process(pid)
     scripts = read_scripts(paths) + list(scripts)
-    program = _program(pid, scripts, duration)
+    program = _program(pid, scripts, duration, catalog)
     env = dict(os.environ)
     wanted = strlen("\n".join(s.text for s in scripts))
     if wanted and "BPFTRACE_STRLEN" not in env:
