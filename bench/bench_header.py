@@ -9,8 +9,10 @@
    reference only: the former start-up target (2.5x) is retired, as it sat
    below what importing jinja2 and PyYAML costs.
 4. Instructions per loop iteration of a probe site with no tracer attached,
-   from valgrind's callgrind (target: generated == raw; the semaphore-guarded
-   ticks probe costs less than SPDK's always-read one).
+   from valgrind's callgrind (targets: every generated site without a
+   semaphore, compat or typed, of a catalog probe or of a name the catalog
+   does not list, == raw; the semaphore-guarded ticks probe costs less than
+   SPDK's always-read one).
 
 Whole processes, each measured against its reference in the same run
 (see timing.py), in two cases: catalog edited (the header is written) and
@@ -143,6 +145,8 @@ VARIANTS = {
     "no probe": "(void)0",
     "raw DTRACE_PROBE2": "DTRACE_PROBE2(pgbench, raw, i, argc)",
     "generated SPDK_DTRACE_PROBE2": "PGBENCH_DTRACE_PROBE2(work, i, argc)",
+    "generated SPDK_DTRACE_PROBE2, unlisted name": "PGBENCH_DTRACE_PROBE2(unlisted, i, argc)",
+    "generated typed, no semaphore": "PGBENCH_WORK(i, argc)",
     "SPDK-style SPDK_DTRACE_PROBE2_TICKS": "PGBENCH_DTRACE_PROBE2_TICKS(work_ticks, i, argc)",
     "generated typed _TICKS (semaphore)": "PGBENCH_WORK_TICKS(i, argc)",
 }
@@ -156,8 +160,10 @@ header:
   compat_prefix: PGBENCH_DTRACE_PROBE
   clock: spdk_get_ticks()
 probes:
-  # Only for its semaphore: the raw variant calls sdt.h's DTRACE_PROBE2 itself.
-  - {name: raw, group: g, doc: raw sdt.h probe, args: [{name: a, type: uint64_t}, {name: b, type: int}]}
+  # Only for its semaphore: the raw variant calls sdt.h's DTRACE_PROBE2 itself,
+  # which names one once the header enables them.
+  - {name: raw, group: g, doc: raw sdt.h probe, enabled_check: true,
+     args: [{name: a, type: uint64_t}, {name: b, type: int}]}
   - {name: work, group: g, doc: untyped, args: [{name: a, type: uint64_t}, {name: b, type: int}]}
   - {name: work_ticks, group: g, ticks: true, doc: ticks, args: [{name: a, type: uint64_t}, {name: b, type: int}]}
 """
@@ -184,10 +190,16 @@ def bench_probe_cost(tmp: Path) -> None:
         counts[label] = total
     base = counts["no probe"]
     for label, total in counts.items():
-        print(f"   {label:40} {total / 1e6:8.3f}  (+{(total - base) / 1e6:.3f} over no probe)")
-    same = counts["raw DTRACE_PROBE2"] == counts["generated SPDK_DTRACE_PROBE2"]
+        print(f"   {label:44} {total / 1e6:8.3f}  (+{(total - base) / 1e6:.3f} over no probe; {total} in all)")
+    # Per iteration, to a hundredth: start-up differs by a few instructions
+    # between binaries (symbol names, relocations), the loop does not.
+    per_iteration = {label: round((total - base) / 1e6, 2) for label, total in counts.items()}
+    raw = per_iteration["raw DTRACE_PROBE2"]
+    same = all(per_iteration[label] == raw for label in ("generated SPDK_DTRACE_PROBE2", "generated typed, no semaphore",
+                                                   "generated SPDK_DTRACE_PROBE2, unlisted name"))
     cheaper = counts["generated typed _TICKS (semaphore)"] < counts["SPDK-style SPDK_DTRACE_PROBE2_TICKS"]
-    print(f"   generated == raw: {same}; semaphore-guarded ticks cheaper than always-read: {cheaper}")
+    print(f"   generated (compat, typed, unlisted name) == raw: {same} (target: met if True); "
+          f"semaphore-guarded ticks cheaper than always-read: {cheaper} (target: met if True)")
 
 
 def main() -> int:
