@@ -17,7 +17,8 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from probegen.dwarf import DwarfTypes
-from probegen.dwarf.index import TypeIndex, _file_names
+from probegen.dwarf import filetable
+from probegen.dwarf.index import TypeIndex, _section_bytes, pyelftools_file_names
 
 UNITS = 205  # the 200th unit alone defines a type
 HEADER = """#include <stdint.h>
@@ -104,7 +105,7 @@ def _reference_index(dwarfinfo) -> dict[str, list[tuple]]:
                 continue
             size = attrs["DW_AT_byte_size"].value if "DW_AT_byte_size" in attrs else -1
             line = attrs["DW_AT_decl_line"].value if "DW_AT_decl_line" in attrs else 0
-            files = files if files is not None else _file_names(dwarfinfo, cu, stmt_list)
+            files = files if files is not None else pyelftools_file_names(dwarfinfo, cu, stmt_list)
             where = files.get(attrs["DW_AT_decl_file"].value, "") if "DW_AT_decl_file" in attrs else ""
             name = attrs["DW_AT_name"].value.decode()
             fingerprint = (name, tags[die.tag], size, line, where)
@@ -118,6 +119,22 @@ def test_index_is_what_pyelftools_reads(program):
     with open(program, "rb") as f:
         dwarfinfo = ELFFile(f).get_dwarf_info(relocate_dwarf_sections=False)
         assert TypeIndex.build(dwarfinfo).names == _reference_index(dwarfinfo)
+
+
+def test_file_tables_are_what_pyelftools_reads(program):
+    with open(program, "rb") as f:
+        dwarfinfo = ELFFile(f).get_dwarf_info(relocate_dwarf_sections=False)
+        line_bytes = _section_bytes(dwarfinfo.debug_line_sec)
+        strings = {".debug_str": _section_bytes(dwarfinfo.debug_str_sec)}
+        if dwarfinfo.debug_line_str_sec is not None:
+            strings[".debug_line_str"] = _section_bytes(dwarfinfo.debug_line_str_sec)
+        with_header = 0
+        for cu in dwarfinfo.iter_CUs():
+            stmt_list = cu.get_top_DIE().attributes["DW_AT_stmt_list"].value
+            fast = filetable.file_names(line_bytes, stmt_list, True, strings)
+            assert fast is not None and fast == pyelftools_file_names(dwarfinfo, cu, stmt_list)
+            with_header += any(path.rsplit("/", 1)[-1] == "shared.h" for path in fast.values())
+        assert with_header == UNITS  # all but main.c's
 
 
 def test_types_across_units_declarations_and_the_200th_unit(program, capsys):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from probegen.dwarf import scan
+from probegen.dwarf import filetable, scan
 from probegen.dwarf.damage import Damaged
 from probegen.dwarf.lines import check_line_header
 
@@ -62,6 +62,7 @@ class TypeIndex:
                    ((".debug_str", dwarfinfo.debug_str_sec), (".debug_line_str", dwarfinfo.debug_line_str_sec))
                    if section is not None}
         info = _section_bytes(dwarfinfo.debug_info_sec)
+        line_bytes = _section_bytes(dwarfinfo.debug_line_sec)
         abbrev_bytes = _section_bytes(dwarfinfo.debug_abbrev_sec)
         tables: dict[tuple, dict] = {}
         plans: dict[tuple, scan.Abbrev] = {}
@@ -76,7 +77,7 @@ class TypeIndex:
             for offset, kind, name, size, line, decl_file in _named_types(unit):
                 row = (kind, cu.cu_offset, offset, _number(size, -1), _number(line, 0))
                 if files is None:
-                    files = _file_names(dwarfinfo, cu, unit.line_table_offset())
+                    files = _file_names(dwarfinfo, cu, unit.line_table_offset(), line_bytes, strings)
                 where = files.get(decl_file, "") if decl_file is not None else ""
                 fingerprint = (name, kind, row[3], row[4], where)
                 if fingerprint in seen:
@@ -156,11 +157,22 @@ def _number(value, default: int) -> int:
     return value if type(value) is int and value >= 0 else default
 
 
-def _file_names(dwarfinfo, cu, stmt_list: int | None) -> dict[int, str]:
+def _file_names(dwarfinfo, cu, stmt_list: int | None, line_bytes: bytes | None = None,
+                strings: dict[str, bytes] | None = None) -> dict[int, str]:
     """DW_AT_decl_file index -> file path, from the unit's line table header
-    at ``stmt_list``."""
+    at ``stmt_list``: read from ``line_bytes`` (.debug_line) where
+    filetable can, else by pyelftools."""
     if type(stmt_list) is not int or dwarfinfo.debug_line_sec is None:
         return {}
+    if line_bytes is not None and 0 <= stmt_list < len(line_bytes):
+        names = filetable.file_names(line_bytes, stmt_list, dwarfinfo.config.little_endian, strings or {})
+        if names is not None:
+            return names
+    return pyelftools_file_names(dwarfinfo, cu, stmt_list)
+
+
+def pyelftools_file_names(dwarfinfo, cu, stmt_list: int) -> dict[int, str]:
+    """``_file_names`` as pyelftools reads the header (checked first)."""
     check_line_header(dwarfinfo, cu, stmt_list)
     # pyelftools' public way in (line_program_for_CU) reads the unit's top
     # DIE through its construct-parsed abbreviation table: 5 ms a unit.
@@ -170,14 +182,4 @@ def _file_names(dwarfinfo, cu, stmt_list: int | None) -> dict[int, str]:
         return {}
     header = program.header
     dirs = [d.decode("utf-8", "replace") if isinstance(d, bytes) else str(d) for d in header["include_directory"]]
-    base = 0 if header["version"] >= 5 else 1  # DWARF 5 counts files from 0
-    names = {}
-    for i, entry in enumerate(header["file_entry"]):
-        name = entry.name.decode("utf-8", "replace") if isinstance(entry.name, bytes) else str(entry.name)
-        d = entry.dir_index if type(entry.dir_index) is int else 0
-        if header["version"] < 5:
-            d -= 1  # DWARF 4: directory 0 is the unit's own, not in the list
-        if 0 <= d < len(dirs) and not name.startswith("/"):
-            name = f"{dirs[d]}/{name}"
-        names[i + base] = name
-    return names
+    return filetable.paths(header["version"], dirs, [(entry.name, entry.dir_index) for entry in header["file_entry"]])
