@@ -26,6 +26,7 @@ def test_python_import_then_verify(tmp_path, capsys):
     names = {n["name"] for n in readelf_notes(PYTHON311) if n["provider"] == "python"}
     assert {p.name for p in catalog.probes} == names
     assert not catalog.arg0 and catalog.header.semaphores  # python's probes have semaphores
+    assert all(p.enabled_check for p in catalog.probes)  # so the header gives each one
     line = catalog.probe("line")
     assert [a.ctype.spelling for a in line.args] == ["uint64_t", "uint64_t", "int32_t"]
 
@@ -53,6 +54,9 @@ def test_spdk_arg0_recognised(spdk_like, tmp_path, capsys, arch, pointer_type):
     assert [a.name for a in by_name["state_change"].args] == ["arg1", "arg2", "arg3"]
     assert [a.ctype.spelling for a in by_name["state_change"].args] == [pointer_type, "int32_t", "uint32_t"]
     assert by_name["tick"].args == ()
+    # Semaphores as the generated header gave them: qpair_add's as a ticks probe.
+    assert catalog.header.semaphores and by_name["state_change"].enabled_check
+    assert not by_name["tick"].enabled_check and not by_name["qpair_add"].enabled_check
 
 
 def test_stdout_and_unknown_provider(spdk_like, capsys):

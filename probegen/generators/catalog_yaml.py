@@ -44,6 +44,7 @@ class ImportedProbe:
     ticks: bool
     sites: int
     note: str = ""
+    enabled_check: bool = False  # every site has a semaphore (a ticks probe gets one anyway)
 
 
 @dataclass(frozen=True)
@@ -186,12 +187,17 @@ def infer_catalog(binaries: list[Binary], provider: str) -> ImportedCatalog:
             inferred = _infer_type([(s.args[index], p) for s, p in usable])
             args.append(ImportedArg(f"arg{index}", inferred.type, inferred.note))
         note = f"sites disagree on the argument count: {sorted(counts)}" if len(counts) > 1 else ""
-        probes.append(ImportedProbe(name, tuple(args), bool(ticks and ticks[name]), len(seen), note))
-    all_sites = [s for group in sites.values() for s, _ in group]
+        is_ticks = bool(ticks and ticks[name])
+        probes.append(ImportedProbe(name, tuple(args), is_ticks, len(seen), note,
+                                    enabled_check=not is_ticks and all(s.semaphore for s, _ in seen)))
+    # The header gives semaphores to ticks and enabled_check probes: off when
+    # no site has one (SPDK's own header), or a ticks probe's site lacks it.
+    with_semaphore = any(s.semaphore for group in sites.values() for s, _ in group)
+    ticks_without = any(not s.semaphore for p in probes if p.ticks for s, _ in sites[p.name])
     return ImportedCatalog(
         provider=provider,
         arg0=ticks is not None,
-        semaphores=all(s.semaphore for s in all_sites),
+        semaphores=with_semaphore and not ticks_without,
         probes=tuple(probes),
         sources=tuple(b.path for b in binaries),
     )
