@@ -1,5 +1,6 @@
 """Generate bpftrace scripts from the catalog: GROUP.bt for each probe
-group, all.bt with every probe, counts.bt counting hits.
+group, all.bt with every probe, counts.bt counting hits, and spans.bt
+measuring the catalog's spans when it declares any.
 
 Probes are written usdt:__EXE__:NAME; run them with probegen trace PID.
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from probegen.commands import scripts
 
-HELP = "generate bpftrace scripts (one per group, all, counts)"
+HELP = "generate bpftrace scripts (one per group, all, counts, spans)"
 
 
 def configure(parser):
