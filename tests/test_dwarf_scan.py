@@ -43,12 +43,12 @@ def _need(tool: str) -> None:
         pytest.skip(f"{tool} is not installed")
 
 
-def _build(out: Path, dwarf: int) -> Path:
+def _build(out: Path, dwarf: int, units: int = UNITS, flags: tuple[str, ...] = ()) -> Path:
     _need("gcc")
     out.mkdir()
     (out / "shared.h").write_text(HEADER)
     sources = []
-    for i in range(UNITS):
+    for i in range(units):
         lines = ['#include "shared.h"']
         if i == 149:
             lines.append("struct opaque { long id; char name[32]; };")
@@ -71,10 +71,10 @@ def _build(out: Path, dwarf: int) -> Path:
     main.write_text("int main(void) { return 0; }\n")
     binary = out / "prog"
     objects = [src.with_suffix(".o") for src in [*sources, main]]
-    result = subprocess.run(["gcc", "-g", f"-gdwarf-{dwarf}", "-O2", "-c", *map(str, sources), str(main)],
+    result = subprocess.run(["gcc", "-g", f"-gdwarf-{dwarf}", "-O2", *flags, "-c", *map(str, sources), str(main)],
                             cwd=out, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    subprocess.run(["gcc", "-o", str(binary), *map(str, objects)], check=True, cwd=out)
+    subprocess.run(["gcc", *flags, "-o", str(binary), *map(str, objects)], check=True, cwd=out)
     return binary
 
 
@@ -116,6 +116,15 @@ def _reference_index(dwarfinfo) -> dict[str, list[tuple]]:
 
 
 def test_index_is_what_pyelftools_reads(program):
+    with open(program, "rb") as f:
+        dwarfinfo = ELFFile(f).get_dwarf_info(relocate_dwarf_sections=False)
+        assert TypeIndex.build(dwarfinfo).names == _reference_index(dwarfinfo)
+
+
+def test_lto_program_index(tmp_path):
+    """gcc -flto: units refer to each other's DIEs (DW_FORM_ref_addr),
+    which the reader steps over like any other form."""
+    program = _build(tmp_path / "lto", 5, units=30, flags=("-flto",))
     with open(program, "rb") as f:
         dwarfinfo = ELFFile(f).get_dwarf_info(relocate_dwarf_sections=False)
         assert TypeIndex.build(dwarfinfo).names == _reference_index(dwarfinfo)

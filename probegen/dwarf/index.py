@@ -68,10 +68,10 @@ class TypeIndex:
         plans: dict[tuple, scan.Abbrev] = {}
         texts: dict[tuple, str] = {}
         for cu in dwarfinfo.iter_CUs():
-            unit_key = (cu["debug_abbrev_offset"], cu.structs.dwarf_format, cu["address_size"])
+            sizes = scan.unit_sizes(8 if cu.structs.dwarf_format == 64 else 4, cu["address_size"], cu["version"])
+            unit_key = (cu["debug_abbrev_offset"], *sizes.values())
             if unit_key not in tables:
-                tables[unit_key] = scan.parse_abbrevs(abbrev_bytes, cu["debug_abbrev_offset"],
-                                                      8 if unit_key[1] == 64 else 4, unit_key[2], plans)
+                tables[unit_key] = scan.parse_abbrevs(abbrev_bytes, cu["debug_abbrev_offset"], sizes, plans)
             unit = scan.Unit(cu, info, strings, tables[unit_key], texts)
             files = None
             for offset, kind, name, size, line, decl_file in _named_types(unit):

@@ -41,7 +41,8 @@ TYPE_TAGS = {  # the tags of the types the index keeps
 }
 
 # Forms by how their bytes are counted. Sizes in words: "offset" (4 or
-# 8, by the unit's DWARF format), "address" (the unit's address size).
+# 8, by the unit's DWARF format), "address" (the unit's address size),
+# "ref_addr" (the address size in DWARF 2, the offset size after).
 _FIXED = {
     "DW_FORM_data1": 1, "DW_FORM_ref1": 1, "DW_FORM_flag": 1, "DW_FORM_strx1": 1, "DW_FORM_addrx1": 1,
     "DW_FORM_data2": 2, "DW_FORM_ref2": 2, "DW_FORM_strx2": 2, "DW_FORM_addrx2": 2,
@@ -52,7 +53,7 @@ _FIXED = {
     "DW_FORM_flag_present": 0, "DW_FORM_implicit_const": 0,
     "DW_FORM_strp": "offset", "DW_FORM_line_strp": "offset", "DW_FORM_sec_offset": "offset",
     "DW_FORM_strp_sup": "offset", "DW_FORM_GNU_ref_alt": "offset", "DW_FORM_GNU_strp_alt": "offset",
-    "DW_FORM_addr": "address",
+    "DW_FORM_addr": "address", "DW_FORM_ref_addr": "ref_addr",
 }
 # Variable-length forms: the kind of count that says how long they are.
 _LEB, _CSTRING, _BLOCK1, _BLOCK2, _BLOCK4, _BLOCK_LEB, _INDIRECT = range(-7, 0)
@@ -141,10 +142,11 @@ class Abbrev:
     ``odd``: one of name, size, line or file is in a form not read here.
     """
 
-    __slots__ = ("tag", "has_children", "segments", "fixed_size", "fields", "declaration", "odd")
+    __slots__ = ("tag", "has_children", "segments", "fixed_size", "fields", "declaration", "odd", "unknown_form")
 
-    def __init__(self, tag: int, has_children: bool, specs, offset_size: int, address_size: int):
+    def __init__(self, tag: int, has_children: bool, specs, sizes: dict[str, int]):
         self.tag = tag
+        self.unknown_form = None  # a form this module cannot step over: Damaged if a DIE uses it
         self.has_children = has_children
         self.declaration = False
         self.fields: dict[int, tuple] = {}
@@ -155,25 +157,33 @@ class Abbrev:
                 self.declaration = True
             name = _FORM_NAMES.get(form)
             if name is None:
-                raise Damaged(f"unknown attribute form {form:#x} in an abbreviation")
+                self.unknown_form = form
+                name = "DW_FORM_flag_present"  # a stand-in: the plan is never used
             slot = _SLOTS.get(attr)
             if slot is not None:
-                self.fields[slot] = (len(segments), fixed, *_reader(slot, form, implicit, offset_size))
+                reader = (_ODD, None) if self.unknown_form == form else _reader(slot, form, implicit, sizes["offset"])
+                self.fields[slot] = (len(segments), fixed, *reader)
             size = _FIXED.get(name)
             if size is None:
                 segments.append((fixed, _VARIABLE[name]))
                 fixed = 0
             else:
-                fixed += offset_size if size == "offset" else address_size if size == "address" else size
+                fixed += sizes.get(size, size)  # type: ignore[call-overload]
         segments.append((fixed, None))
         self.segments = tuple(segments)
         self.fixed_size = fixed if len(segments) == 1 else None
         self.odd = any(self.fields[s][2] == _ODD for s in (NAME, SIZE, LINE, FILE) if s in self.fields)
 
 
-def parse_abbrevs(data, offset: int, offset_size: int, address_size: int,
-                  known: dict | None = None) -> dict[int, Abbrev]:
-    """The abbreviation table at ``offset`` of .debug_abbrev's bytes.
+def unit_sizes(offset_size: int, address_size: int, version: int) -> dict[str, int]:
+    """The sizes of a unit's forms that depend on it (see _FIXED)."""
+    return {"offset": offset_size, "address": address_size,
+            "ref_addr": address_size if version <= 2 else offset_size}
+
+
+def parse_abbrevs(data, offset: int, sizes: dict[str, int], known: dict | None = None) -> dict[int, Abbrev]:
+    """The abbreviation table at ``offset`` of .debug_abbrev's bytes, for
+    units of these ``unit_sizes``.
     ``known`` maps the bytes of abbreviations already planned (with the
     sizes) to their plans: each unit has its own table, but most of its
     entries are byte for byte those of the other units."""
@@ -202,10 +212,10 @@ def parse_abbrevs(data, offset: int, offset_size: int, address_size: int,
             if form == _IMPLICIT:
                 implicit, pos = sleb(data, pos)
             specs.append((attr, form, implicit))
-        key = (data[start:pos], offset_size, address_size)
+        key = (data[start:pos], *sizes.values())
         abbrev = known.get(key)
         if abbrev is None:
-            abbrev = known[key] = Abbrev(tag, has_children, specs, offset_size, address_size)
+            abbrev = known[key] = Abbrev(tag, has_children, specs, sizes)
         table[code] = abbrev
 
 
@@ -228,7 +238,7 @@ class Unit:
         if self.end > len(info):
             raise Damaged(f"the unit at {cu.cu_offset:#x} runs past the end of .debug_info")
         self.offset_size = 8 if cu.structs.dwarf_format == 64 else 4
-        self.address_size = cu["address_size"]
+        self.sizes = unit_sizes(self.offset_size, cu["address_size"], cu["version"])
         self.order = "little" if cu.structs.little_endian else "big"
 
     def die(self, offset: int) -> tuple[Abbrev | None, int, tuple]:
@@ -244,6 +254,8 @@ class Unit:
         abbrev = self.abbrevs.get(code)
         if abbrev is None:
             raise Damaged(f"DIE at {offset:#x} has abbreviation code {code}, not in its unit's table")
+        if abbrev.unknown_form is not None:
+            raise Damaged(f"DIE at {offset:#x} has an attribute of unknown form {abbrev.unknown_form:#x}")
         if abbrev.fixed_size is not None:
             starts = (pos,)
             pos += abbrev.fixed_size
@@ -278,7 +290,7 @@ class Unit:
             size = _FIXED.get(name)
             if size is None:
                 return self._skip(pos, _VARIABLE[name])
-            return pos + (self.offset_size if size == "offset" else self.address_size if size == "address" else size)
+            return pos + self.sizes.get(size, size)
         width = {_BLOCK1: 1, _BLOCK2: 2, _BLOCK4: 4}[kind]
         return pos + width + int.from_bytes(data[pos:pos + width], self.order)
 
