@@ -33,10 +33,24 @@ class TypeSource:
             raise InputError(f"{struct_name}.{member_path} is a bitfield: scripts cannot read it by address")
         return to_ctype(member.type)
 
+    def member(self, struct_name: str, member_path: str) -> m.Member:
+        """The DWARF member at ``member_path``: offset (from the struct's
+        start), type, bitfield bits. NoSuchMember if there is none."""
+        return self.types.member(struct_name, member_path)
+
+    @property
+    def pointer_size(self) -> int:
+        return self.types.info.elf.elfclass // 8
+
     def definitions(self, struct_names: list[str]) -> str:
         """C definitions bpftrace 0.17 accepts for these structs and all
         they need, in dependency order."""
         return render_definitions(self.types, list(struct_names))
+
+
+def spelling(t: m.Type) -> str:
+    """The type as C writes it (a struct defined in place as '{...}')."""
+    return _spelling(t)
 
 
 def _spelling(t: m.Type) -> str:

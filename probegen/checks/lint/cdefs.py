@@ -3,7 +3,9 @@ defines at its top, so casts like ``((struct x *)arg1)->name`` can be
 checked without a binary.
 
 Only declarations are read, not evaluated: a member whose type this does
-not understand is still known to exist, just with an unknown type.
+not understand is still known to exist, just with an unknown type. Each
+struct also keeps its declarations in order (``fields``), from which
+probegen.checks.lint.layout works out where a compiler puts each member.
 """
 
 from __future__ import annotations
@@ -24,6 +26,12 @@ _FUNCTION_POINTER = re.compile(r"\(\s*\*\s*([A-Za-z_]\w*)\s*\)")
 _COMMENT_START = re.compile(r"//|/\*")
 _NOT_NEWLINE = re.compile(r"[^\n]")
 _BIT_WIDTH = re.compile(r"\s*\w+\s*")
+# __attribute__((...)) with one level of inner parentheses: aligned(8).
+_ATTRIBUTE = re.compile(r"__attribute__\s*\(\(((?:[^()]|\([^()]*\))*)\)\)")
+_ALIGNED = re.compile(r"\b(?:__)?aligned(?:__)?\s*\(\s*(\d+)\s*\)")
+_PACKED = re.compile(r"\b(?:__)?packed(?:__)?\b")
+_BOUND = re.compile(r"\[\s*(\d*)\s*\]")
+_BITS = re.compile(r":\s*(\d+)\s*$")
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _QUALIFIERS = {"const", "volatile", "restrict"}
 # Structs defined inside structs, at most; deeper is refused with a position.
@@ -95,11 +103,30 @@ class MemberInfo:
     location: Location | None = None  # of the member's declaration
 
 
+@dataclass(frozen=True)
+class FieldDecl:
+    """One member declaration as written, for laying the struct out."""
+    name: str | None  # None: an anonymous struct or union member
+    location: Location
+    base: str = ""  # the type's words without qualifiers: "short unsigned int", "struct x"
+    stars: int = 0
+    bounds: tuple[int, ...] | None = ()  # array bounds ([] is 0); None: a bound that is no plain number
+    bits: int | None = None  # a bitfield's width
+    packed: bool = False
+    aligned: int | None = None
+    inner: "StructDef | None" = None  # a struct or union defined in place
+    function_pointer: bool = False
+    understood: bool = True  # False: a declaration this reader cannot lay out
+
+
 @dataclass
 class StructDef:
-    name: str
+    name: str | None
     location: Location
     members: dict[str, MemberInfo] = field(default_factory=dict)
+    kind: str = "struct"  # or "union"
+    fields: list[FieldDecl] = field(default_factory=list)  # declarations in order
+    packed: bool = False  # __attribute__((packed)) on the struct
 
 
 _BRACES = re.compile(r"[{}]")
@@ -206,17 +233,21 @@ class _Reader:
             self.aggregate(match, close)
             pos = close + 1
 
-    def aggregate(self, match, close) -> dict[str, MemberInfo]:
-        """Members of the struct whose '{' ends ``match``, registered under
-        its tag if it has one."""
-        members: dict[str, MemberInfo] = {}
+    def aggregate(self, match, close) -> StructDef:
+        """The struct whose '{' ends ``match``, registered under its tag if
+        it has one."""
+        struct = StructDef(match.group(2), self.location(match.start()), kind=match.group(1))
         for offset, declaration in _split_top_level(self.text[match.end():close], ";"):
-            self.declaration(match.end() + offset, declaration, members)
+            self.declaration(match.end() + offset, declaration, struct)
+        end = self.text.find(";", close)
+        attributes = _ATTRIBUTE.findall(self.text, close, len(self.text) if end < 0 else end)
+        struct.packed = any(_PACKED.search(a) for a in attributes)
         if match.group(2):
-            self.structs[match.group(2)] = StructDef(match.group(2), self.location(match.start()), members)
-        return members
+            self.structs[match.group(2)] = struct
+        return struct
 
-    def declaration(self, offset: int, declaration: str, members: dict[str, MemberInfo]):
+    def declaration(self, offset: int, declaration: str, struct: StructDef):
+        members = struct.members
         nested = _AGGREGATE.match(self.text, offset)
         if nested:
             if self.nesting >= MAX_NESTED_STRUCTS:
@@ -226,23 +257,33 @@ class _Reader:
             close = _matching_brace(self.text, nested.end() - 1)
             self.nesting += 1
             try:
-                inner_members = self.aggregate(nested, close)
+                inner = self.aggregate(nested, close)
             finally:
                 self.nesting -= 1
             tail_start = close + 1
             names = _split_top_level(self.text[tail_start:offset + len(declaration)], ",")
             if not names:  # anonymous: its members are the outer struct's
-                members.update(inner_members)
+                members.update(inner.members)
+                struct.fields.append(FieldDecl(None, self.location(offset), inner=inner))
             for name_offset, name in names:
                 found = re.match(r"[\s*]*([A-Za-z_]\w*)", name)
                 if found:
-                    members[found.group(1)] = MemberInfo(
-                        struct=nested.group(2), location=self.location(tail_start + name_offset))
+                    where = self.location(tail_start + name_offset)
+                    members[found.group(1)] = MemberInfo(struct=nested.group(2), location=where)
+                    plain = re.fullmatch(r"\s*[A-Za-z_]\w*\s*", name) is not None
+                    struct.fields.append(FieldDecl(found.group(1), where, inner=inner, understood=plain))
             return
         pointer = _FUNCTION_POINTER.search(declaration)
         if pointer:
-            members[pointer.group(1)] = MemberInfo(location=self.location(offset + pointer.start(1)))
+            where = self.location(offset + pointer.start(1))
+            members[pointer.group(1)] = MemberInfo(location=where)
+            struct.fields.append(FieldDecl(pointer.group(1), where, function_pointer=True))
             return
+        attributes = " ".join(_ATTRIBUTE.findall(declaration))
+        packed = _PACKED.search(attributes) is not None
+        aligned = _ALIGNED.search(attributes)
+        declaration = _ATTRIBUTE.sub(lambda m: " " * len(m[0]), declaration)  # offsets kept
+        bits = _BITS.search(declaration)
         base = None
         for index, (part_offset, declarator) in enumerate(_split_top_level(declaration, ",")):
             prefix = ""
@@ -259,6 +300,14 @@ class _Reader:
             where = self.location(offset + part_offset + match.name_start - len(prefix))
             members[match.name] = _member_info(
                 base, match.stars.count("*"), match.arrays, self.typedefs, where)
+            bounds = _BOUND.findall(match.arrays)
+            plain = "".join(f"[{b}]" for b in bounds) == re.sub(r"\s", "", match.arrays)
+            struct.fields.append(FieldDecl(
+                match.name, where, " ".join(w for w in base.split() if w not in _QUALIFIERS),
+                match.stars.count("*"), tuple(int(b or 0) for b in bounds) if plain else None,
+                int(bits.group(1)) if bits and index == 0 else None, packed,
+                int(aligned.group(1)) if aligned else None,
+                understood=bits is None or len(_split_top_level(declaration, ",")) == 1))
 
 
 def struct_definitions(definitions, path: str, typedefs=None) -> dict[str, StructDef]:

@@ -335,18 +335,37 @@ class Checker:
 
     def copied_structs(self):
         """The script's copies of structs, member by member against the
-        binary: SPDK's sched.bt keeps such copies by hand."""
+        binary: SPDK's sched.bt keeps such copies by hand. A member must be
+        there, at the offset the copy puts it (probegen.checks.lint.layout),
+        of the same size and a type read alike."""
+        from probegen.checks.lint.layout import layouts, mismatch
+        from probegen.generators.typesource import spelling
+
+        placed = layouts(self.structs, self.catalog.typedefs, self.types.pointer_size)
         for definition in self.structs.values():
             for name, info in definition.members.items():
+                where = info.location or definition.location
                 try:
                     self.types.member_ctype(definition.name, name)
                 except NoSuchMember as exc:
-                    where = info.location or definition.location
                     self.report(where.line, where.column,
                                 f"member '{name}' of the script's copy of struct {definition.name} "
                                 f"is not in {self.types_name}: {exc}", "struct-copy")
+                    continue
                 except InputError:
-                    pass  # not in the binary at all (a kernel struct), or unprintable
+                    pass  # unprintable (a struct by value, an array): its place still counts
+                copy = placed[definition.name].members.get(name)
+                if copy is None:
+                    continue  # laid out no further than a declaration this cannot size
+                try:
+                    member = self.types.member(definition.name, name)
+                except InputError:
+                    continue  # not in the binary at all (a kernel struct)
+                problem = mismatch(copy, member, spelling(member.type), self.types_name)
+                if problem:
+                    self.report(where.line, where.column,
+                                f"member '{name}' of the script's copy of struct {definition.name}: "
+                                f"{problem}", "struct-layout")
 
     @staticmethod
     def close(name: str, members) -> str:

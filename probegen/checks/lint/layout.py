@@ -1,0 +1,279 @@
+"""Where a C compiler puts each member of a script's struct copies: the
+offsets bpftrace (through clang) reads them at, for comparing with the
+binary's DWARF.
+
+x86-64 System V rules, which bpftrace's targets share for these types: a
+scalar is aligned to its size, an array to its element, a struct to its
+most aligned member and padded to a multiple of it; a union's members all
+start at 0; a bitfield goes on at the next bit unless it would cross a
+unit of its type; ``packed`` aligns to 1 and ``aligned(N)`` raises the
+alignment. A declaration this cannot size (an unknown typedef, a bound
+that is no number) ends the layout: no offset after it is claimed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from probegen.catalog.ctype import CTypeError, Kind, parse_ctype
+from probegen.checks.lint.cdefs import FieldDecl, StructDef
+
+# Structs by value inside structs, at most (a copy holding itself is refused by C anyway).
+MAX_DEPTH = 32
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A member's type as far as layout and comparison need it."""
+    kind: str  # "integer", "bool", "enum", "pointer", "array", "struct", "float"
+    size: int
+    align: int
+    signed: bool | None = None  # integers: None for plain char (either sign)
+    struct: str | None = None  # "struct": its tag; "pointer": the struct it points to
+    element: "Shape | None" = None  # arrays
+    count: int = 0  # arrays: elements (all bounds multiplied)
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Where a member of the copy is: bytes, and bits for a bitfield."""
+    name: str
+    offset: int
+    shape: Shape
+    bit_offset: int | None = None  # from the struct's start
+    bits: int | None = None
+    spelling: str = ""  # the type as the copy writes it
+
+
+@dataclass(frozen=True)
+class Layout:
+    size: int
+    align: int
+    members: dict[str, Placed]
+    complete: bool  # every declaration was laid out
+
+
+_INTEGER_WORDS = {"signed", "unsigned", "short", "long", "int", "char"}
+
+
+def _c_order(words: list[str]) -> str:
+    """An integer type in the order probegen's C types spell it: gcc's
+    DWARF (and so pahole and probegen structs) writes "short unsigned int"."""
+    if not words or not set(words) <= _INTEGER_WORDS:
+        return " ".join(words)
+    sign = [w for w in ("signed", "unsigned") if w in words]
+    size = [w for w in words if w in ("short", "long", "char")]
+    return " ".join(sign + size + (["int"] if "char" not in words else []))
+
+
+def _spelling(decl: FieldDecl) -> str:
+    if decl.function_pointer:
+        return "a function pointer"
+    base = decl.base if decl.inner is None else f"{decl.inner.kind} {decl.inner.name or '{...}'}"
+    bounds = "".join(f"[{b}]" for b in decl.bounds or ())
+    return f"{base}{' ' + '*' * decl.stars if decl.stars else ''}{bounds}"
+
+
+def _align_up(value: int, align: int) -> int:
+    return (value + align - 1) // align * align
+
+
+class _Planner:
+    def __init__(self, structs: dict[str, StructDef], typedefs, pointer_size: int):
+        self.structs = structs
+        self.typedefs = typedefs or {}
+        self.pointer_size = pointer_size
+        self.layouts: dict[int, Layout] = {}
+        self.depth = 0
+
+    def shape(self, decl: FieldDecl) -> Shape | None:
+        """The declared type of ``decl``, or None if it cannot be sized."""
+        if decl.function_pointer:
+            return Shape("pointer", self.pointer_size, self.pointer_size)
+        if decl.inner is not None:
+            inner = self.layout(decl.inner)
+            base = Shape("struct", inner.size, inner.align, struct=decl.inner.name) if inner.complete else None
+        elif decl.stars:
+            words = decl.base.split()
+            struct = words[1] if decl.stars == 1 and len(words) == 2 and words[0] in ("struct", "union") else None
+            base = Shape("pointer", self.pointer_size, self.pointer_size, struct=struct)
+        else:
+            base = self.base_shape(decl.base)
+        if base is None or decl.bounds is None:
+            return None
+        if decl.bounds:
+            count = 1
+            for bound in decl.bounds:
+                count *= bound
+            return Shape("array", base.size * count, base.align, element=base, count=count)
+        return base
+
+    def base_shape(self, base: str) -> Shape | None:
+        words = base.split()
+        if len(words) == 2 and words[0] in ("struct", "union"):
+            definition = self.structs.get(words[1])
+            if definition is None:
+                return None
+            inner = self.layout(definition)
+            return Shape("struct", inner.size, inner.align, struct=words[1]) if inner.complete else None
+        if words in (["float"], ["double"]):  # laid out, never printed
+            size = 4 if words == ["float"] else 8
+            return Shape("float", size, size)
+        try:
+            ctype = parse_ctype(_c_order(words), self.typedefs)
+        except CTypeError:
+            return None
+        size = ctype.size_on(self.pointer_size)
+        if ctype.kind is Kind.BOOL:
+            return Shape("bool", size, size)
+        if ctype.kind is Kind.ENUM:
+            return Shape("enum", size, size)
+        if ctype.kind is Kind.INTEGER:
+            return Shape("integer", size, size, signed=ctype.signed)
+        if ctype.is_address:
+            return Shape("pointer", size, size, struct=ctype.struct_name)
+        return None
+
+    def layout(self, struct: StructDef) -> Layout:
+        known = self.layouts.get(id(struct))
+        if known is not None:
+            return known
+        if self.depth >= MAX_DEPTH:
+            return Layout(0, 1, {}, False)
+        self.depth += 1
+        self.layouts[id(struct)] = Layout(0, 1, {}, False)  # while it is laid out: a copy holding itself
+        try:
+            result = self._layout(struct)
+        finally:
+            self.depth -= 1
+        self.layouts[id(struct)] = result
+        return result
+
+    def _layout(self, struct: StructDef) -> Layout:
+        union = struct.kind == "union"
+        members: dict[str, Placed] = {}
+        bit = size = 0  # next free bit; bits used
+        align = 1
+        for decl in struct.fields:
+            shape = self.shape(decl) if decl.understood else None
+            if shape is None:
+                return Layout(0, 1, members, False)
+            member_align = 1 if decl.packed or struct.packed else shape.align
+            if decl.aligned:
+                member_align = max(member_align, decl.aligned)
+            start = 0 if union else bit
+            if decl.bits is not None:
+                if shape.kind not in ("integer", "bool", "enum") or decl.packed or struct.packed:
+                    return Layout(0, 1, members, False)
+                unit = shape.size * 8
+                if decl.bits == 0 or start // unit != (start + decl.bits - 1) // unit:
+                    start = _align_up(start, unit)
+                if decl.name is not None and decl.bits:
+                    members[decl.name] = Placed(decl.name, start // 8, shape, start, decl.bits, _spelling(decl))
+                end = start + decl.bits
+                if decl.name is not None:
+                    align = max(align, member_align)
+            else:
+                start = _align_up(start, member_align * 8)
+                align = max(align, member_align)
+                if decl.name is not None:
+                    members[decl.name] = Placed(decl.name, start // 8, shape, spelling=_spelling(decl))
+                elif decl.inner is not None:  # anonymous: its members are ours, moved here
+                    inner = self.layout(decl.inner)
+                    for name, placed in inner.members.items():
+                        members[name] = Placed(name, placed.offset + start // 8, placed.shape,
+                                               None if placed.bit_offset is None else placed.bit_offset + start,
+                                               placed.bits, placed.spelling)
+                end = start + shape.size * 8
+            bit = bit if union else end
+            size = max(size, end) if union else end
+        return Layout(_align_up(_align_up(size, 8) // 8, align), align, members, True)
+
+
+def layouts(structs: dict[str, StructDef], typedefs=None, pointer_size: int = 8) -> dict[str, Layout]:
+    """The layout of each of the script's structs, by tag."""
+    planner = _Planner(structs, typedefs, pointer_size)
+    return {name: planner.layout(struct) for name, struct in structs.items()}
+
+
+# -- against the binary's DWARF ----------------------------------------------
+
+def dwarf_shape(t) -> Shape:
+    """A probegen.dwarf.model type as a Shape (only what comparing needs)."""
+    from probegen.dwarf import model as m
+
+    u = m.unqualified(t)
+    size = u.size or 0
+    if isinstance(u, m.Base):
+        if u.encoding == "boolean":
+            return Shape("bool", size, size)
+        if u.encoding in ("float", "complex_float"):
+            return Shape("float", size, size)
+        return Shape("integer", size, size, signed=None if u.name == "char" else u.signed)
+    if isinstance(u, m.Enum):
+        return Shape("enum", size, size)
+    if isinstance(u, m.Pointer):
+        target = m.unqualified(u.target)
+        return Shape("pointer", size, size, struct=target.name if isinstance(target, m.Struct) else None)
+    if isinstance(u, m.Array):
+        element = dwarf_shape(u.element)
+        count = 1
+        for bound in u.counts:
+            count *= bound or 0
+        return Shape("array", size, element.align, element=element, count=count)
+    if isinstance(u, m.Struct):
+        return Shape("struct", size, 1, struct=u.name)
+    return Shape("void", size, 1)
+
+
+_NUMBERS = ("integer", "bool", "enum")
+
+
+def _same_type(copy: Shape, binary: Shape) -> bool:
+    """Whether reading the copy's type gives the binary's value. Integer,
+    bool and enum of one size read alike (enums' sign is the compiler's
+    choice); so do a pointer and an integer of its size (hand copies keep
+    pointers they do not follow as u64); a pointer to a struct must point
+    to the same struct; arrays must agree element by element."""
+    if copy.size != binary.size:
+        return False
+    if copy.kind in _NUMBERS and binary.kind in _NUMBERS:
+        if copy.kind == binary.kind == "integer" and None not in (copy.signed, binary.signed):
+            return copy.signed == binary.signed
+        return True
+    kinds = {copy.kind, binary.kind}
+    if kinds == {"pointer", "integer"}:
+        return True
+    if copy.kind != binary.kind:
+        return False
+    if copy.kind == "pointer":
+        return None in (copy.struct, binary.struct) or copy.struct == binary.struct
+    if copy.kind == "struct":
+        return None in (copy.struct, binary.struct) or copy.struct == binary.struct
+    if copy.kind == "array":
+        return copy.count == binary.count and _same_type(copy.element, binary.element)
+    return True
+
+
+def mismatch(placed: Placed, member, binary_spelling: str, where: str) -> str | None:
+    """What differs between the copy's member and the binary's
+    (probegen.dwarf.model.Member), as a message tail, or None."""
+    shape = dwarf_shape(member.type)
+    if placed.bits is not None or member.bit_size is not None:
+        copy_at, binary_at = (f"bit {placed.bit_offset}" if placed.bits else f"offset {placed.offset}",
+                              f"bit {member.bit_offset}" if member.bit_size else f"offset {member.offset}")
+        copy_size = f"{placed.bits} bits" if placed.bits else f"{placed.shape.size} bytes"
+        binary_size = f"{member.bit_size} bits" if member.bit_size else f"{shape.size} bytes"
+        moved, resized = copy_at != binary_at, copy_size != binary_size
+        retyped = False
+    else:
+        copy_at, binary_at = f"offset {placed.offset}", f"offset {member.offset}"
+        copy_size, binary_size = f"{placed.shape.size} byte{'s' if placed.shape.size != 1 else ''}", \
+            f"{shape.size} byte{'s' if shape.size != 1 else ''}"
+        moved, resized = placed.offset != member.offset, placed.shape.size != shape.size
+        retyped = not resized and not _same_type(placed.shape, shape)
+    what = [word for word, flag in (("moved", moved), ("resized", resized), ("retyped", retyped)) if flag]
+    if not what:
+        return None
+    return (f"the copy has {placed.spelling} ({copy_size}) at {copy_at}, {where} has {binary_spelling} "
+            f"({binary_size}) at {binary_at} ({', '.join(what)}: bpftrace would read other bytes)")
