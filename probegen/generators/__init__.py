@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from probegen.catalog import Catalog
-from probegen.catalog.outputs import DIRECTORY_KINDS
 from probegen.errors import InputError
-from probegen.files.output import GeneratedFile
+
+if TYPE_CHECKING:  # the struct writer imports this package without any catalog
+    from probegen.catalog import Catalog
+    from probegen.files.output import GeneratedFile
 
 GENERATORS = {
     "header": "probegen.generators.header",
@@ -26,6 +28,8 @@ GENERATORS = {
 def render_outputs(catalog: Catalog, types=None) -> list[GeneratedFile]:
     """Every file the catalog's ``outputs:`` asks for; ``types`` (a binary's
     DWARF) is what scripts print struct members from."""
+    from probegen.catalog.outputs import DIRECTORY_KINDS
+
     files: list[GeneratedFile] = []
     for kind, path in catalog.outputs.items():
         module = GENERATORS.get(kind)
@@ -57,6 +61,8 @@ def require_types_for_members(catalog: Catalog, types) -> None:
 
 def script_directories(catalog: Catalog) -> list[Path]:
     """The catalog's output directories (bpftrace scripts, BCC tools)."""
+    from probegen.catalog.outputs import DIRECTORY_KINDS
+
     return [Path(path) for kind, path in catalog.outputs.items() if kind in DIRECTORY_KINDS]
 
 
