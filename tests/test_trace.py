@@ -4,6 +4,7 @@ library), bpftrace run on the result, and clear errors."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -217,13 +218,11 @@ def test_trace_prints_the_traced_binarys_enum_names(drift_program):
 
 
 def test_trace_enum_names_source_without_debug_info(drift_program, tmp_path):
-    """A dry run shows the rows replaced once, where they stood; a stripped
+    """A dry run shows the names replaced where they stood; a stripped
     binary keeps the script's names, and stderr says why."""
     from helpers.drift import DRIFT_CATALOG
-    from probegen.catalog import load_catalog
 
     binaries, script = drift_program
-    catalog = load_catalog(DRIFT_CATALOG)
     stripped = tmp_path / "v25_09_stripped"
     strip = shutil.which("strip")
     if strip is None:
@@ -244,9 +243,47 @@ def test_trace_enum_names_source_without_debug_info(drift_program, tmp_path):
             program.kill()
         assert result.returncode == 0, result.stderr
         assert result.stderr.splitlines() == [f"probegen trace: {source}"]
-        begin = [line.strip() for line in result.stdout.splitlines() if line.strip().startswith("@pg_nvmf_tgt_state_")]
-        assert begin[0::2] == [f'@pg_nvmf_tgt_state_name[{v}] = "{n}";'
-                               for v, n in zip((0, 4, 5, 6, 10), names)]
-        assert begin[1::2] == [f"@pg_nvmf_tgt_state_known[{v}] = 1;" for v in (0, 4, 5, 6, 10)]
-        assert result.stdout.index("BEGIN") < result.stdout.index("@pg_nvmf_tgt_state_name[0]") \
-            < result.stdout.index("printf(\"Tracing")
+        # The names as the script writes them, in either of the generators' forms.
+        written = re.findall(r'(?:@pg_nvmf_tgt_state_name\[|== )(\d+)\]?\)? (?:= |\{ \$\w+ = )"(\w+)"', result.stdout)
+        assert written == [(str(v), n) for v, n in zip((0, 4, 5, 6, 10), names)]
+
+
+def test_enum_names_rewritten_in_both_forms_and_nowhere_else():
+    """Map rows (named after their enum) and comparison chains (the
+    catalog's enum whose names and values they have) take the binary's
+    names; a comment, a string and a chain of names no catalog enum has
+    are left alone."""
+    from helpers.drift import DRIFT_CATALOG
+    from probegen.catalog import load_catalog
+    from probegen.generators.lines import EnumTable
+    from probegen.runtime.enum_names import EnumSources, mapped_enums, rewrite
+
+    catalog = load_catalog(DRIFT_CATALOG)
+    chain = """\tif ({e} == 0) {{ $pg_e1 = "INIT_NONE"; }}
+\telse if ({e} == 4) {{ $pg_e1 = "RUNNING"; }}
+\telse if ({e} == 5) {{ $pg_e1 = "FINI_STOP_SUBSYSTEMS"; }}
+\telse if ({e} == 6) {{ $pg_e1 = "FINI_STOP_LISTEN"; }}
+\telse if ({e} == 10) {{ $pg_e1 = "STOPPED"; }}
+\telse {{ $pg_k1 = 0; }}
+"""
+    other = '\tif (arg2 == 0) { $pg_e2 = "OFF"; }\n\telse { $pg_k2 = 0; }\n'
+    text = ("BEGIN\n{\n\t@pg_nvmf_tgt_state_name[5] = \"FINI_STOP_SUBSYSTEMS\";\n\t@pg_nvmf_tgt_state_known[5] = 1;\n"
+            "\t@pg_nvmf_tgt_state_name[6] = \"FINI_STOP_LISTEN\";\n\t@pg_nvmf_tgt_state_known[6] = 1;\n}\n"
+            "/*\n\t@pg_nvmf_tgt_state_name[5] = \"X\";\n*/\n"
+            "usdt:*:pgdrift:tgt_state\n{\n" + chain.format(e="(int32)$pg_arg0->state") + other
+            + '\tprintf("@pg_nvmf_tgt_state_name[5] = 1;\\n");\n}\n')
+    assert mapped_enums(catalog, [text]) == ["nvmf_tgt_state"]
+    table = EnumTable("nvmf_tgt_state", ((5, "FINI_STOP_LISTEN"), (6, "FINI_STOP_SUBSYSTEMS"), (7, "NEW")), False)
+    sources = EnumSources(from_binary={"nvmf_tgt_state": ("bin", table)})
+    new_chain = """\tif ((int32)$pg_arg0->state == 5) { $pg_e1 = "FINI_STOP_LISTEN"; }
+\telse if ((int32)$pg_arg0->state == 6) { $pg_e1 = "FINI_STOP_SUBSYSTEMS"; }
+\telse if ((int32)$pg_arg0->state == 7) { $pg_e1 = "NEW"; }
+\telse { $pg_k1 = 0; }
+"""
+    assert rewrite(text, catalog, sources) == (
+        "BEGIN\n{\n\t@pg_nvmf_tgt_state_name[5] = \"FINI_STOP_LISTEN\";\n\t@pg_nvmf_tgt_state_known[5] = 1;\n"
+        "\t@pg_nvmf_tgt_state_name[6] = \"FINI_STOP_SUBSYSTEMS\";\n\t@pg_nvmf_tgt_state_known[6] = 1;\n"
+        "\t@pg_nvmf_tgt_state_name[7] = \"NEW\";\n\t@pg_nvmf_tgt_state_known[7] = 1;\n}\n"
+        "/*\n\t@pg_nvmf_tgt_state_name[5] = \"X\";\n*/\n"
+        "usdt:*:pgdrift:tgt_state\n{\n" + new_chain + other
+        + '\tprintf("@pg_nvmf_tgt_state_name[5] = 1;\\n");\n}\n')

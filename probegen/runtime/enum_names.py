@@ -1,14 +1,21 @@
 """Enum names for a traced process, from its own binary's debug info.
 
-A script made from a catalog fills a map per enum (``@pg_ENUM_name[V] =
-"NAME";`` and ``@pg_ENUM_known[V] = 1;``, generators.bpftrace) with the
-catalog's names: those of one version. SPDK v25.09 numbers two
-nvmf_tgt_state states the other way round from master, so a master script
-prints them swapped on v25.09 (SPDK's own scripts/bpf/gen_enums.sh greps
-the sources at trace time for the same reason). Here the rows of each
-catalog enum are replaced with the names the traced files' DWARF gives,
-where they have it; elsewhere the script's rows stay. Which source each
+A script made from a catalog names enum values as the catalog (or the
+binary it was made with) does: one version's names. SPDK v25.09 numbers
+two nvmf_tgt_state states the other way round from master, so a master
+script prints them swapped on v25.09 (SPDK's own scripts/bpf/gen_enums.sh
+greps the sources at trace time for the same reason). Here each enum's
+names in the script are replaced with those the traced files' DWARF gives,
+where it has the enum; elsewhere the script's stay. Which source each
 enum's names came from is said on stderr.
+
+The names stand in a script in one of two forms probegen's generators
+write: rows filling a map per enum in a BEGIN block (``@pg_ENUM_name[V] =
+"NAME";`` and ``@pg_ENUM_known[V] = 1;``: the enum is in the map's name),
+or a chain of comparisons where the name is printed (``if (EXPR == V) {
+$VAR = "NAME"; } else if ... else { $KNOWN = 0; }``: the enum is the
+catalog's whose names and values the chain has, in order). Each is
+rewritten in its own form, the values the binary names and no others.
 """
 
 from __future__ import annotations
@@ -19,15 +26,19 @@ from dataclasses import dataclass, field
 
 from probegen.catalog.model import Catalog
 from probegen.errors import InputError, NoDebugInfo
-from probegen.generators.bpftrace import known_map, name_map
 from probegen.generators.escape import c_string
 from probegen.generators.lines import EnumTable, enum_table
 
-# A row of an enum map as generators.bpftrace writes it, or what must be
-# stepped over as a whole so no row inside it is touched.
-_ROW = (r"(?P<comment>//[^\n]*|/\*.*?(?:\*/|\Z))"
-        r'|(?P<string>"(?:[^"\\\n]|\\[^\n])*(?:"|$))'
-        r'|^(?P<indent>[ \t]*)@pg_(?P<enum>{names})_(?:name|known)\[-?\d+\] = (?:"(?:[^"\\\n]|\\[^\n])*"|1);[ \t]*\n')
+_STRING = r'"(?:[^"\\\n]|\\[^\n])*"'
+# Each form of enum names, or what must be stepped over as a whole so no
+# name inside it is touched (a comment, a string).
+_FORMS = (r"(?P<comment>//[^\n]*|/\*.*?(?:\*/|\Z))"
+          r'|(?P<string>"(?:[^"\\\n]|\\[^\n])*(?:"|$))'
+          r"|^(?P<indent>[ \t]*)@pg_(?P<enum>{names})_(?:name|known)\[-?\d+\] = (?:" + _STRING + r"|1);[ \t]*\n"
+          r"|^(?P<chain_indent>[ \t]*)if \((?P<expr>[^\n]*?) == -?\d+\) \{ (?P<var>\$\w+) = " + _STRING
+          + r"; \}[ \t]*\n(?:[ \t]*else if \((?P=expr) == -?\d+\) \{ (?P=var) = " + _STRING + r"; \}[ \t]*\n)*"
+          r"[ \t]*else \{ (?P<known>\$\w+) = 0; \}")
+_CHAIN_ROW = re.compile(r"== (-?\d+)\) \{ \$\w+ = (" + _STRING + r"); \}")
 
 
 @dataclass
@@ -53,14 +64,45 @@ class EnumSources:
         return lines
 
 
+def _name_map(enum: str) -> str:
+    return f"@pg_{enum}_name"
+
+
+def _known_map(enum: str) -> str:
+    return f"@pg_{enum}_known"
+
+
+class _Forms:
+    """The enum name forms of scripts, for one catalog's enums."""
+
+    def __init__(self, catalog: Catalog):
+        names = [e.name for e in catalog.enums]
+        self.pattern = re.compile(_FORMS.replace("{names}", "|".join(map(re.escape, names)) or "(?!)"), re.S | re.M)
+        # A chain is an enum's when it has the catalog's rows (as written in a script).
+        self.by_rows: dict[tuple, list[str]] = {}
+        for name in names:
+            table = enum_table(catalog, name, None)
+            if table is not None:
+                self.by_rows.setdefault(tuple((v, f'"{c_string(n)}"') for v, n in table.names), []).append(name)
+
+    def enum_of(self, match: re.Match) -> str | None:
+        if match["enum"] is not None:
+            return match["enum"]
+        if match["known"] is None:
+            return None  # a comment or a string
+        rows = tuple((int(v), text) for v, text in _CHAIN_ROW.findall(match[0]))
+        owners = self.by_rows.get(rows, [])
+        return owners[0] if len(owners) == 1 else None  # two enums with the same names: whose is unknown
+
+    def enums_in(self, text: str) -> set[str]:
+        return {e for e in map(self.enum_of, self.pattern.finditer(text)) if e is not None}
+
+
 def mapped_enums(catalog: Catalog, texts) -> list[str]:
-    """The catalog's enums whose name maps the scripts fill."""
-    found = []
-    for enum in catalog.enums:
-        row = re.compile(rf"^[ \t]*{re.escape(name_map(enum.name))}\[", re.M)
-        if any(row.search(text) for text in texts):
-            found.append(enum.name)
-    return found
+    """The catalog's enums whose names the scripts hold, in either form."""
+    forms = _Forms(catalog)
+    found = set().union(*(forms.enums_in(text) for text in texts))
+    return [e.name for e in catalog.enums if e.name in found]
 
 
 def from_debug_info(catalog: Catalog, enums: list[str], files) -> EnumSources:
@@ -96,26 +138,33 @@ def from_debug_info(catalog: Catalog, enums: list[str], files) -> EnumSources:
     return sources
 
 
-def rewrite(text: str, sources: EnumSources) -> str:
-    """``text`` with each enum of ``sources.from_binary`` mapped as its
-    table says: its rows replaced where its first row stands."""
+def rewrite(text: str, catalog: Catalog, sources: EnumSources) -> str:
+    """``text`` with each enum of ``sources.from_binary`` named as its
+    table says: map rows replaced where the enum's first row stands, each
+    chain replaced in place."""
     if not sources.from_binary:
         return text
-    pattern = re.compile(_ROW.format(names="|".join(map(re.escape, sources.from_binary))), re.S | re.M)
+    forms = _Forms(catalog)
     done: set[str] = set()
 
     def replace(match: re.Match) -> str:
-        enum = match["enum"]
-        if enum is None:
+        enum = forms.enum_of(match)
+        if enum not in sources.from_binary:
             return match[0]
-        if enum in done:
-            return ""
-        done.add(enum)
         _, table = sources.from_binary[enum]
-        return "".join(f'{match["indent"]}{name_map(enum)}[{value}] = "{c_string(name)}";\n'
-                       f'{match["indent"]}{known_map(enum)}[{value}] = 1;\n' for value, name in table.names)
+        if match["enum"] is not None:  # map rows: all of the enum's at its first
+            if enum in done:
+                return ""
+            done.add(enum)
+            indent = match["indent"]
+            return "".join(f'{indent}{_name_map(enum)}[{value}] = "{c_string(name)}";\n'
+                           f'{indent}{_known_map(enum)}[{value}] = 1;\n' for value, name in table.names)
+        indent, expr, var = match["chain_indent"], match["expr"], match["var"]
+        rows = [f'{"if" if i == 0 else indent + "else if"} ({expr} == {value}) {{ {var} = "{c_string(name)}"; }}\n'
+                for i, (value, name) in enumerate(table.names)]
+        return indent + "".join(rows) + f"{indent}else {{ {match['known']} = 0; }}"
 
-    return pattern.sub(replace, text)
+    return forms.pattern.sub(replace, text)
 
 
 def for_process(catalog: Catalog, pid: int, holders: dict, texts: list[str]) -> tuple[list[str], list[str]]:
@@ -141,4 +190,4 @@ def for_process(catalog: Catalog, pid: int, holders: dict, texts: list[str]) -> 
     finally:
         for fd in descriptors:
             os.close(fd)
-    return [rewrite(text, sources) for text in texts], sources.messages(catalog)
+    return [rewrite(text, catalog, sources) for text in texts], sources.messages(catalog)
