@@ -116,7 +116,8 @@ def traced(tmp_path_factory):
         program.wait_line("DONE")
         assert program.proc.wait(60) == 0
         for tracer in tracers.values():
-            assert tracer.stop(signal.SIGINT) == 0, tracer.stderr
+            code = tracer.stop(signal.SIGINT)
+            assert code == 0, (code, tracer.stderr)
     finally:
         program.kill()
         for tracer in tracers.values():
