@@ -1,22 +1,39 @@
 """bpftrace scripts from the catalog: one per group, one with every probe,
-and one counting hits.
+and one counting hits. Targets bpftrace 0.17.
 
-Probes are written ``usdt:__EXE__:NAME``, SPDK's marker convention:
-``probegen trace`` (or SPDK's scripts/bpftrace.sh) puts in the file that
-holds each probe for the traced process. Targets bpftrace 0.17.
+Probes are written ``usdt:*:PROVIDER:NAME``, so one script runs four ways:
+``bpftrace -p PID script.bt``, ``./script.bt -p PID`` (its shebang), SPDK's
+``scripts/bpftrace.sh PID script.bt`` (bpftrace resolves ``*`` to the files
+the process maps), and ``probegen trace PID script.bt``, which names the
+exact file holding each probe. Scripts have no BEGIN or END block: SPDK's
+bpftrace.sh appends its own and bpftrace allows one of each. So enum names
+are looked up where they are printed, and no map is filled that would be
+printed at exit.
+
+Strings print whole up to their max_len at bpftrace's default
+BPFTRACE_STRLEN (64): bpftrace 0.17's str() reads at most 200 bytes and
+gives every str() of a script a BPFTRACE_STRLEN-byte buffer on the 512-byte
+BPF stack, so a string is read in pieces of 63 characters. A piece after
+the first is read only when the ones before it hold no NUL (8-byte words
+tested for a zero byte), never from past the string's end.
+
+A hit prints one line from one printf, i.e. one perf record, whenever its
+arguments fit the stack (see _limit). A line that cannot (two 223-character
+NQNs do not) is printed by several printf calls in a row, and only when the
+hit's strings are too long for one record: see doc/tracing.md for what this
+means when several CPUs print at once.
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from probegen.catalog import Catalog
 from probegen.generators.escape import c_string, printf_literal
 from probegen.generators.lines import (
-    BPFTRACE_STRLEN_LIMIT, DEFAULT_STRLEN, UNKNOWN_ENUM, Field, ProbeLine, Style,
-    enum_tables, probe_lines, script_groups,
+    DEFAULT_STRLEN, UNKNOWN_ENUM, EnumTable, Field, ProbeLine, Style, enum_tables, probe_lines, script_groups,
 )
 from probegen.files.output import GeneratedFile
 from probegen.generators.render import render
@@ -30,27 +47,55 @@ COUNT_SCRIPT = "counts"
 # ("x86_64 doesn't support arg6"); later ones print as this.
 MAX_ARG_INDEX = 5
 UNREADABLE = "?"
-# A script comment `probegen trace` reads to raise bpftrace's string size.
-STRLEN_MARKER = "BPFTRACE_STRLEN="
-# bpftrace 0.17 gives every str() of a script a BPFTRACE_STRLEN-byte buffer
-# on the 512-byte BPF stack, beside the printf's other arguments, and how
-# LLVM lays them out is not linear in the sizes. Measured by loading every
-# mix of 1-6 strings (max_len 4096) with enum and integer arguments up to
-# the 6 readable ones: a budget of 256 loads them all; 320 fails with two
-# strings and any other argument (so did 384: 2 x 150 and 3 x 120).
-STRING_STACK_BUDGET = 256
+# Characters one str() reads at bpftrace's default BPFTRACE_STRLEN of 64
+# (one byte is the NUL); every str() takes those 64 bytes of stack.
+PIECE = DEFAULT_STRLEN - 1
+PIECE_BYTES = DEFAULT_STRLEN
+# A probe's stack. One printf takes its arguments' bytes, the timestamp
+# included, and one more copy of its largest string (the str() buffer).
+# Measured on bpftrace 0.17: $t, timestamp, four integers and six 64-byte
+# strings (504 bytes counted this way) load, seven (568) do not; variables
+# take 8 bytes each (see _limit).
+BPF_STACK = 512
+STACK_MARGIN = 32
+# Variables of the loop that finds a string's full pieces (_full_pieces).
+LOOP_VARIABLES = 5
+WORD_BYTES = 8
+# Tests a 64-bit word for a zero byte: (w - ONES) & ~w & HIGHS is non-zero
+# exactly when one of its bytes is 0.
+ONES = "0x0101010101010101"
+HIGHS = "0x8080808080808080"
+
+
+@dataclass(frozen=True)
+class Item:
+    """A run of a line's printf: format text, its arguments, and their stack
+    bytes (``copy``: the extra buffer the largest argument's read needs)."""
+
+    format: str
+    args: tuple[str, ...] = ()
+    size: int = 0
+    copy: int = 0
 
 
 @dataclass(frozen=True)
 class Printf:
-    conditions: tuple[str, ...]  # all must hold for this printf to run
     format: str  # body of the format string literal, escaped
     args: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Variant:
+    """The printf calls a hit makes when all ``conditions`` hold (the last
+    variant of a probe: otherwise)."""
+
+    conditions: tuple[str, ...]
+    printfs: tuple[Printf, ...]
+
+
 def conversion(style: Style, size: int) -> str:
     """printf conversion of a value printed in this style (an enum: by
-    name, from a map); bpftrace wants 'l' for 8 bytes."""
+    name); bpftrace wants 'l' for 8 bytes."""
     long = "l" if size == 8 else ""
     return {Style.SIGNED: f"%{long}d", Style.UNSIGNED: f"%{long}u", Style.HEX: f"0x%{long}x",
             Style.POINTER: "%p", Style.STRING: "%s", Style.ENUM: "%s"}[style]
@@ -79,7 +124,7 @@ def _value(field: Field) -> str:
         value = f"{_pointer_variable(field)}->{field.member}"
         if field.style is Style.ENUM and field.signed and field.size < 8:
             # bpftrace 0.17 reads an enum member as unsigned: -2 would be
-            # 4294967294, a key no name is stored under.
+            # 4294967294, a value no name is given for.
             return f"(int{field.size * 8}){value}"
         return value
     return f"arg{field.index}"
@@ -100,59 +145,6 @@ def pointer_variables(line: ProbeLine) -> list[str]:
     return list(statements.values())
 
 
-def _piece(field: Field, known: bool | None, strlen: int) -> tuple[str, list[str]]:
-    """Format text and printf arguments of one ``name=value``."""
-    label = printf_literal(field.label) + "="
-    if not _readable(field):
-        return label + UNREADABLE, []
-    value = _value(field)
-    style = field.style
-    if style is Style.STRING and not _is_char_array(field):  # bpftrace prints a char array member as it is
-        value = f"str({value}, {min(field.max_len, strlen - 1)})"
-    elif style is Style.HEX:
-        # Cast to the unsigned type of the width, so a negative value prints
-        # its own bits rather than a sign-extended 64-bit pattern.
-        value = f"(uint{field.size * 8}){value}"
-    elif style is Style.ENUM and known:
-        value = f"{name_map(field.enum.name)}[{value}]"
-    elif style is Style.ENUM:
-        return label + printf_literal(UNKNOWN_ENUM) + "(%d)", [value]
-    return label + conversion(style, field.size), [value]
-
-
-def printfs(line: ProbeLine, strlen: int = DEFAULT_STRLEN) -> list[Printf]:
-    """The printf statements of a probe: one, or one per combination of
-    known and unknown values of its enum fields (bpftrace 0.17 can neither
-    compare map strings nor turn a number into a string)."""
-    enums = [f for f in line.fields if f.style is Style.ENUM and _readable(f)]
-    result = []
-    for combination in itertools.product((True, False), repeat=len(enums)):
-        known = dict(zip((id(f) for f in enums), combination))
-        text = [printf_literal(line.probe.name)]
-        args = ["$t / 1000000000", "$t % 1000000000 / 1000"]
-        for field in line.fields:
-            piece, piece_args = _piece(field, known.get(id(field)), strlen)
-            text.append(piece)
-            args.extend(piece_args)
-        conditions = tuple(
-            ("" if k else "!") + f"{known_map(f.enum.name)}[{_value(f)}]" for f, k in zip(enums, combination)
-        )
-        result.append(Printf(conditions, "%llu.%06llu: " + " ".join(text) + "\\n", tuple(args)))
-    return result
-
-
-def script_strlen(lines: list[ProbeLine]) -> int:
-    """BPFTRACE_STRLEN for a script: what its longest max_len asks for, but
-    no more than lets every probe's strings fit on bpftrace's stack (the
-    default 64 always does: at most 6 arguments are readable). A string
-    prints at most BPFTRACE_STRLEN - 1 characters."""
-    wanted = max((f.max_len + 1 for l in lines for f in l.fields if _reads_string(f)), default=DEFAULT_STRLEN)
-    limit = min([BPFTRACE_STRLEN_LIMIT] + [
-        STRING_STACK_BUDGET // count for count in (sum(map(_reads_string, l.fields)) for l in lines) if count
-    ])
-    return max(DEFAULT_STRLEN, min(wanted, limit))
-
-
 def _is_char_array(field: Field) -> bool:
     """A char array member, which bpftrace prints with %s as it is; a char
     pointer (argument or member) is read with str()."""
@@ -163,26 +155,205 @@ def _reads_string(field: Field) -> bool:
     return field.style is Style.STRING and not _is_char_array(field) and _readable(field)
 
 
+def pieces(field: Field) -> int:
+    """str() reads that print the string field whole, up to its max_len."""
+    return -(-field.max_len // PIECE)
+
+
+def _round(size: int) -> int:
+    return -(-size // WORD_BYTES) * WORD_BYTES
+
+
+def enum_lookup(table: EnumTable, value: str, name: str, known: str) -> list[str]:
+    """Statements setting the string variable ``name`` to the name of
+    ``value`` in ``table`` and ``known`` to 1, or ``known`` to 0 when the
+    table has no name for it. Written where the name is printed, one row
+    per value, so a script needs no BEGIN block to fill a map (nor an END
+    block to keep the map from printing at exit). A chain of conditional
+    string literals inside the printf instead fails bpftrace 0.17's
+    verifier in some probes ("invalid size of register spill")."""
+    rows = [f"// names of enum {table.name}", f'{name} = "";', f"{known} = 1;"]
+    for number, (enum_value, shown) in enumerate(table.names):
+        keyword = "if" if number == 0 else "else if"
+        rows.append(f'{keyword} ({value} == {enum_value}) {{ {name} = "{c_string(shown)}"; }}')
+    rows.append(f"else {{ {known} = 0; }}")
+    return rows
+
+
+def _string_variables(number: int) -> tuple[str, str]:
+    """(the string's address, how many of its pieces are known full)."""
+    return f"$pg_s{number}", f"$pg_f{number}"
+
+
+def _full_pieces(address: str, full: str, count: int) -> list[str]:
+    """Statements counting into ``full`` the leading pieces of the string at
+    ``address`` that hold no NUL, up to ``count`` - 1 of them: a piece after
+    those is past the string's end and is not read. A piece's 63 bytes and
+    the next byte are tested as eight words; a failed read gives zeros,
+    which end the count. A loop, not unroll(): bpftrace 0.17 gives every
+    unrolled read its own 8 bytes of stack."""
+    words = _round(PIECE) // WORD_BYTES
+    return [
+        f"{full} = 0;",
+        "$pg_more = 1;",
+        "$pg_zero = (uint64)0;",
+        "$pg_words = (uint64)0;",
+        f"$pg_at = {address};",
+        f"while ($pg_more && $pg_words < {words * (count - 1)}) {{",
+        "	$pg_word = *(uint64 *)uptr($pg_at);",
+        f"	$pg_zero = $pg_zero | (($pg_word - {ONES}) & ~$pg_word);",
+        f"	$pg_at = $pg_at + {WORD_BYTES};",
+        "	$pg_words = $pg_words + 1;",
+        f"	if ($pg_words % {words} == 0) {{",
+        f"		if ($pg_zero & {HIGHS}) {{ $pg_more = 0; }} "
+        f"else {{ {full} = {full} + 1; $pg_at = $pg_at - {_round(PIECE) - PIECE}; }}",
+        "	}",
+        "}",
+    ]
+
+
+def _string_items(field: Field, number: int, shown: int) -> list[Item]:
+    """The first ``shown`` pieces of a string field."""
+    address, full = _string_variables(number)
+    items = []
+    for k in range(shown):
+        length = min(PIECE, field.max_len - k * PIECE)
+        where = f"uptr({address})" if k == 0 else f"uptr({full} >= {k} ? {address} + {k * PIECE} : 0)"
+        items.append(Item("%s", (f"str({where}, {length + 1})",), PIECE_BYTES, PIECE_BYTES))
+    return items
+
+
+def _field_items(field: Field, number: int, known: bool | None, shown: int | None) -> list[Item]:
+    """Items of one ``name=value``; ``shown``: pieces of a string field."""
+    label = " " + printf_literal(field.label) + "="
+    if not _readable(field):
+        return [Item(label + UNREADABLE)]
+    value = _value(field)
+    style = field.style
+    if _reads_string(field):
+        return [Item(label)] + _string_items(field, number, pieces(field) if shown is None else shown)
+    if style is Style.STRING:  # a char array member: bpftrace reads and prints it whole
+        size = _round(field.ctype.size)
+        return [Item(label + "%s", (value,), size, size)]
+    if style is Style.ENUM and known:
+        return [Item(label + "%s", (f"$pg_e{number}",), PIECE_BYTES)]
+    if style is Style.ENUM:
+        return [Item(label + printf_literal(UNKNOWN_ENUM) + "(%d)", (value,), WORD_BYTES)]
+    if style is Style.HEX:
+        # Cast to the unsigned type of the width, so a negative value prints
+        # its own bits rather than a sign-extended 64-bit pattern.
+        value = f"(uint{field.size * 8}){value}"
+    return [Item(label + conversion(style, field.size), (value,), WORD_BYTES)]
+
+
+def _line_items(line: ProbeLine, known: dict, shown: dict) -> list[Item]:
+    items = [Item("%llu.%06llu: " + printf_literal(line.probe.name),
+                  ("$t / 1000000000", "$t % 1000000000 / 1000"), 2 * WORD_BYTES)]
+    for number, field in enumerate(line.fields):
+        items.extend(_field_items(field, number, known.get(number), shown.get(number)))
+    return items
+
+
+def _stack(items: list[Item]) -> int:
+    return sum(i.size for i in items) + max((i.copy for i in items), default=0)
+
+
+def _limit(line: ProbeLine) -> int:
+    """Stack bytes left for one printf of the probe: BPF_STACK less its
+    variables (bpftrace 0.17 keeps each on the stack: 8 bytes, an enum
+    name's string 64) and STACK_MARGIN."""
+    strings = [f for f in line.fields if _reads_string(f)]
+    enums = sum(1 for f in line.fields if f.style is Style.ENUM and _readable(f))
+    scalars = (1 + len(pointer_variables(line)) + 2 * len(strings) + enums
+               + (LOOP_VARIABLES if any(pieces(f) > 1 for f in strings) else 0))
+    return BPF_STACK - STACK_MARGIN - WORD_BYTES * scalars - PIECE_BYTES * enums
+
+
+def _records(items: list[Item], limit: int) -> list[Printf]:
+    """The items in as few printf calls as fit ``limit`` each, in order;
+    the last ends the line."""
+    groups: list[list[Item]] = [[]]
+    for item in items:
+        if groups[-1] and _stack(groups[-1] + [item]) > limit:
+            groups.append([])
+        groups[-1].append(item)
+    records = [Printf("".join(i.format for i in g), tuple(a for i in g for a in i.args)) for g in groups]
+    records[-1] = replace(records[-1], format=records[-1].format + "\\n")
+    return records
+
+
+def _one_record_layout(line: ProbeLine, known: dict) -> dict[int, int] | None:
+    """Pieces per string field for a line that fits one printf when its
+    strings are short enough: as many as fit, shared out in turn."""
+    strings = [n for n, f in enumerate(line.fields) if _reads_string(f)]
+    shown = {n: 0 for n in strings}
+    if not strings or _stack(_line_items(line, known, shown)) > _limit(line):
+        return None
+    while True:
+        grown = False
+        for n in strings:
+            if shown[n] < pieces(line.fields[n]):
+                trial = {**shown, n: shown[n] + 1}
+                if _stack(_line_items(line, known, trial)) <= _limit(line):
+                    shown, grown = trial, True
+        if not grown:
+            break
+    return shown if all(shown.values()) else None
+
+
+def variants(line: ProbeLine) -> list[Variant]:
+    """What a hit prints: one variant per combination of known and unknown
+    values of its enum fields (bpftrace 0.17 cannot turn a number into a
+    string), and, where the whole line does not fit one printf, first a
+    one-printf variant for hits whose strings are short enough for it."""
+    enums = [n for n, f in enumerate(line.fields) if f.style is Style.ENUM and _readable(f)]
+    result = []
+    for combination in itertools.product((True, False), repeat=len(enums)):
+        known = dict(zip(enums, combination))
+        conditions = tuple(("" if k else "!") + f"$pg_k{n}" for n, k in known.items())
+        records = _records(_line_items(line, known, {}), _limit(line))
+        if len(records) > 1:
+            shown = _one_record_layout(line, known)
+            if shown:
+                short = tuple(f"{_string_variables(n)[1]} < {count}" for n, count in shown.items()
+                              if count < pieces(line.fields[n]))
+                result.append(Variant(conditions + short, tuple(_records(_line_items(line, known, shown), _limit(line)))))
+        result.append(Variant(conditions, tuple(records)))
+    return result
+
+
+def statements(line: ProbeLine) -> list[str]:
+    """What a probe computes before printing: struct pointers, string
+    addresses and their full pieces, enum names."""
+    rows = ["$t = nsecs;", *pointer_variables(line)]
+    for number, field in enumerate(line.fields):
+        if _reads_string(field):
+            address, full = _string_variables(number)
+            rows.append(f"{address} = (uint64){_value(field)};")
+            if pieces(field) > 1:
+                rows.extend(_full_pieces(address, full, pieces(field)))
+        elif field.style is Style.ENUM and _readable(field):
+            rows.extend(enum_lookup(field.enum, _value(field), f"$pg_e{number}", f"$pg_k{number}"))
+    return rows
+
+
+def split_probes(lines: list[ProbeLine]) -> list[str]:
+    """Probes whose longest lines take more than one printf."""
+    return [l.probe.name for l in lines if any(len(v.printfs) > 1 for v in variants(l))]
+
+
 def render_script(catalog: Catalog, group: str, probes, types: TypeSource | None = None) -> str:
     lines = probe_lines(catalog, probes, types)
-    strlen = script_strlen(lines)
     structs = list(dict.fromkeys(s for l in lines for s in l.structs))
     return render(
         TEMPLATE,
         catalog=catalog,
         group=group,
-        lines=[{"line": l, "printfs": printfs(l, strlen), "unreadable": _unreadable(l),
-                "variables": pointer_variables(l)} for l in lines],
-        enums=[
-            {"name_map": name_map(t.name), "known_map": known_map(t.name),
-             "names": [(v, c_string(n)) for v, n in t.names]}
-            for t in enum_tables(lines)
-        ],
+        lines=[{"line": l, "variants": variants(l), "unreadable": _unreadable(l), "statements": statements(l)}
+               for l in lines],
         definitions=types.definitions(structs) if types is not None and structs else "",
-        strlen=strlen,
-        cut=[f"{l.probe.name} {f.label}" for l in lines for f in l.fields if _reads_string(f) and f.max_len >= strlen],
-        strlen_marker=STRLEN_MARKER,
-        default_strlen=DEFAULT_STRLEN,
+        split=split_probes(lines),
+        piece=PIECE,
         max_arg=MAX_ARG_INDEX,
     )
 

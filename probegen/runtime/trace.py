@@ -1,6 +1,8 @@
 """Run bpftrace scripts written with SPDK's markers against a live process.
 
-``usdt:__EXE__:NAME`` becomes ``usdt:"/proc/PID/root/FILE":NAME`` where
+``usdt:__EXE__:NAME`` (SPDK's marker) and ``usdt:*:NAME`` (generated
+scripts, which bpftrace -p resolves itself when run without probegen)
+become ``usdt:"/proc/PID/root/FILE":NAME`` where
 FILE is the file that really holds probe NAME for that process: the
 executable, or one of the files mapped in ``/proc/PID/maps`` (their notes
 read with ``probegen.elf``). ``uprobe:__EXE__:`` and ``uretprobe:__EXE__:``
@@ -45,6 +47,7 @@ from pathlib import Path
 
 from probegen.errors import InputError, read_input
 from probegen.files.output import open_stream
+from probegen.generators.escape import printf_literal
 
 # What a script may hold, as bpftrace 0.17's lexer sees it: a marker is
 # replaced only where it stands in code, never inside a comment or a
@@ -52,7 +55,7 @@ from probegen.files.output import open_stream
 _LEXEME = re.compile(
     r"(?P<comment>//[^\n]*|/\*.*?(?:\*/|\Z))"
     r'|(?P<string>"(?:[^"\\\n]|\\[^\n])*(?:"|$))'
-    r"|\busdt:(?P<usdt>__EXE__):(?:(?P<provider>[A-Za-z_]\w*):)?(?P<name>[A-Za-z_]\w*)\b"
+    r"|\busdt:(?P<usdt>__EXE__|\*):(?:(?P<provider>[A-Za-z_]\w*):)?(?P<name>[A-Za-z_]\w*)\b"
     r"|\b(?:uprobe|uretprobe):(?P<exe>__EXE__)(?=:)"
     r"|(?P<pid>__PID__)",
     re.S | re.M,
@@ -320,6 +323,19 @@ def combine(scripts: list[Script], texts: list[str]) -> str:
     return "\n".join(parts)
 
 
+def header(scripts: list[Script], wanted) -> str:
+    """A BEGIN block saying the probes are attached (bpftrace runs BEGIN
+    after attaching every probe), for scripts that have none: generated
+    scripts leave BEGIN to whoever runs them (SPDK's bpftrace.sh adds its
+    own)."""
+    if any("BEGIN" in _SPECIAL_PROBE.findall(s.text) for s in scripts):
+        return ""
+    names = ", ".join(Path(s.path).stem for s in scripts)
+    count = len(wanted)
+    text = f"Tracing {count} probe{'s' if count != 1 else ''} ({names}). Hit Ctrl-C to end."
+    return f'\nBEGIN\n{{\n\tprintf("{printf_literal(text)}\\n");\n}}\n'
+
+
 def strlen(text: str) -> int | None:
     """BPFTRACE_STRLEN the generated scripts ask for, if any (read from the
     scripts as written, never from what was substituted into them)."""
@@ -365,7 +381,7 @@ def _program(pid: int, scripts: list[Script], duration: int | None = None, catal
         texts, messages = for_process(catalog, pid, holders, texts)
         for message in messages:
             print(message, file=sys.stderr)
-    program = combine(scripts, texts)
+    program = combine(scripts, texts) + header(scripts, wanted)
     if duration is not None:
         # Timed from the attach (bpftrace starts intervals after BEGIN),
         # and ended by exit(): the maps print as on Ctrl-C.
