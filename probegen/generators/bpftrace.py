@@ -219,7 +219,7 @@ def _string_items(field: Field, number: int, shown: int) -> list[Item]:
     for k in range(shown):
         length = min(PIECE, field.max_len - k * PIECE)
         where = f"uptr({address})" if k == 0 else f"uptr({full} >= {k} ? {address} + {k * PIECE} : 0)"
-        items.append(Item("%s", (f"str({where}, {length + 1})",), PIECE_BYTES, PIECE_BYTES))
+        items.append(Item("%s", (f"str({where}, {length})",), PIECE_BYTES, PIECE_BYTES))  # prints {length} at most
     return items
 
 
