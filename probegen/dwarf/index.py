@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from probegen.dwarf import filetable, scan
 from probegen.dwarf.damage import Damaged
 from probegen.dwarf.lines import check_line_header
+from probegen.dwarf.sections import section_bytes as _section_bytes
 
 _C_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -141,16 +142,6 @@ def _pyelftools_fields(die) -> tuple:
                                    map(die.attributes.get,
                                        ("DW_AT_name", "DW_AT_byte_size", "DW_AT_decl_line", "DW_AT_decl_file")))
     return (name.decode("utf-8", "replace") if isinstance(name, bytes) else None), size, line, decl_file
-
-
-def _section_bytes(section) -> bytes | None:
-    if section is None:
-        return None
-    stream = section.stream
-    if hasattr(stream, "getvalue"):
-        return stream.getvalue()
-    stream.seek(0)
-    return stream.read()
 
 
 def _number(value, default: int) -> int:

@@ -1,7 +1,10 @@
 """Turning DIEs into ``probegen.dwarf.model`` types.
 
 Only the DIEs of the types asked for, and what they reference, are ever
-parsed; the type index says where to start.
+parsed; the type index says where to start. A DIE is a
+``probegen.dwarf.dies.Die`` (read from the bytes) or a
+``probegen.dwarf.walk.PyelftoolsDie``: both offer tag, attributes as
+pyelftools gives them, children and references.
 
 The DIEs may be damaged, so nothing they say is followed blindly: a
 pointer's target is loaded after the type holding it (so reaching a type
@@ -13,12 +16,9 @@ types ``Box<int>``).
 
 from __future__ import annotations
 
-from elftools.dwarf.dwarf_expr import DWARFExprParser
-
 from probegen.dwarf import model as m
 from probegen.dwarf.cnames import C_BASE_NAMES, FLOATS, SIGNED_INTS, UNSIGNED_INTS, c_identifier, unique
 from probegen.dwarf.damage import Damaged
-from probegen.dwarf.walk import children
 
 _AGGREGATES = {
     "DW_TAG_structure_type": "struct",
@@ -217,7 +217,7 @@ class TypeLoader:
             die_offset=die.offset, source_name=source,
         )
         taken: set[str] = set()
-        for child in children(die):
+        for child in die.children():
             if child.tag == "DW_TAG_member" and "DW_AT_external" not in child.attributes:
                 member = self._member(child, taken)
                 if member is not None:
@@ -238,10 +238,7 @@ class TypeLoader:
         if not isinstance(location.value, list):
             raise Damaged(f"member at {die.offset:#x} has location {location.value!r}")
         # DWARF 2 style: an expression, DW_OP_plus_uconst N
-        ops = DWARFExprParser(die.cu.structs).parse_expr(location.value)
-        if len(ops) == 1 and ops[0].op_name in ("DW_OP_plus_uconst", "DW_OP_constu") and ops[0].args:
-            return ops[0].args[0]
-        return None
+        return die.constant_offset(location.value)
 
     def _base_class(self, die, taken: set[str]) -> list[m.Member]:
         """A C++ base class's members, moved to where the base is: not
@@ -276,7 +273,7 @@ class TypeLoader:
             else:  # DWARF 2/3: from the most significant bit of the storage unit
                 storage = _size(die) or (m.unqualified(type_).size or 4)
                 from_msb = _int(die, "DW_AT_bit_offset", 0)
-                if die.dwarfinfo.config.little_endian:
+                if die.little_endian:
                     bit_offset = offset * 8 + storage * 8 - from_msb - bit_size
                 else:
                     bit_offset = offset * 8 + from_msb
@@ -311,7 +308,7 @@ class TypeLoader:
         if isinstance(underlying, m.Base):
             enum.signed = underlying.signed
         taken: set[str] = set()
-        for child in children(die):
+        for child in die.children():
             if child.tag != "DW_TAG_enumerator":
                 continue
             # gcc writes negative values as DW_FORM_sdata; DW_FORM_dataN
@@ -326,7 +323,7 @@ class TypeLoader:
 
     def _array(self, die) -> m.Array:
         counts: list[int | None] = []
-        for child in children(die):
+        for child in die.children():
             if child.tag != "DW_TAG_subrange_type":
                 continue
             count = _int(child, "DW_AT_count")
@@ -351,7 +348,7 @@ class TypeLoader:
     def _function(self, die) -> m.Function:
         params: list[m.Type] = []
         varargs = False
-        for child in children(die):
+        for child in die.children():
             if child.tag == "DW_TAG_formal_parameter":
                 params.append(self._target(child))
             elif child.tag == "DW_TAG_unspecified_parameters":

@@ -18,7 +18,6 @@ forward inside its unit, and anything else is ``Damaged``.
 
 from __future__ import annotations
 
-from elftools.dwarf.die import DIE
 from elftools.dwarf.enums import ENUM_DW_AT, ENUM_DW_FORM, ENUM_DW_TAG
 
 from probegen.dwarf.damage import Damaged
@@ -142,10 +141,12 @@ class Abbrev:
     ``odd``: one of name, size, line or file is in a form not read here.
     """
 
-    __slots__ = ("tag", "has_children", "segments", "fixed_size", "fields", "declaration", "odd", "unknown_form")
+    __slots__ = ("tag", "has_children", "segments", "fixed_size", "fields", "declaration", "odd", "unknown_form",
+                 "specs")
 
     def __init__(self, tag: int, has_children: bool, specs, sizes: dict[str, int]):
         self.tag = tag
+        self.specs = tuple(specs)  # (attribute, form, implicit constant): for probegen.dwarf.dies
         self.unknown_form = None  # a form this module cannot step over: Damaged if a DIE uses it
         self.has_children = has_children
         self.declaration = False
@@ -224,18 +225,22 @@ class Unit:
 
     ``names`` memoizes decoded names by (section, offset) across units:
     each header type's name is read once, not once per unit.
+    ``info`` holds .debug_info from offset ``base`` on (the whole section,
+    or only this unit): offsets given and taken are in ``info``, offsets
+    in messages in the section.
     """
 
     def __init__(self, cu, info: bytes, strings: dict[str, bytes], abbrevs: dict[int, Abbrev],
-                 names: dict | None = None):
+                 names: dict | None = None, base: int = 0):
         self.cu = cu
         self.data = info
+        self.base = base
         self.strings = strings
         self.abbrevs = abbrevs
         self.names = names if names is not None else {}
-        self.start = cu.cu_offset
-        self.end = cu.cu_offset + cu.size
-        if self.end > len(info):
+        self.start = cu.cu_offset - base
+        self.end = self.start + cu.size
+        if not 0 <= self.start <= self.end <= len(info):
             raise Damaged(f"the unit at {cu.cu_offset:#x} runs past the end of .debug_info")
         self.offset_size = 8 if cu.structs.dwarf_format == 64 else 4
         self.sizes = unit_sizes(self.offset_size, cu["address_size"], cu["version"])
@@ -253,9 +258,9 @@ class Unit:
             return None, pos, ()
         abbrev = self.abbrevs.get(code)
         if abbrev is None:
-            raise Damaged(f"DIE at {offset:#x} has abbreviation code {code}, not in its unit's table")
+            raise Damaged(f"DIE at {offset + self.base:#x} has abbreviation code {code}, not in its unit's table")
         if abbrev.unknown_form is not None:
-            raise Damaged(f"DIE at {offset:#x} has an attribute of unknown form {abbrev.unknown_form:#x}")
+            raise Damaged(f"DIE at {offset + self.base:#x} has an attribute of unknown form {abbrev.unknown_form:#x}")
         if abbrev.fixed_size is not None:
             starts = (pos,)
             pos += abbrev.fixed_size
@@ -267,7 +272,7 @@ class Unit:
                 if variable is not None:
                     pos = self._skip(pos, variable)
         if pos > self.end:
-            raise Damaged(f"the DIE at {offset:#x} runs past the end of its unit")
+            raise Damaged(f"the DIE at {offset + self.base:#x} runs past the end of its unit")
         return abbrev, pos, starts
 
     def _skip(self, pos: int, kind: int) -> int:
@@ -277,7 +282,7 @@ class Unit:
         if kind == _CSTRING:
             end = data.find(b"\0", pos, self.end)
             if end < 0:
-                raise Damaged(f"string at {pos:#x} runs past the end of its unit")
+                raise Damaged(f"string at {pos + self.base:#x} runs past the end of its unit")
             return end + 1
         if kind == _BLOCK_LEB:
             length, pos = uleb(data, pos)
@@ -286,7 +291,7 @@ class Unit:
             form, pos = uleb(data, pos)
             name = _FORM_NAMES.get(form)
             if name is None or name in ("DW_FORM_indirect", "DW_FORM_implicit_const"):
-                raise Damaged(f"indirect attribute form {form:#x} at {pos:#x}")
+                raise Damaged(f"indirect attribute form {form:#x} at {pos + self.base:#x}")
             size = _FIXED.get(name)
             if size is None:
                 return self._skip(pos, _VARIABLE[name])
@@ -335,18 +340,20 @@ class Unit:
 
     def line_table_offset(self) -> int | None:
         """The unit DIE's DW_AT_stmt_list, as pyelftools would read it."""
-        abbrev, _, starts = self.die(self.cu.cu_die_offset)
+        abbrev, _, starts = self.die(self.cu.cu_die_offset - self.base)
         field = abbrev.fields.get(STMT_LIST) if abbrev is not None else None
         if field is None:
             return None
         if field[2] == _ODD:
-            attr = self.pyelftools_die(self.cu.cu_die_offset).attributes.get("DW_AT_stmt_list")
+            attr = self.pyelftools_die(self.cu.cu_die_offset - self.base).attributes.get("DW_AT_stmt_list")
             return attr.value if attr is not None else None
         return self.value(abbrev, starts, STMT_LIST)
 
-    def pyelftools_die(self, offset: int) -> DIE:
+    def pyelftools_die(self, offset: int):
         """The DIE at ``offset`` as pyelftools reads it (not cached)."""
-        return DIE(cu=self.cu, stream=self.cu.dwarfinfo.debug_info_sec.stream, offset=offset)
+        from elftools.dwarf.die import DIE
+
+        return DIE(cu=self.cu, stream=self.cu.dwarfinfo.debug_info_sec.stream, offset=offset + self.base)
 
     def next_sibling(self, offset: int, abbrev: Abbrev, after: int, starts) -> int:
         """Offset of the DIE following the one at ``offset`` and its subtree."""
@@ -356,13 +363,13 @@ class Unit:
         if field is not None and field[2] != _ODD:
             target = self.start + self.value(abbrev, starts, SIBLING)
             if not after <= target < self.end:
-                raise Damaged(f"DW_AT_sibling of the DIE at {offset:#x} points to {target:#x}, "
+                raise Damaged(f"DW_AT_sibling of the DIE at {offset + self.base:#x} points to {target + self.base:#x}, "
                               "outside what follows it")
             return target
         depth, pos = 1, after
         while depth:
             if pos >= self.end:
-                raise Damaged(f"the subtree of the DIE at {offset:#x} runs past the end of its unit")
+                raise Damaged(f"the subtree of the DIE at {offset + self.base:#x} runs past the end of its unit")
             inner, pos, _ = self.die(pos)
             if inner is None:
                 depth -= 1
@@ -381,7 +388,7 @@ class Unit:
         die = self.die
         while True:
             if pos >= end:
-                raise Damaged(f"children of the DIE at {offset:#x} run past the end of their unit")
+                raise Damaged(f"children of the DIE at {offset + self.base:#x} run past the end of their unit")
             child, after, starts = die(pos)
             if child is None:
                 return

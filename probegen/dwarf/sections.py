@@ -73,3 +73,14 @@ def dwarf_info(elf):
         return elf.get_dwarf_info(relocate_dwarf_sections=False)
     finally:
         del elf._read_dwarf_section
+
+
+def section_bytes(section) -> bytes | None:
+    """All bytes of a pyelftools DebugSectionDescriptor (None for none)."""
+    if section is None:
+        return None
+    stream = section.stream
+    if hasattr(stream, "getvalue"):
+        return stream.getvalue()
+    stream.seek(0)
+    return stream.read()

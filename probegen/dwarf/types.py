@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from probegen.dwarf import cache, model as m
 from probegen.dwarf.damage import reading
+from probegen.dwarf.dies import DieReader
 from probegen.dwarf.index import TypeIndex
 from probegen.dwarf.load import TypeLoader
 from probegen.dwarf.locate import DEFAULT_DEBUG_DIRS, DebugInfo, file_key, open_debug_info
 from probegen.dwarf.sections import dwarf_info
+from probegen.dwarf.walk import PyelftoolsDie
 from probegen.errors import InputError, NoSuchMember
 
 
@@ -21,6 +23,7 @@ class DwarfTypes:
         self.index = index
         self._dwarf = None
         self._loader = None
+        self._dies = None  # DieReader, made on first use; False: read DIEs with pyelftools (tests)
         self._types: dict[tuple[str, str | None], m.Type] = {}
 
     @classmethod
@@ -89,8 +92,13 @@ class DwarfTypes:
         with reading(self.info.path):
             if self._loader is None:
                 self._loader = TypeLoader(self.info.elf.elfclass // 8, self.index.qualified_names())
-            cu = self.dwarf.get_CU_at(entry.cu_offset)
-            return self._loader.load_root(cu.get_DIE_from_refaddr(entry.die_offset))
+            if self._dies is None:
+                self._dies = DieReader(self.dwarf)
+            if self._dies is False:  # pyelftools' DIEs, to compare with
+                root = PyelftoolsDie(self.dwarf.get_CU_at(entry.cu_offset).get_DIE_from_refaddr(entry.die_offset))
+            else:
+                root = self._dies.unit_at(entry.cu_offset).die(entry.die_offset)
+            return self._loader.load_root(root)
 
     def _check_same(self, name: str, candidates: list[m.Type], entries) -> None:
         shapes = {}

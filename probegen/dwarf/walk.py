@@ -4,6 +4,8 @@ pyelftools follows DW_AT_sibling wherever it points: backwards or to the
 DIE itself, its child loop never ends. ``children`` walks a DIE's
 children itself and requires every step to move forward inside the unit;
 subtrees without a sibling link are skipped by reading on, in a loop.
+``PyelftoolsDie`` offers a pyelftools DIE to ``probegen.dwarf.load`` as
+``probegen.dwarf.dies`` offers the DIEs it reads itself.
 """
 
 from __future__ import annotations
@@ -64,3 +66,38 @@ def _next_sibling(child, end: int) -> int:
             raise Damaged(f"empty DIE at {offset:#x}")
         offset += die.size
     return offset
+
+
+class PyelftoolsDie:
+    """A pyelftools DIE with ``probegen.dwarf.dies.Die``'s interface."""
+
+    __slots__ = ("die", "offset", "tag", "attributes", "has_children")
+
+    def __init__(self, die):
+        self.die = die
+        self.offset, self.tag, self.has_children = die.offset, die.tag, die.has_children
+        self.attributes = die.attributes
+
+    @property
+    def little_endian(self) -> bool:
+        return self.die.dwarfinfo.config.little_endian
+
+    def children(self):
+        return map(PyelftoolsDie, children(self.die))
+
+    def get_DIE_from_attribute(self, name: str) -> "PyelftoolsDie":
+        return PyelftoolsDie(self.die.get_DIE_from_attribute(name))
+
+    def constant_offset(self, block: list[int]) -> int | None:
+        return constant_offset(block, self.die.cu.structs)
+
+
+def constant_offset(block: list[int], structs) -> int | None:
+    """A DWARF 2 member location, DW_OP_plus_uconst N (or DW_OP_constu N);
+    None for any other expression."""
+    from elftools.dwarf.dwarf_expr import DWARFExprParser
+
+    ops = DWARFExprParser(structs).parse_expr(block)
+    if len(ops) == 1 and ops[0].op_name in ("DW_OP_plus_uconst", "DW_OP_constu") and ops[0].args:
+        return ops[0].args[0]
+    return None
