@@ -1,21 +1,43 @@
 """Generated BCC tools, run for real with /usr/bin/python3 against programs
-firing every probe with known values."""
+firing probes with known values and spans with known delays: lines per
+hit, --count, --hist per by and per key value, --json, --ebpf, and BCC
+attached to one process together with bpftrace (issue 14), with and
+without semaphores."""
 
 from __future__ import annotations
 
+import json
+import re
 import signal
 import stat
 import subprocess
 
 import pytest
 
-from probegen.catalog import load_catalog
-from probegen.generators import bcc
-from probegen.files.output import write_all
-from helpers import CATALOGS, C_DIR, SYSTEM_PYTHON
+from helpers import CATALOGS, C_DIR, SYSTEM_PYTHON, require_bpftrace
 from helpers.tracing import Process, build_program, expected_lines, require_bcc, run_traced, tracer_lines
+from probegen.catalog import load_catalog
+from probegen.files.output import write_all
+from probegen.generators import bcc
+from probegen.runtime.bcc import log2_slot
 
 TYPES = CATALOGS / "tracing_types.yaml"
+SPANS = CATALOGS / "spans.yaml"
+# tracing_types.c's long_default argument, 100 characters: bpftrace prints
+# 63 (its default BPFTRACE_STRLEN), the BCC tool all of them.
+LONG_STRING = "".join(chr(ord("a") + i % 26) for i in range(100))
+
+
+def write_tool(catalog_path, directory):
+    catalog = load_catalog(catalog_path)
+    write_all(bcc.render_files(catalog, directory))
+    return directory / bcc.tool_name(catalog)
+
+
+def bcc_expected(program):
+    """The program's EXPECT lines as the BCC tool prints them."""
+    return [e.replace("long_default=" + LONG_STRING[:63] + " ", "long_default=" + LONG_STRING + " ")
+            for e in expected_lines(program)]
 
 
 @pytest.fixture(scope="module")
@@ -23,8 +45,7 @@ def types_run(tmp_path_factory):
     require_bcc()
     directory = tmp_path_factory.mktemp("bcc_types")
     catalog = load_catalog(TYPES)
-    tools = directory / "tools"
-    write_all(bcc.render_files(catalog, tools))
+    tool = write_tool(TYPES, directory / "tools")
     binary = build_program(C_DIR / "tracing_types.c", TYPES, "tracing_types.h", directory, defines=["PGTEST_USDT"])
     groups = {g: {p.name for p in catalog.probes_in(g)} for g in catalog.groups}
 
@@ -33,85 +54,376 @@ def types_run(tmp_path_factory):
         return sum(1 for e in expected if probes is None or e.split()[0] in probes)
 
     program, tracers = run_traced([binary], {
-        "all": lambda pid: [SYSTEM_PYTHON, tools / "all.py", "-p", pid],
-        "ints": lambda pid: [SYSTEM_PYTHON, tools / "ints.py", "-p", pid],
-        "misc": lambda pid: [SYSTEM_PYTHON, tools / "misc.py", "-p", pid, binary],
-        "big": lambda pid: [SYSTEM_PYTHON, tools / "big.py", "-p", pid],
+        "all": lambda pid: [SYSTEM_PYTHON, tool, "-p", pid],
+        "ints": lambda pid: [SYSTEM_PYTHON, tool, "-p", pid, "--group", "ints"],
+        "misc": lambda pid: [SYSTEM_PYTHON, tool, "-p", pid, binary, "--group", "misc"],
+        "big": lambda pid: [SYSTEM_PYTHON, tool, "-p", pid, "--probe", "big_string"],
     }, count_done=count)
-    return catalog, tools, binary, program, tracers, groups
+    return catalog, tool, binary, program, tracers, groups
 
 
-def test_every_value_printed_by_all_tool(types_run):
+def test_every_value_printed(types_run):
     _, _, _, program, tracers, _ = types_run
-    assert tracer_lines(tracers["all"].lines) == expected_lines(program)
-    assert "Tracing 10 probes (all). Hit Ctrl-C to end." in tracers["all"].lines
+    assert tracer_lines(tracers["all"].lines) == bcc_expected(program)
+    assert tracers["all"].lines[0] == "Tracing 10 probes (pgtest): a line per hit. Hit Ctrl-C to end."
     assert tracers["all"].proc.returncode == 0
 
 
-def test_group_tools_print_their_probes(types_run):
+def test_group_and_probe_filters(types_run):
     _, _, _, program, tracers, groups = types_run
-    for group in ("ints", "misc", "big"):
-        expected = [e for e in expected_lines(program) if e.split()[0] in groups[group]]
-        assert tracer_lines(tracers[group].lines) == expected, group
-        assert tracers[group].proc.returncode == 0
+    for name, probes in (("ints", groups["ints"]), ("misc", groups["misc"]), ("big", {"big_string"})):
+        expected = [e for e in bcc_expected(program) if e.split()[0] in probes]
+        assert tracer_lines(tracers[name].lines) == expected, name
+        assert tracers[name].proc.returncode == 0
 
 
-def test_tools_are_executable_python_for_system_python(types_run):
-    _, tools, *_ = types_run
-    for path in tools.iterdir():
-        assert path.read_text().startswith("#!/usr/bin/python3\n")
-        assert path.stat().st_mode & stat.S_IXUSR
+def test_one_executable_tool_per_catalog(types_run, tmp_path):
+    _, tool, *_ = types_run
+    assert [p.name for p in tool.parent.iterdir()] == ["pgtest.py"]
+    assert tool.read_text().startswith("#!/usr/bin/python3\n")
+    assert tool.stat().st_mode & stat.S_IXUSR
+    first = bcc.render_files(load_catalog(TYPES), tmp_path)
+    assert [(f.path, f.text) for f in first] == [(f.path, f.text) for f in bcc.render_files(load_catalog(TYPES), tmp_path)]
 
 
-def test_duration_and_sigterm_end_cleanly(types_run):
-    _, tools, binary, *_ = types_run
+def test_duration_sigterm_and_binary_alone(types_run):
+    _, tool, binary, *_ = types_run
     sleeper = subprocess.Popen([binary], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
     try:
-        timed = subprocess.run([SYSTEM_PYTHON, tools / "big.py", "-p", str(sleeper.pid), "--duration", "0.5"],
+        timed = subprocess.run([SYSTEM_PYTHON, tool, "-p", str(sleeper.pid), "--probe", "big_string", "--duration", "0.5"],
                                capture_output=True, text=True, timeout=120)
         assert timed.returncode == 0, timed.stderr
-        assert "Tracing 1 probe (big). Hit Ctrl-C to end." in timed.stdout
-        tool = Process([SYSTEM_PYTHON, tools / "big.py", "-p", sleeper.pid])
-        tool.wait_line("Tracing ")
-        assert tool.stop(signal.SIGTERM) == 0
-        tool.drain()
-        assert not any("Traceback" in line for line in tool.stderr), "\n".join(tool.stderr)
+        assert "Tracing 1 probe (pgtest): a line per hit. Hit Ctrl-C to end." in timed.stdout
+        traced = Process([SYSTEM_PYTHON, tool, "-p", sleeper.pid, "--count"])
+        traced.wait_line("Tracing ")
+        assert traced.stop(signal.SIGTERM) == 0
+        traced.drain()
+        assert not any("Traceback" in line for line in traced.stderr), "\n".join(traced.stderr)
+        assert traced.lines[-1].split() == ["PROBE", "COUNT"]  # the summary, even of nothing
     finally:
         sleeper.kill()
         sleeper.wait()
-    # BCC 0.26 enables semaphore-guarded probes only in a running process
-    alone = subprocess.run([SYSTEM_PYTHON, tools / "big.py", binary], capture_output=True, text=True, timeout=120)
-    assert alone.returncode == 2 and "give -p PID" in alone.stderr and "Traceback" not in alone.stderr
+    # Probes without semaphores: the binary alone, every process running it
+    alone = subprocess.run([SYSTEM_PYTHON, tool, binary, "--count", "-d", "0.5"], capture_output=True, text=True,
+                           timeout=120)
+    assert alone.returncode == 0 and alone.stdout.splitlines()[-1].split() == ["PROBE", "COUNT"], alone.stderr
 
 
-def test_bad_pid_is_a_clear_error(types_run):
-    _, tools, *_ = types_run
-    result = subprocess.run([SYSTEM_PYTHON, tools / "big.py", "-p", "999999999"],
-                            capture_output=True, text=True, timeout=120)
+def test_bad_pid_and_usage_are_clear_errors(types_run):
+    _, tool, *_ = types_run
+    result = subprocess.run([SYSTEM_PYTHON, tool, "-p", "999999999"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert "error:" in result.stderr and "Traceback" not in result.stderr
-    usage = subprocess.run([SYSTEM_PYTHON, tools / "big.py"], capture_output=True, text=True, timeout=60)
+    usage = subprocess.run([SYSTEM_PYTHON, tool], capture_output=True, text=True, timeout=60)
     assert usage.returncode == 2 and "give -p PID or a BINARY" in usage.stderr
 
 
-def test_generation_is_deterministic(tmp_path):
-    first = bcc.render_files(load_catalog(TYPES), tmp_path)
-    again = bcc.render_files(load_catalog(TYPES), tmp_path)
-    assert [(f.path, f.text) for f in first] == [(f.path, f.text) for f in again]
-    assert sorted(f.path.name for f in first) == ["all.py", "big.py", "ints.py", "misc.py"]
-
-
 def test_spdk_catalog_tool_prints_what_spdk_passes(tmp_path):
-    """The default SPDK catalog's all.py against a program firing SPDK's
+    """The default SPDK catalog's tool against a program firing SPDK's
     probes as SPDK's sources do (untyped SPDK_DTRACE_PROBEn macros)."""
     from helpers.tracing import SPDK_CATALOG, build_spdk_program
 
     require_bcc()
     catalog = load_catalog(SPDK_CATALOG)
-    tools = tmp_path / "bcc"
-    write_all(bcc.render_files(catalog, tools))
+    tool = write_tool(SPDK_CATALOG, tmp_path / "bcc")
     binary = build_spdk_program(tmp_path)
-    program, tracers = run_traced([binary], {"all": lambda pid: [SYSTEM_PYTHON, tools / "all.py", "-p", pid]})
+    program, tracers = run_traced([binary], {
+        "spdk": lambda pid: [SYSTEM_PYTHON, tool, "-p", pid],
+        "count": lambda pid: [SYSTEM_PYTHON, tool, "-p", pid, "--count"],
+        "hist": lambda pid: [SYSTEM_PYTHON, tool, "-p", pid, "--hist"],  # every SPDK span loads
+    }, count_done=lambda name, expected: len(expected) if name == "spdk" else 0)
     expected = expected_lines(program)
     assert {e.split()[0] for e in expected} == {p.name for p in catalog.probes}
-    assert tracer_lines(tracers["all"].lines) == expected
+    assert tracer_lines(tracers["spdk"].lines) == expected
+    hits = {p.name: sum(1 for e in expected if e.split()[0] == p.name) for p in catalog.probes}
+    assert dict(line.split() for line in tracers["count"].lines[2:]) == {p: str(n) for p, n in hits.items() if n}
+    span_probes = {p.name for s in catalog.spans for p in (s.start, s.end)}
+    assert tracers["hist"].lines[0] == (f"Tracing {len(span_probes)} probes (spdk): {len(catalog.spans)} spans "
+                                        "as histograms. Hit Ctrl-C to end.")
+    assert tracers["hist"].proc.returncode == 0 and not tracers["hist"].stderr
+
+
+# --- spans: tests/c/spans.c fires them with known delays ---
+
+def run_spans(binary, tools: dict, others: dict = None):
+    """Start spans.c, attach others (name -> (argv given the pid, header)),
+    then every BCC tool (name -> argv after the tool, given the pid), let
+    the program fire and end; BCC tools end with it. Returns (program lines,
+    {name: Process})."""
+    program = Process([binary, "4"], stdin=True)
+    running = {}
+    try:
+        program.wait_line("READY")
+        for name, (argv, header) in (others or {}).items():
+            running[name] = Process(argv(program.pid))
+            running[name].wait_line(header)
+        for name, argv in tools.items():
+            running[name] = Process([SYSTEM_PYTHON, *argv(program.pid)])
+        for name, tracer in running.items():
+            if name in tools:
+                tracer.wait_line('{"type": "attached"' if "--json" in tracer.argv else "Tracing ")
+        program.send("go\n")
+        program.wait_line("DONE")
+        assert program.proc.wait(60) == 0
+        for name in tools:  # each ends by itself when the traced process has
+            assert running[name].proc.wait(60) == 0, "\n".join(running[name].stderr)
+        for name in others or {}:
+            running[name].stop(signal.SIGINT)
+    finally:
+        program.kill()
+        for tracer in running.values():
+            tracer.kill()
+    for process in (program, *running.values()):
+        process.drain()
+    return program.lines, running
+
+
+def fired(lines):
+    return {w[1]: int(w[2]) for w in (l.split() for l in lines) if w[0] == "FIRED"}
+
+
+def measured(lines):
+    """(span, by value) -> [(low, high)]: the microseconds the program
+    measured before the start and after the end of each span, around it."""
+    spans = {}
+    for words in (l.split() for l in lines):
+        if words[0] == "SPAN":
+            spans.setdefault((words[1], words[2]), []).append((int(words[3]), int(words[4])))
+    return spans
+
+
+def histograms(lines):
+    """{(span, 'label=value ...'): {low: count}} from a text --hist output."""
+    found, current = {}, None
+    for line in lines:
+        title = re.match(r"^span (\w+)(?:: (.*))?$", line)
+        row = re.match(r"^\s*(\d+) -> (\d+)\s*: (\d+)", line)
+        if title and "without a start" not in line:
+            current = found.setdefault((title[1], title[2] or ""), {})
+        elif row and current is not None and int(row[3]):
+            current[int(row[1])] = int(row[3])
+    return found
+
+
+def assert_in_buckets(histogram, brackets, what):
+    """The histogram's counts match the spans one to one, each in a bucket
+    from its bracket's low to one past its high (one bucket of slack)."""
+    intervals = [(log2_slot(low), log2_slot(high) + 1) for low, high in brackets]
+    counted = sorted(log2_slot(low) for low, count in histogram.items() for _ in range(count))
+    assert len(counted) == len(intervals), (what, histogram, brackets)
+    for slot in counted:  # each count takes the open interval holding it that closes first
+        fits = [i for i in intervals if i[0] <= slot <= i[1]]
+        assert fits, (what, f"a count in slot {slot}", histogram, brackets)
+        intervals.remove(min(fits, key=lambda i: i[1]))
+
+
+def spans_catalog(directory, semaphores):
+    """spans.yaml, its probes with semaphores (enabled_check) or not."""
+    if not semaphores:
+        return SPANS
+    catalog = directory / "spans.yaml"
+    catalog.write_text(re.sub(r"(\n    group: \w+\n)", r"\1    enabled_check: true\n", SPANS.read_text()))
+    return catalog
+
+
+def semaphores_of(binary):
+    from probegen.elf.notes import read_binary
+
+    return {probe.name: site.semaphore for probe in read_binary(binary).probes for site in probe.sites}
+
+
+@pytest.fixture(scope="module")
+def spans_binary(tmp_path_factory):
+    require_bcc()
+    directory = tmp_path_factory.mktemp("bcc_spans")
+    binary = build_program(C_DIR / "spans.c", SPANS, "spans.h", directory, defines=["SPANTEST_USDT"], extra=["-pthread"])
+    return binary, write_tool(SPANS, directory / "tools")
+
+
+@pytest.fixture(scope="module")
+def spans_run(spans_binary):
+    binary, tool = spans_binary
+    lines, tracers = run_spans(binary, {
+        "hist": lambda pid: [tool, "-p", pid, "--hist"],
+        "per_key": lambda pid: [tool, "-p", pid, "--hist", "--per-key", "--json"],
+        "msecs": lambda pid: [tool, "-p", pid, "--hist", "-m", "--span", "work"],
+        "json": lambda pid: [tool, "-p", pid, "--hist", "--json"],
+        "count": lambda pid: [tool, "-p", pid, "--count"],
+        "count_json": lambda pid: [tool, "-p", pid, "--count", "--json"],
+        "lines": lambda pid: [tool, "-p", pid, "--group", "req"],
+        "lines_json": lambda pid: [tool, "-p", pid, "--group", "req", "--json"],
+    })
+    return lines, tracers
+
+
+def test_hist_per_by_value_in_the_right_buckets(spans_run):
+    lines, tracers = spans_run
+    found = histograms(tracers["hist"].lines)
+    by_label = {"request": "kind", "request_tagged": "status", "work": None}
+    spans = measured(lines)
+    assert {(s, f"{by_label[s]}={v}" if by_label[s] else "") for s, v in spans} == set(found)
+    for (span, value), brackets in spans.items():
+        label = f"{by_label[span]}={value}" if by_label[span] else ""
+        assert_in_buckets(found[(span, label)], brackets, (span, value))
+    for span in by_label:  # the stray end of each
+        assert f"span {span}: 1 end without a start" in tracers["hist"].lines
+
+
+def test_hist_json_agrees_with_text(spans_run):
+    """The JSON tool's histograms are the text tool's: the same spans and
+    by values, counts and unmatched ends, each in the program's buckets
+    (two tools time a span each with its own clock reads: a duration at a
+    bucket's edge may fall on either side)."""
+    lines, tracers = spans_run
+    objects = [json.loads(line) for line in tracers["json"].lines]
+    assert objects[0] == {"type": "attached", "probes": 4}
+    from_json = {(o["span"], " ".join(f"{k}={v}" for k, v in o["by"].items())):
+                 {b["min"]: b["count"] for b in o["buckets"]} for o in objects if o["type"] == "span"}
+    from_text = histograms(tracers["hist"].lines)
+    assert {k: sum(h.values()) for k, h in from_json.items()} == {k: sum(h.values()) for k, h in from_text.items()}
+    by_label = {"request": "kind=", "request_tagged": "status=", "work": ""}
+    for (span, value), brackets in measured(lines).items():
+        label = by_label[span] + value if by_label[span] else ""
+        assert_in_buckets(from_json[(span, label)], brackets, (span, value))
+    assert {o["span"]: o["count"] for o in objects if o["type"] == "unmatched"} == {
+        "request": 1, "request_tagged": 1, "work": 1}
+
+
+def test_hist_per_key(spans_run):
+    lines, tracers = spans_run
+    objects = [o for o in map(json.loads, tracers["per_key"].lines) if o["type"] == "span"]
+    spans = measured(lines)
+    # request: one span per id; odd ids are the WRITEs (spans.c)
+    request = {o["key"]["id"]: {b["min"]: b["count"] for b in o["buckets"]} for o in objects if o["span"] == "request"}
+    assert len(request) == 16 and all(sum(h.values()) == 1 for h in request.values())
+    for id_, histogram in request.items():
+        brackets = spans[("request", "WRITE" if id_ % 2 else "READ")]
+        # which bracket is this id's is not printed: the widest of its kind
+        assert_in_buckets(histogram, [(min(b[0] for b in brackets), max(b[1] for b in brackets))], id_)
+    tagged = {o["key"]["tag"] for o in objects if o["span"] == "request_tagged"}
+    assert len(tagged) == 16 and all(re.fullmatch(r"t[12]-r\d-(read|write)", t) for t in tagged)
+    # work: by thread, the two workers' ids, 4 each
+    work = [o for o in objects if o["span"] == "work"]
+    assert len(work) == 2 and all(o["count"] == 4 and set(o["key"]) == {"tid"} for o in work)
+
+
+def test_hist_milliseconds(spans_run):
+    lines, tracers = spans_run
+    found = histograms(tracers["msecs"].lines)
+    assert list(found) == [("work", "")]
+    brackets = [(low // 1000, high // 1000) for low, high in measured(lines)[("work", "-")]]
+    assert_in_buckets(found[("work", "")], brackets, "work in ms")
+    assert "msecs" in "\n".join(tracers["msecs"].lines)
+
+
+def test_count_equals_hits_fired(spans_run):
+    lines, tracers = spans_run
+    table = dict(line.split() for line in tracers["count"].lines[2:])
+    assert {name: int(n) for name, n in table.items()} == fired(lines)
+    objects = [json.loads(line) for line in tracers["count_json"].lines]
+    assert objects[0] == {"type": "attached", "probes": 4}
+    assert objects[1:] == [{"type": "hits", "probe": p, "count": n} for p, n in fired(lines).items()]
+
+
+def test_lines_json_agrees_with_text(spans_run):
+    _, tracers = spans_run
+    text = tracer_lines(tracers["lines"].lines)
+    objects = [o for o in map(json.loads, tracers["lines_json"].lines) if o["type"] == "hit"]
+    assert len(text) == len(objects) == sum(fired(spans_run[0])[p] for p in ("req_start", "req_done"))
+    as_text = sorted(" ".join([o["probe"], *(f"{k}={v}" for k, v in o["args"].items())]) for o in objects)
+    assert as_text == sorted(text)
+
+
+def test_ebpf_output_compiles_in_bcc(spans_binary):
+    """--ebpf with -p prints BCC's argument readers and the program: the
+    whole text BCC compiles, in each mode."""
+    binary, tool = spans_binary
+    sleeper = subprocess.Popen([binary], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    try:
+        for mode in ([], ["--count"], ["--hist"]):
+            program = subprocess.run([SYSTEM_PYTHON, tool, "-p", str(sleeper.pid), "--ebpf", *mode],
+                                     capture_output=True, text=True, timeout=120, check=True).stdout
+            compiled = subprocess.run(
+                [SYSTEM_PYTHON, "-c", "import sys; from bcc import BPF; BPF(text=sys.stdin.read()); print('compiled')"],
+                input=program, capture_output=True, text=True, timeout=300)
+            assert compiled.stdout.strip() == "compiled", (mode, compiled.stderr[-2000:])
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+# --- BCC and bpftrace on one process (issue 14) ---
+
+@pytest.mark.parametrize("semaphores", [True, False], ids=["semaphores", "no-semaphores"])
+def test_bcc_and_bpftrace_trace_one_process_at_once(tmp_path, semaphores):
+    """bpftrace attaches with the semaphore's offset as ref_ctr_offset (0
+    without one); the kernel refuses a second uprobe on the same place
+    with another. BCC 0.26's binding passed garbage there."""
+    bpftrace = require_bpftrace()
+    require_bcc()
+    catalog = spans_catalog(tmp_path, semaphores)
+    binary = build_program(C_DIR / "spans.c", catalog, "spans.h", tmp_path, defines=["SPANTEST_USDT"], extra=["-pthread"])
+    assert all(semaphores_of(binary).values()) if semaphores else not any(semaphores_of(binary).values())
+    tool = write_tool(catalog, tmp_path / "tools")
+    if semaphores:  # BCC 0.26 enables probes with semaphores only in a running process
+        alone = subprocess.run([SYSTEM_PYTHON, tool, binary], capture_output=True, text=True, timeout=120)
+        assert alone.returncode == 2 and "give -p PID" in alone.stderr and "Traceback" not in alone.stderr
+    script = "".join(f'usdt:{binary}:spantest:{p} {{ printf("bt {p}\\n"); }} ' for p in ("req_start", "req_done"))
+    others = {"bpftrace": (lambda pid: [bpftrace, "-p", pid, "-e", script], "Attaching ")}
+    if not semaphores:  # and a BCC tool on the binary alone (every process running it), stopped by Ctrl-C
+        others["alone"] = (lambda pid: [SYSTEM_PYTHON, tool, binary, "--count"], "Tracing ")
+    lines, tracers = run_spans(binary, {"count": lambda pid: [tool, "-p", pid, "--count"]}, others)
+    counts = fired(lines)
+    bt = [line.split()[1] for line in tracers["bpftrace"].lines if line.startswith("bt ")]
+    assert {p: bt.count(p) for p in ("req_start", "req_done")} == {p: counts[p] for p in ("req_start", "req_done")}
+    for name in ("count", "alone") if not semaphores else ("count",):
+        table = dict(line.split() for line in tracers[name].lines[2:])
+        assert {name: int(n) for name, n in table.items()} == counts, name
+    assert not any("ref_ctr" in line or "Failed" in line for t in tracers.values() for line in t.stderr)
+
+
+def test_strings_print_whole_up_to_255(tmp_path):
+    """SPDK's NQNs (char[224], passed as 'const char *' without max_len)
+    print at their full 223 characters (issue 14)."""
+    require_bcc()
+    catalog = CATALOGS / "bcc_strings.yaml"
+    binary = build_program(C_DIR / "bcc_strings.c", catalog, "bcc_strings.h", tmp_path, defines=["STRTEST_USDT"])
+    tool = write_tool(catalog, tmp_path / "tools")
+    program, tracers = run_traced([binary], {"strings": lambda pid: [SYSTEM_PYTHON, tool, "-p", pid]})
+    (expected,) = expected_lines(program)
+    assert len(expected.split()[1]) == len("subnqn=") + 223
+    assert tracer_lines(tracers["strings"].lines) == [expected]
+
+
+def test_semaphore_offsets_are_the_notes_file_offsets(tmp_path):
+    """The ref_ctr_offset the tool attaches with (libbcc's semaphore_offset)
+    is the semaphore's place in the file, as the note and the program
+    headers give it."""
+    import ctypes as ct
+
+    from elftools.elf.elffile import ELFFile
+
+    from probegen.elf.notes import read_binary
+    from probegen.runtime.bcc import Libbcc
+
+    require_bcc()
+    binary = build_program(C_DIR / "spans.c", spans_catalog(tmp_path, True), "spans.h", tmp_path,
+                           defines=["SPANTEST_USDT"], extra=["-pthread"])
+    libbcc = Libbcc()
+    new_context = libbcc.lib.bcc_usdt_new_frompath
+    new_context.argtypes, new_context.restype = [ct.c_char_p], ct.c_void_p
+    context = new_context(str(binary).encode())
+    try:
+        found = libbcc.semaphore_offsets(context)
+    finally:
+        libbcc.lib.bcc_usdt_close.argtypes = [ct.c_void_p]
+        libbcc.lib.bcc_usdt_close(context)
+    with open(binary, "rb") as stream:
+        loads = [s for s in ELFFile(stream).iter_segments() if s["p_type"] == "PT_LOAD"]
+    expected = {}
+    for probe in read_binary(binary).probes:
+        (site,) = {s.semaphore: s for s in probe.sites}.values()  # sites of one probe share its semaphore
+        (segment,) = [s for s in loads if s["p_vaddr"] <= site.semaphore < s["p_vaddr"] + s["p_filesz"]]
+        expected[(str(binary).encode(), probe.provider.encode(), probe.name.encode())] = \
+            site.semaphore - segment["p_vaddr"] + segment["p_offset"]
+    assert found == expected and all(expected.values())

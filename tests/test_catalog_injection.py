@@ -409,7 +409,7 @@ def test_dwarf_names_cannot_end_the_bcc_program_string(tmp_path):
     result = subprocess.run([sys.executable, "-m", "probegen", "bcc", "-c", str(catalog), "-o", str(out),
                              "--binary", str(hostile), "-q"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    tool = out / "all.py"
+    tool = out / "pgdw.py"  # the catalog's one tool, named after its provider
     assert "in the debug info" in tool.read_text()  # the name is quoted, as text
     ran = subprocess.run([SYSTEM_PYTHON, str(tool), "--help"], capture_output=True, text=True, cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr

@@ -433,9 +433,9 @@ def test_edge_scripts_load_and_print_every_hit(edge):
         return sum(1 for e in expected if probes is None or e in probes)
 
     program, running = run_traced([binary], tracers, count_done=count)
-    # BCC in a run of its own: the kernel refuses a uprobe on an address
-    # bpftrace holds with another semaphore (reference counter) setting.
-    _, with_bcc = run_traced([binary], {"bcc": lambda pid: [SYSTEM_PYTHON, tools / "all.py", "-p", pid]}, count_done=count)
+    # BCC in a run of its own (tests/test_bcc.py runs both at once).
+    _, with_bcc = run_traced([binary], {"bcc": lambda pid: [SYSTEM_PYTHON, tools / bcc.tool_name(catalog), "-p", pid]},
+                             count_done=count)
     running.update(with_bcc)
     fired = [l[len("EXPECT "):] for l in program.lines if l.startswith("EXPECT ")]
     for name, tracer in running.items():

@@ -87,8 +87,10 @@ def bpftrace_run(catalog, binary, tmp_path_factory):
 def bcc_run(catalog, binary, tmp_path_factory):
     require_bcc()
     tools = generate("bcc", binary, tmp_path_factory.mktemp("bcc"))
+    (tool,) = tools.glob("*.py")  # one per catalog: --group picks a group's probes
     program, tracers = run_traced(
-        [binary], {s: (lambda pid, s=s: [SYSTEM_PYTHON, tools / f"{s}.py", "-p", pid]) for s in SCRIPTS},
+        [binary], {s: (lambda pid, s=s: [SYSTEM_PYTHON, tool, "-p", pid, *(["--group", s] if s != "all" else [])])
+                   for s in SCRIPTS},
         count_done=hits_for(catalog),
     )
     return tools, program, tracers

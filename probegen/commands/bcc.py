@@ -1,12 +1,12 @@
-"""Generate BCC tools from the catalog: GROUP.py for each probe group and
-all.py with every probe, run with the system's /usr/bin/python3.
+"""Generate the catalog's BCC tool, PROVIDER.py (every probe and span), run
+with the system's /usr/bin/python3.
 """
 
 from __future__ import annotations
 
 from probegen.commands import scripts
 
-HELP = "generate BCC tools (one per group, all)"
+HELP = "generate the BCC tool (PROVIDER.py: every probe and span)"
 
 
 def configure(parser):

@@ -308,18 +308,16 @@ class Histograms:
 
 
 class Counters:
-    """A kernel array of running totals, reported as the change since the
-    last report (never cleared, so no hit is lost between read and clear)."""
+    """A kernel per-CPU array of running totals, reported as the change
+    since the last report (never cleared, so no hit is lost between read
+    and clear)."""
 
     def __init__(self, table, size):
         self.table = table
         self.last = [0] * size
 
     def take(self):
-        now = [0] * len(self.last)
-        for key, value in self.table.items():
-            if key.value < len(now):
-                now[key.value] = value.value
+        now = [self.table.sum(self.table.Key(n)).value for n in range(len(self.last))]
         changes = {n: now[n] - self.last[n] for n in range(len(now))}
         self.last = now
         return changes
