@@ -58,8 +58,8 @@ HEADER_WORDS = frozenset(
 # (measured: $p->if fails, $p->pid, ->comm, ->count, ->BEGIN load).
 BPFTRACE_KEYWORDS = frozenset("if else unroll while return break continue offsetof sizeof".split())
 
-# Scripts the generators write besides one per group (bpftrace: all.bt and
-# counts.bt, and spans.bt; BCC: all.py).
+# Scripts the bpftrace generator writes besides one per group (all.bt,
+# counts.bt, spans.bt); the BCC tool is one per catalog, PROVIDER.py.
 SCRIPT_NAMES = frozenset(["all", "counts", "spans"])
 
 Origin = Union[Location, str]  # where a name comes from: a position, or a key under 'header:'
