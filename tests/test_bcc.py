@@ -86,6 +86,14 @@ def test_one_executable_tool_per_catalog(types_run, tmp_path):
     assert [(f.path, f.text) for f in first] == [(f.path, f.text) for f in bcc.render_files(load_catalog(TYPES), tmp_path)]
 
 
+@pytest.mark.parametrize("provider, name", [("spdk", "spdk.py"), ("json", "json_usdt.py"), ("bcc", "bcc_usdt.py")])
+def test_tool_is_never_named_like_a_module_it_imports(tmp_path, provider, name):
+    catalog = tmp_path / "c.yaml"
+    catalog.write_text(f"provider: {provider}\nprobes:\n  - name: hit\n    group: g\n    doc: d\n")
+    (tool,) = bcc.render_files(load_catalog(catalog), tmp_path)
+    assert tool.path.name == name
+
+
 def test_duration_sigterm_and_binary_alone(types_run):
     _, tool, binary, *_ = types_run
     sleeper = subprocess.Popen([binary], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)

@@ -15,6 +15,7 @@ starts in a hash map and sends each matched span's duration.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -197,7 +198,11 @@ def runtime_source() -> str:
 
 
 def tool_name(catalog: Catalog) -> str:
-    return f"{catalog.provider}.py"
+    """PROVIDER.py; PROVIDER_usdt.py when Python would import PROVIDER.py in
+    place of a module the tool imports (a script's directory comes first
+    on sys.path: a tool named json.py or bcc.py would import itself)."""
+    shadowed = catalog.provider in sys.stdlib_module_names or catalog.provider == "bcc"
+    return f"{catalog.provider}{'_usdt' if shadowed else ''}.py"
 
 
 def render_files(catalog: Catalog, output: Path, types: TypeSource | None = None) -> list[GeneratedFile]:
