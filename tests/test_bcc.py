@@ -258,6 +258,8 @@ def spans_run(spans_binary):
         "json": lambda pid: [tool, "-p", pid, "--hist", "--json"],
         "count": lambda pid: [tool, "-p", pid, "--count"],
         "count_json": lambda pid: [tool, "-p", pid, "--count", "--json"],
+        "intervals": lambda pid: [tool, "-p", pid, "--count", "--json", "-i", "0.1"],
+        "hist_intervals": lambda pid: [tool, "-p", pid, "--hist", "-i", "0.1", "--span", "work"],
         "lines": lambda pid: [tool, "-p", pid, "--group", "req"],
         "lines_json": lambda pid: [tool, "-p", pid, "--group", "req", "--json"],
     })
@@ -331,6 +333,23 @@ def test_count_equals_hits_fired(spans_run):
     objects = [json.loads(line) for line in tracers["count_json"].lines]
     assert objects[0] == {"type": "attached", "probes": 4}
     assert objects[1:] == [{"type": "hits", "probe": p, "count": n} for p, n in fired(lines).items()]
+
+
+def test_intervals_add_up_to_the_whole(spans_run):
+    """-i: a summary per interval, of the hits since the last one; they
+    add up to the hits fired (the program runs for about 0.1 s per round)."""
+    lines, tracers = spans_run
+    objects = [json.loads(line) for line in tracers["intervals"].lines]
+    assert sum(1 for o in objects if o["type"] == "interval") >= 3
+    totals = {}
+    for o in objects:
+        if o["type"] == "hits":
+            totals[o["probe"]] = totals.get(o["probe"], 0) + o["count"]
+    assert totals == fired(lines)
+    text = tracers["hist_intervals"].lines
+    stamps = [line for line in text if re.fullmatch(r"\[\d\d:\d\d:\d\d\]", line)]
+    per_interval = [int(m[1]) for m in (re.match(r"^\s*\d+ -> \d+\s*: (\d+)", line) for line in text) if m]
+    assert len(stamps) >= 3 and sum(per_interval) == fired(lines)["work_begin"]
 
 
 def test_lines_json_agrees_with_text(spans_run):
