@@ -113,6 +113,7 @@ class TypeLoader:
         self._memo: dict[int, m.Type] = {}
         self._loading: set[int] = set()  # DIEs whose load has not returned
         self._pointers: list[tuple[m.Pointer, object]] = []  # targets still to load
+        self._checked: dict[int, int] = {}  # types check_acyclic passed (see there); _memo keeps them alive
 
     def load_root(self, die) -> m.Type:
         """The type of ``die`` with all it reaches, checked for cycles."""
@@ -120,7 +121,7 @@ class TypeLoader:
         while self._pointers:
             pointer, pointer_die = self._pointers.pop()
             pointer.target = self._target(pointer_die)
-        check_acyclic(result)
+        check_acyclic(result, self._checked)
         return result
 
     def load(self, die) -> m.Type:
@@ -389,17 +390,23 @@ def _edges(t: m.Type) -> list[m.Type]:
     return []
 
 
-def check_acyclic(root: m.Type) -> None:
+def check_acyclic(root: m.Type, checked: dict[int, int] | None = None) -> None:
     """Damaged unless every cycle among the types reached from ``root``
     passes through a struct or union, as C's do, and chains of other
     types (pointer to pointer to array of...) stay short: whatever walks
-    the types, printing them, would otherwise never end."""
+    the types, printing them, would otherwise never end.
+
+    ``checked`` holds the types earlier calls found sound (by id, with
+    their heights), which are not walked again (the types a loader made
+    are not changed after, and reach only types made before them); this
+    call's are added to it if they are sound."""
+    known = {} if checked is None else checked
     seen: set[int] = set()
     height: dict[int, int] = {}  # longest chain of non-struct types below each
     structs = [root]
     while structs:  # each struct, then the non-struct types under it
         top = structs.pop()
-        if id(top) in seen:
+        if id(top) in seen or id(top) in known:
             continue
         seen.add(id(top))
         # Depth-first over non-struct types; "path" holds the current chain.
@@ -411,7 +418,7 @@ def check_acyclic(root: m.Type) -> None:
             if child is None:
                 stack.pop()
                 path.discard(id(node))
-                below = [height.get(id(t), 0) for t in _edges(node) if not isinstance(t, m.Struct)]
+                below = [height.get(id(t), known.get(id(t), 0)) for t in _edges(node) if not isinstance(t, m.Struct)]
                 height[id(node)] = 1 + max(below, default=0)
                 if height[id(node)] > MAX_NESTING:
                     raise Damaged(f"a chain of more than {MAX_NESTING} types")
@@ -421,8 +428,10 @@ def check_acyclic(root: m.Type) -> None:
                 continue
             if id(child) in path:
                 raise Damaged("types that contain themselves other than through a struct (a cycle)")
-            if id(child) in seen:
+            if id(child) in seen or id(child) in known:
                 continue
             seen.add(id(child))
             stack.append((child, iter(_edges(child))))
             path.add(id(child))
+    if checked is not None:
+        checked.update(height)
