@@ -16,6 +16,7 @@ from probegen.generators import bpftrace
 from probegen.files.output import write_all
 from helpers import CATALOGS, C_DIR, TESTS as REPO_TESTS, require_bpftrace
 from helpers.tracing import build_program, expected_lines, probegen_argv, run_traced, tracer_lines
+from probegen.runtime.hitlines import join_lines
 
 TYPES = CATALOGS / "tracing_types.yaml"
 MOST_UNREADABLE = ("a6", "a7", "a8", "a9", "a10", "a11")
@@ -158,8 +159,6 @@ def test_spdk_catalog_scripts_print_what_spdk_passes(tmp_path):
 LONG_PROBES = ("nvmf_subsystem_add_host", "nvmf_subsystem_add_listener", "nvmf_subsystem_create")
 
 
-@pytest.mark.xfail(reason="a hit too long for one printf is several perf records: bpftrace 0.17 can print "
-                   "another CPU's line between them (seen in 3 of 4 runs here); not solved yet", strict=False)
 @pytest.mark.parametrize("way", ["probegen trace", "bpftrace -p", "shebang", "SPDK's bpftrace.sh"])
 def test_long_strings_whole_from_two_cpus(tmp_path, way):
     """SPDK's NQNs of up to 223 characters and addresses of 256, from two
@@ -205,13 +204,17 @@ def test_long_strings_whole_from_two_cpus(tmp_path, way):
         program.kill()
         if tracer is not None:
             tracer.kill()
-    got = collections.Counter(tracer_lines(tracer.lines))
     assert sum(expected.values()) == 2400
-    assert sum(expected.values()) == 2400
-    # One printf per hit: whole, every one, whatever the CPUs do.
-    single = {l: n for l, n in expected.items() if l.startswith("nvmf_subsystem_create ")}
-    assert {l: n for l, n in got.items() if l in single} == single
-    # Hits with strings too long for one printf (bpftrace 0.17's stack) are several printf calls:
-    # another CPU's line can come between them (doc/tracing.md); every line that is whole is right.
-    short = [l for l in expected if l.startswith("nvmf_subsystem_add_host ") and len(l) < 200]
-    assert all(got[l] == expected[l] or way == "probegen trace" or True for l in short)
+    raw = tracer_lines(tracer.lines)
+    assert len(raw) == len([l for l in tracer.lines if l and not l.startswith(("Attaching ", "Tracing "))])
+    for line in raw:  # whole: one timestamp and one probe, at the start (the strings hold neither)
+        assert len(re.findall(r"\d+\.\d{6}: ", line)) == 0 and len(re.findall("nvmf_subsystem_", line)) == 1, line
+        assert line.split()[0] in LONG_PROBES, line
+    joined = collections.Counter(tracer_lines(join_lines(tracer.lines)))
+    assert joined == expected
+    parts = [l for l in raw if " [tid " in l]
+    if way == "probegen trace":
+        assert not parts  # joined for the user
+        assert collections.Counter(raw) == expected
+    else:
+        assert parts and all(re.fullmatch(r"\S+ \[tid \d+ \d/\d\]( \S+=| \+).*", l) for l in parts)

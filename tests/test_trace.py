@@ -57,8 +57,12 @@ def test_dry_run_names_the_library_and_pid(lib_program):
         exe_script = script.parent / "exe.bt"
         exe_script.write_text("uprobe:__EXE__:main { }\nuretprobe:__EXE__:main { }\n")
         exe_target = trace.bpftrace_string(f"/proc/{program.pid}/root{binary}".encode())
+        # a script without BEGIN gets the banner that says the probes are attached
         assert trace.program_for(program.pid, [exe_script]) == (
-            f"uprobe:{exe_target}:main {{ }}\nuretprobe:{exe_target}:main {{ }}\n")
+            f"uprobe:{exe_target}:main {{ }}\nuretprobe:{exe_target}:main {{ }}\n"
+            '\nBEGIN\n{\n\tprintf("Tracing (exe). Hit Ctrl-C to end.\\n");\n}\n')
+        exe_script.write_text("BEGIN { }\nuprobe:__EXE__:main { }\n")
+        assert trace.program_for(program.pid, [exe_script]) == f"BEGIN {{ }}\nuprobe:{exe_target}:main {{ }}\n"
         with pytest.raises(InputError, match="has no probe nope"):
             missing = trace.Script("x.bt", "usdt:__EXE__:nope { }")
             trace.resolve(missing, program.pid, trace.probe_holders(program.pid, {(None, "nope")}), lambda: "")

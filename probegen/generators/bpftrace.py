@@ -18,16 +18,18 @@ the first is read only when the ones before it hold no NUL (8-byte words
 tested for a zero byte), never from past the string's end.
 
 A hit prints one line from one printf, i.e. one perf record, whenever its
-arguments fit the stack (see _limit). A line that cannot (two 223-character
-NQNs do not) is printed by several printf calls in a row, and only when the
-hit's strings are too long for one record: see doc/tracing.md for what this
-means when several CPUs print at once.
+arguments fit the stack (see _limit). A hit that cannot (two 223-character
+NQNs do not) prints several lines, each one printf ending in a newline, so
+that bpftrace prints each whole even when several CPUs print at once: the
+first holds the fields that fit, each next one the rest (``+`` then the text
+that follows), and each names the probe, the thread and its place
+(``PROBE [tid TID K/N]``), so a reader joins them (runtime/hitlines.py).
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from probegen.catalog import Catalog
@@ -269,17 +271,37 @@ def _limit(line: ProbeLine) -> int:
     return BPF_STACK - STACK_MARGIN - WORD_BYTES * scalars - PIECE_BYTES * enums
 
 
-def _records(items: list[Item], limit: int) -> list[Printf]:
-    """The items in as few printf calls as fit ``limit`` each, in order;
-    the last ends the line."""
+def _printf(items: list[Item]) -> Printf:
+    """One printf of the items: one whole line."""
+    return Printf("".join(i.format for i in items) + "\\n", tuple(a for i in items for a in i.args))
+
+
+def _tag(line: ProbeLine, part: int, parts: int) -> Item:
+    """The start of line ``part`` of a hit printed in ``parts`` lines: the
+    hit's timestamp, probe, thread and place; a line after the first
+    continues the text of the one before it after its ``+``."""
+    text = f"%llu.%06llu: {printf_literal(line.probe.name)} [tid %d {part}/{parts}]" + (" +" if part > 1 else "")
+    return Item(text, ("$t / 1000000000", "$t % 1000000000 / 1000", "tid"), 3 * WORD_BYTES)
+
+
+def _records(line: ProbeLine, known: dict, limit: int) -> list[Printf]:
+    """The hit's line as one printf if it fits ``limit``, else as several
+    lines, each one printf: whole fields while they fit, a field too long
+    for a line of its own split between its pieces."""
+    items = _line_items(line, known, {})
+    if _stack(items) <= limit:
+        return [_printf(items)]
+    fields = [_field_items(f, n, known.get(n), None) for n, f in enumerate(line.fields)]
+    room = _tag(line, 2, 2)  # every line's tag takes the same stack
     groups: list[list[Item]] = [[]]
-    for item in items:
-        if groups[-1] and _stack(groups[-1] + [item]) > limit:
+    for field in fields:
+        if groups[-1] and _stack([room, *groups[-1], *field]) > limit:
             groups.append([])
-        groups[-1].append(item)
-    records = [Printf("".join(i.format for i in g), tuple(a for i in g for a in i.args)) for g in groups]
-    records[-1] = replace(records[-1], format=records[-1].format + "\\n")
-    return records
+        for item in field:
+            if groups[-1] and _stack([room, *groups[-1], item]) > limit:
+                groups.append([])
+            groups[-1].append(item)
+    return [_printf([_tag(line, n, len(groups)), *group]) for n, group in enumerate(groups, 1)]
 
 
 def _one_record_layout(line: ProbeLine, known: dict) -> dict[int, int] | None:
@@ -311,13 +333,13 @@ def variants(line: ProbeLine) -> list[Variant]:
     for combination in itertools.product((True, False), repeat=len(enums)):
         known = dict(zip(enums, combination))
         conditions = tuple(("" if k else "!") + f"$pg_k{n}" for n, k in known.items())
-        records = _records(_line_items(line, known, {}), _limit(line))
+        records = _records(line, known, _limit(line))
         if len(records) > 1:
             shown = _one_record_layout(line, known)
             if shown:
                 short = tuple(f"{_string_variables(n)[1]} < {count}" for n, count in shown.items()
                               if count < pieces(line.fields[n]))
-                result.append(Variant(conditions + short, tuple(_records(_line_items(line, known, shown), _limit(line)))))
+                result.append(Variant(conditions + short, (_printf(_line_items(line, known, shown)),)))
         result.append(Variant(conditions, tuple(records)))
     return result
 

@@ -48,6 +48,7 @@ from pathlib import Path
 from probegen.errors import InputError, read_input
 from probegen.files.output import open_stream
 from probegen.generators.escape import printf_literal
+from probegen.runtime.hitlines import HitJoiner
 
 # What a script may hold, as bpftrace 0.17's lexer sees it: a marker is
 # replaced only where it stands in code, never inside a comment or a
@@ -331,8 +332,9 @@ def header(scripts: list[Script], wanted) -> str:
     if any("BEGIN" in _SPECIAL_PROBE.findall(s.text) for s in scripts):
         return ""
     names = ", ".join(Path(s.path).stem for s in scripts)
-    count = len(wanted)
-    text = f"Tracing {count} probe{'s' if count != 1 else ''} ({names}). Hit Ctrl-C to end."
+    count = len(wanted)  # USDT probes; a script of uprobes only is not counted
+    probes = f"{count} probe{'s' if count != 1 else ''} " if count else ""
+    text = f"Tracing {probes}({names}). Hit Ctrl-C to end."
     return f'\nBEGIN\n{{\n\tprintf("{printf_literal(text)}\\n");\n}}\n'
 
 
@@ -425,8 +427,9 @@ def run(pid: int, paths=(), output: str | None = None, *, scripts=(), duration: 
         env["BPFTRACE_STRLEN"] = str(wanted)
     # NamedTemporaryFile: 0600 and O_EXCL under a random name, so nobody
     # can swap the program between writing and bpftrace reading it.
-    # bpftrace, as root, would follow any link at the output path: it gets
-    # a descriptor opened here, under output's checks, instead of the path.
+    # bpftrace, as root, would follow any link at the output path: the
+    # output is a descriptor opened here, under output's checks, that this
+    # process writes bpftrace's lines to.
     output_fd = None if output is None else open_stream(output)
     try:
         with tempfile.NamedTemporaryFile("w", prefix="probegen-", suffix=".bt", encoding="utf-8") as file:
@@ -436,20 +439,31 @@ def run(pid: int, paths=(), output: str | None = None, *, scripts=(), duration: 
                 argv = command(pid, file.name, None, bpftrace, json=True)
                 child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True, errors="replace")
                 return _relay(child, json_lines, output_fd)
-            argv = command(pid, file.name, None if output_fd is None else f"/dev/fd/{output_fd}", bpftrace)
-            child = subprocess.Popen(argv, env=env, pass_fds=() if output_fd is None else (output_fd,))
-            return _wait_forwarding_signals(child)
+            # Through a pipe, so the lines of hits printed in parts are joined
+            # (runtime/hitlines.py): one line per hit, as bpftrace -p gives
+            # for hits short enough for one printf.
+            joiner = HitJoiner()
+            argv = command(pid, file.name, None, bpftrace)
+            child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True, errors="surrogateescape")
+            return _relay(child, lambda line: joiner.feed(line.rstrip("\n")), output_fd, joiner.finish)
     finally:
         if output_fd is not None:
             os.close(output_fd)
 
 
-def _relay(child: subprocess.Popen, convert, output_fd: int | None) -> int:
+def _relay(child: subprocess.Popen, convert, output_fd: int | None, finish=None) -> int:
     """Copy the child's lines through ``convert`` to the output as they
-    come (a line at a time, so a reader sees each interval at once)."""
+    come (a line at a time, so a reader sees each interval at once);
+    ``finish()``: lines still held when the child's output ends. Ctrl-C
+    or SIGTERM sent to us go to the child, so it prints its maps and exits
+    cleanly rather than being orphaned. Bytes that are not UTF-8 (the
+    traced process's strings) are written back as they came."""
     import sys
 
-    out = sys.stdout if output_fd is None else os.fdopen(os.dup(output_fd), "w", encoding="utf-8")
+    if output_fd is None:
+        sys.stdout.flush()
+        output_fd = sys.stdout.fileno()
+    out = os.fdopen(os.dup(output_fd), "w", encoding="utf-8", errors="surrogateescape")
 
     def forward(signum, _frame):
         if child.poll() is None:
@@ -461,28 +475,10 @@ def _relay(child: subprocess.Popen, convert, output_fd: int | None) -> int:
             for converted in convert(line):
                 out.write(converted + "\n")
             out.flush()
+        for held in finish() if finish is not None else ():
+            out.write(held + "\n")
         return child.wait()
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-        if out is not sys.stdout:
-            out.close()
-
-
-def _wait_forwarding_signals(child: subprocess.Popen) -> int:
-    """Wait for bpftrace; Ctrl-C or SIGTERM sent to us go to it, so it
-    prints its maps and exits cleanly rather than being orphaned."""
-    def forward(signum, _frame):
-        if child.poll() is None:
-            child.send_signal(signum)
-
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        while True:
-            try:
-                return child.wait()
-            except InterruptedError:
-                continue
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        out.close()

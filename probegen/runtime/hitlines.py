@@ -1,0 +1,70 @@
+"""Join the lines of hits that generated bpftrace scripts print in parts.
+
+A hit too long for one bpftrace printf prints N whole lines (each one perf
+record, so bpftrace never mixes two CPUs' text inside a line)::
+
+    SECONDS.MICROSECONDS: PROBE [tid TID 1/N] name=value ...
+    SECONDS.MICROSECONDS: PROBE [tid TID K/N] +TEXT
+
+where TEXT continues the hit's text exactly (it may begin inside a value).
+Other lines of the same or another thread may come between them. Joined,
+they are the one line the hit would print if it fitted one printf::
+
+    SECONDS.MICROSECONDS: PROBE name=value ...
+"""
+
+from __future__ import annotations
+
+import re
+
+PART = re.compile(r"(?P<head>\d+\.\d{6}: (?P<probe>\S+)) \[tid (?P<tid>\d+) (?P<part>\d+)/(?P<parts>\d+)\](?P<rest>.*)")
+CONTINUED = " +"
+
+
+class HitJoiner:
+    """Feed it the tracer's lines in order; it gives back the lines to show:
+    every line that is no part of a split hit at once, a split hit as one
+    line when its last part arrives. Parts never completed (records lost,
+    the tracer stopped) are given back as they came by ``finish``."""
+
+    def __init__(self) -> None:
+        # (timestamp and probe, tid) -> [raw lines, joined text, next part, parts]
+        self._pending: dict[tuple[str, str], list] = {}
+
+    def feed(self, line: str) -> list[str]:
+        match = PART.fullmatch(line)
+        if match is None:
+            return [line]
+        key = (match["head"], match["tid"])
+        part, parts, rest = int(match["part"]), int(match["parts"]), match["rest"]
+        if part == 1:
+            stale = self._pending.pop(key, None)
+            self._pending[key] = [[line], match["head"] + rest, 2, parts]
+            shown = stale[0] if stale else []
+            return shown + self._complete(key)
+        hit = self._pending.get(key)
+        if hit is None or part != hit[2] or parts != hit[3] or not rest.startswith(CONTINUED):
+            return [line]  # a part whose first line was lost: shown as it came
+        hit[0].append(line)
+        hit[1] += rest[len(CONTINUED):]
+        hit[2] += 1
+        return self._complete(key)
+
+    def _complete(self, key) -> list[str]:
+        hit = self._pending[key]
+        if hit[2] <= hit[3]:
+            return []
+        del self._pending[key]
+        return [hit[1]]
+
+    def finish(self) -> list[str]:
+        lines = [line for hit in self._pending.values() for line in hit[0]]
+        self._pending.clear()
+        return lines
+
+
+def join_lines(lines) -> list[str]:
+    """All of a tracer's lines with split hits joined."""
+    joiner = HitJoiner()
+    joined = [shown for line in lines for shown in joiner.feed(line)]
+    return joined + joiner.finish()
