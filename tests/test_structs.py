@@ -336,7 +336,10 @@ def test_bpftrace_script_prints_members_from_dwarf(binaries, tmp_path, capsys):
     assert main(["bpftrace", "-c", str(catalog), "-o", str(out), "--binary", str(binary), "-q"]) == 0
     script = (out / "nvmf.bt").read_text()
     assert "struct spdk_nvmf_subsystem {" in script and "\ntypedef" not in script
-    line = trace_first_line(script.replace("__EXE__", str(binary)), [str(binary), "run"], tmp_path, " subsys ")
+    # Run without -p (the program starts after bpftrace attaches): the probes name the
+    # program's file where the script has '*', as a user would
+    assert "\nusdt:*:" in script
+    line = trace_first_line(script.replace("usdt:*:", f"usdt:{binary}:"), [str(binary), "run"], tmp_path, " subsys ")
     assert "subsystem->subnqn=nqn.2016-06.io.spdk:cnode1" in line, line
     assert "subsystem->id.nsid=7" in line and "subsystem->id.hi=11259375" in line, line
     assert "subsystem->state=PAUSED" in line and "qpair->qid=42" in line, line

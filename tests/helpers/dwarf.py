@@ -162,7 +162,10 @@ def _raise_memlock():
 
 def trace_first_line(script: str, program: list[str], tmp: Path, needle: str, timeout: float = 60) -> str:
     """Run a script that does not exit by itself; the first output line
-    containing ``needle`` (bpftrace is then stopped)."""
+    containing ``needle`` (bpftrace is then stopped), a hit printed in
+    several lines joined into one (probegen.runtime.hitlines)."""
+    from probegen.runtime.hitlines import HitJoiner
+
     require_bpftrace()
     path = tmp / "trace.bt"
     path.write_text(script)
@@ -179,13 +182,15 @@ def trace_first_line(script: str, program: list[str], tmp: Path, needle: str, ti
         target = subprocess.Popen(program, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         seen = []
+        joiner = HitJoiner()
         while time.monotonic() < deadline:
             line = tracer.stdout.readline()
             if not line:
                 break
             seen.append(line)
-            if needle in line:
-                return line
+            for shown in joiner.feed(line.rstrip("\n")):
+                if needle in shown:
+                    return shown
         raise AssertionError(f"no line with {needle!r} from bpftrace:\n{''.join(seen)}")
     finally:
         for proc in (tracer, target):
