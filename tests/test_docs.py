@@ -50,6 +50,9 @@ def test_one_liner_uses_the_types_printf_conversions():
     # uint32_t flags marked hex, a string, a uint32_t nsid: formats from ctypes.
     assert ("bpftrace -e 'usdt:BINARY:spdk:spdk_nvmf_ns_add_host { printf(\"spdk_nvmf_ns_add_host "
             "subnqn=%s nsid=%u hostnqn=%s flags=0x%x\\n\", str(arg1), arg2, str(arg3), arg4); }'") in text
+    # str(argN): bpftrace's default string size, which the text says; a longer str(p, n) would
+    # print no more at BPFTRACE_STRLEN=64
+    assert "first 63 characters at most" in text and "str(arg1, " not in text
     # Enums print as numbers: a one-liner has no name map.
     assert 'nvmf_tgt_state state=%d\\n", arg1); }' in text
 

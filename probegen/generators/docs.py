@@ -60,7 +60,9 @@ def _one_liner_value(arg: Arg) -> tuple[str, str]:
     """printf conversion and expression for one argument in a one-liner."""
     index, style = f"arg{arg.index}", style_of(arg.ctype, arg.hex)
     if style is Style.STRING:
-        return "%s", f"str({index}, {arg.max_len})" if arg.max_len else f"str({index})"
+        # str(p, n) with n above bpftrace's BPFTRACE_STRLEN (64) prints
+        # 63 characters all the same: the note under the table says so.
+        return "%s", f"str({index})"
     if style is Style.ENUM:
         # Generated scripts print enums by name through a map; a one-liner
         # has no map, so it shows the number.
@@ -92,6 +94,7 @@ def context(catalog: Catalog, output: Path | None = None) -> dict:
         "output": output.name if output else "",
         "groups": [(group, [p for p in probes if p["probe"].group == group]) for group in catalog.groups],
         "probe_count": len(probes),
+        "strings": any(style_of(a.ctype, a.hex) is Style.STRING for p in catalog.probes for a in p.args),
         # Enums whose names come from the binary's DWARF have none to list here.
         "enums": [e for e in catalog.enums if e.enumerators],
         "placeholder": PLACEHOLDER,
