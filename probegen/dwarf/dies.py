@@ -3,12 +3,13 @@
 ``probegen.dwarf.load`` reads a type's DIEs, its members', enumerators'
 and array bounds': on a program like SPDK's, a few thousand. pyelftools
 builds each through its construct structures; here each abbreviation of
-``probegen.dwarf.scan`` becomes a plan of how to decode its attributes,
-and a DIE's attributes are decoded only when asked for (a C++ class's
-member functions are stepped over, never read). Values are those
+``probegen.dwarf.scan`` becomes a plan of where to find and how to
+decode the attributes load.py reads (no others: declaring file and line
+are stepped over), and a DIE's attributes are decoded only when asked
+for (a C++ class's member functions are never read). Values are those
 pyelftools gives (ints; bytes for strings; True for flags; lists of
-bytes for blocks). A DIE with a form this module does not decode (strx,
-as clang writes names, among them) is read by pyelftools, as is a
+bytes for blocks). A DIE with a wanted attribute in a form this module
+does not decode (strx, as clang writes names) is read by pyelftools, as is a
 reference of a form leading out of .debug_info, and a member location
 other than a constant.
 
@@ -34,6 +35,12 @@ Attr = namedtuple("Attr", ("value", "form"))
 _TAG_NAMES = {code: name for name, code in ENUM_DW_TAG.items()}
 _AT_NAMES = {code: name for name, code in ENUM_DW_AT.items()}
 _FORM_NAMES = {code: name for name, code in ENUM_DW_FORM.items()}
+# The attributes probegen.dwarf.load reads: no other is decoded.
+_WANTED = frozenset(ENUM_DW_AT[name] for name in (
+    "DW_AT_name", "DW_AT_type", "DW_AT_byte_size", "DW_AT_encoding", "DW_AT_alignment", "DW_AT_declaration",
+    "DW_AT_external", "DW_AT_data_member_location", "DW_AT_bit_size", "DW_AT_bit_offset", "DW_AT_data_bit_offset",
+    "DW_AT_const_value", "DW_AT_count", "DW_AT_upper_bound", "DW_AT_lower_bound", "DW_AT_prototyped",
+))
 _LOCAL_REFS = frozenset(("DW_FORM_ref1", "DW_FORM_ref2", "DW_FORM_ref4", "DW_FORM_ref8", "DW_FORM_ref_udata"))
 
 # How each form's value is decoded: (kind, width). Widths in words as in
@@ -56,17 +63,20 @@ _DECODE = {
 
 
 def _plan(abbrev: scan.Abbrev, sizes: dict) -> tuple | None:
-    """(attribute name, form name, kind, width or constant) per attribute,
-    or None where a form is not decoded here."""
+    """(attribute name, form name, kind, width or constant, segment, offset
+    in it) of each wanted attribute, or None where the form of one is not
+    decoded here."""
     plan = []
-    for attr, form, implicit in abbrev.specs:
+    for (attr, form, implicit), (segment, offset) in zip(abbrev.specs, abbrev.places):
+        if attr not in _WANTED:
+            continue
         form_name = _FORM_NAMES.get(form, form)
         decode = _DECODE.get(form_name)
         if decode is None:
             return None
         kind, width = decode
         width = implicit if kind == _IMPLICIT else sizes.get(width, width)
-        plan.append((_AT_NAMES.get(attr, attr), form_name, kind, width))
+        plan.append((_AT_NAMES[attr], form_name, kind, width, segment, offset))
     return tuple(plan)
 
 
@@ -88,14 +98,16 @@ class UnitReader:
         known = self.dies.memo.get(offset)
         if known is not None:
             return known
-        abbrev, _, _ = self.unit.die(offset - self.base)
-        die = self.dies.memo[offset] = Die(self, offset, abbrev)
+        abbrev, _, starts = self.unit.die(offset - self.base)
+        die = self.dies.memo[offset] = Die(self, offset, abbrev, starts)
         return die
 
     def pyelftools_die(self, offset: int):
         return self.unit.pyelftools_die(offset - self.base)
 
-    def attributes(self, offset: int, abbrev: scan.Abbrev) -> dict:
+    def attributes(self, offset: int, abbrev: scan.Abbrev, starts) -> dict:
+        """The wanted attributes of the DIE at ``offset``, whose segments
+        start at ``starts`` (as scan.Unit.die gives them)."""
         key = id(abbrev)
         if key not in self._plans:
             self._plans[key] = _plan(abbrev, self.unit.sizes)
@@ -104,35 +116,25 @@ class UnitReader:
             return self.pyelftools_die(offset).attributes
         unit = self.unit
         data, order = unit.data, unit.order
-        start = offset - self.base
-        pos = start + 1
-        if data[start] >= 0x80:
-            pos = scan.uleb(data, start)[1]
         attributes = {}
-        for name, form, kind, width in plan:
+        for name, form, kind, width, segment, place in plan:
+            pos = starts[segment] + place
             if kind == _UNSIGNED:
                 value = int.from_bytes(data[pos:pos + width], order)
-                pos += width
             elif kind == _ULEB:
-                value, pos = scan.uleb(data, pos)
+                value = scan.uleb(data, pos)[0]
             elif kind == _SLEB:
-                value, pos = scan.sleb(data, pos)
+                value = scan.sleb(data, pos)[0]
             elif kind == _TRUE:
                 value = True
             elif kind == _IMPLICIT:
                 value = width
             elif kind == _BOOL:
                 value = data[pos] != 0
-                pos += 1
             elif kind == _CSTRING:
-                end = data.find(b"\0", pos, unit.end)
-                if end < 0:
-                    raise Damaged(f"string at {pos + self.base:#x} runs past the end of its unit")
-                value, pos = data[pos:end], end + 1
+                value = data[pos:data.index(b"\0", pos, unit.end)]  # there: scan.Unit.die stepped over it
             elif kind == _STRP:
-                where = int.from_bytes(data[pos:pos + unit.offset_size], order)
-                pos += unit.offset_size
-                value = self._string(width, where)
+                value = self._string(width, int.from_bytes(data[pos:pos + unit.offset_size], order))
             else:  # a block: its bytes as a list, as pyelftools gives them
                 if kind == _BLOCK:
                     length, pos = scan.uleb(data, pos)
@@ -140,10 +142,7 @@ class UnitReader:
                     length = int.from_bytes(data[pos:pos + width], order)
                     pos += width
                 value = list(data[pos:pos + length])
-                pos += length
             attributes[name] = Attr(value, form)
-        if pos > unit.end:
-            raise Damaged(f"the DIE at {offset:#x} runs past the end of its unit")
         return attributes
 
     def _string(self, section: str, where: int) -> bytes:
@@ -160,12 +159,13 @@ class Die:
     """One DIE: what pyelftools' DIE offers that ``probegen.dwarf.load``
     reads, attributes decoded on first use."""
 
-    __slots__ = ("_unit", "offset", "tag", "has_children", "_abbrev", "_attributes")
+    __slots__ = ("_unit", "offset", "tag", "has_children", "_abbrev", "_starts", "_attributes")
 
-    def __init__(self, unit: UnitReader, offset: int, abbrev: scan.Abbrev | None):
+    def __init__(self, unit: UnitReader, offset: int, abbrev: scan.Abbrev | None, starts):
         self._unit = unit
         self.offset = offset
         self._abbrev = abbrev
+        self._starts = starts
         self._attributes = None
         if abbrev is None:  # a null entry where a DIE was expected
             self.tag, self.has_children = None, False
@@ -176,7 +176,8 @@ class Die:
     @property
     def attributes(self) -> dict[str, Attr]:
         if self._attributes is None:
-            self._attributes = {} if self._abbrev is None else self._unit.attributes(self.offset, self._abbrev)
+            self._attributes = {} if self._abbrev is None else \
+                self._unit.attributes(self.offset, self._abbrev, self._starts)
         return self._attributes
 
     @property

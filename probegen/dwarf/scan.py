@@ -139,21 +139,25 @@ class Abbrev:
     when no form is of variable length. ``fields``: slot -> (segment,
     offset in it, kind, argument) for the attributes the index reads.
     ``odd``: one of name, size, line or file is in a form not read here.
+    ``specs``: (attribute, form, implicit constant) of each attribute, and
+    ``places`` its (segment, offset in it): for probegen.dwarf.dies.
     """
 
     __slots__ = ("tag", "has_children", "segments", "fixed_size", "fields", "declaration", "odd", "unknown_form",
-                 "specs")
+                 "specs", "places")
 
     def __init__(self, tag: int, has_children: bool, specs, sizes: dict[str, int]):
         self.tag = tag
-        self.specs = tuple(specs)  # (attribute, form, implicit constant): for probegen.dwarf.dies
+        self.specs = tuple(specs)
         self.unknown_form = None  # a form this module cannot step over: Damaged if a DIE uses it
         self.has_children = has_children
         self.declaration = False
         self.fields: dict[int, tuple] = {}
         segments: list[tuple[int, int | None]] = []
+        places = []
         fixed = 0
         for attr, form, implicit in specs:
+            places.append((len(segments), fixed))
             if attr == _AT_DECLARATION:
                 self.declaration = True
             name = _FORM_NAMES.get(form)
@@ -172,6 +176,7 @@ class Abbrev:
                 fixed += sizes.get(size, size)  # type: ignore[call-overload]
         segments.append((fixed, None))
         self.segments = tuple(segments)
+        self.places = tuple(places)
         self.fixed_size = fixed if len(segments) == 1 else None
         self.odd = any(self.fields[s][2] == _ODD for s in (NAME, SIZE, LINE, FILE) if s in self.fields)
 
