@@ -164,9 +164,12 @@ def build_site(outputs: Outputs) -> Path:
 
 
 def runnable_script(script: Path, binary: Path) -> Path:
-    """The script with __EXE__ replaced by the binary, as `probegen trace` does."""
+    """The script with its attach points naming the binary, as `probegen
+    trace` does (bpftrace resolves the generated ``usdt:*:`` only with -p)."""
     runnable = script.with_name("run_" + script.name)
-    runnable.write_bytes(script.read_bytes().replace(b"__EXE__", str(binary).encode()))
+    path = str(binary).encode()
+    text = re.sub(rb"(?m)^usdt:\*:", lambda _: b"usdt:" + path + b":", script.read_bytes())
+    runnable.write_bytes(text.replace(b"__EXE__", path))
     return runnable
 
 
