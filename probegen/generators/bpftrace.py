@@ -29,6 +29,7 @@ that follows), and each names the probe, the thread and its place
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +64,12 @@ STACK_MARGIN = 32
 # Variables of the loop that finds a string's full pieces (_full_pieces).
 LOOP_VARIABLES = 5
 WORD_BYTES = 8
+# The verifier follows each string's NUL-finding loop once per way the
+# loops before it ended, so its work grows with the product of the pieces
+# a probe reads. Measured on bpftrace 0.17 (1,000,000-instruction limit):
+# 8 x 8 x 8 and 16 x 16 pieces load, 16 x 16 x 16 and 66 x 66 do not; one
+# string of 66 loads. Longer strings are cut (the script's header says).
+VERIFIER_PIECES = 512
 # Tests a 64-bit word for a zero byte: (w - ONES) & ~w & HIGHS is non-zero
 # exactly when one of its bytes is 0.
 ONES = "0x0101010101010101"
@@ -162,6 +169,23 @@ def pieces(field: Field) -> int:
     return -(-field.max_len // PIECE)
 
 
+def read_pieces(line: ProbeLine) -> dict[int, int]:
+    """Pieces read of each string field of the line: all of them, unless
+    their product passes VERIFIER_PIECES; then the longest strings are cut
+    (a single string never is)."""
+    counts = {n: pieces(f) for n, f in enumerate(line.fields) if _reads_string(f)}
+    while len(counts) > 1 and math.prod(counts.values()) > VERIFIER_PIECES:
+        longest = max(counts, key=lambda n: (counts[n], -n))
+        counts[longest] -= 1
+    return counts
+
+
+def cut_strings(line: ProbeLine) -> list[str]:
+    """'LABEL at N characters' for each string field the probe cuts."""
+    return [f"{line.fields[n].label} at {count * PIECE}" for n, count in read_pieces(line).items()
+            if count < pieces(line.fields[n])]
+
+
 def _round(size: int) -> int:
     return -(-size // WORD_BYTES) * WORD_BYTES
 
@@ -226,14 +250,15 @@ def _string_items(field: Field, number: int, shown: int) -> list[Item]:
 
 
 def _field_items(field: Field, number: int, known: bool | None, shown: int | None) -> list[Item]:
-    """Items of one ``name=value``; ``shown``: pieces of a string field."""
+    """Items of one ``name=value``; ``shown``: pieces of a string field
+    (read_pieces)."""
     label = " " + printf_literal(field.label) + "="
     if not _readable(field):
         return [Item(label + UNREADABLE)]
     value = _value(field)
     style = field.style
     if _reads_string(field):
-        return [Item(label)] + _string_items(field, number, pieces(field) if shown is None else shown)
+        return [Item(label)] + _string_items(field, number, shown)
     if style is Style.STRING:  # a char array member: bpftrace reads and prints it whole
         size = _round(field.ctype.size)
         return [Item(label + "%s", (value,), size, size)]
@@ -249,6 +274,8 @@ def _field_items(field: Field, number: int, known: bool | None, shown: int | Non
 
 
 def _line_items(line: ProbeLine, known: dict, shown: dict) -> list[Item]:
+    """The line's items, ``shown`` (or all read_pieces) pieces of each string."""
+    shown = {**read_pieces(line), **shown}
     items = [Item("%llu.%06llu: " + printf_literal(line.probe.name),
                   ("$t / 1000000000", "$t % 1000000000 / 1000"), 2 * WORD_BYTES)]
     for number, field in enumerate(line.fields):
@@ -267,7 +294,7 @@ def _limit(line: ProbeLine) -> int:
     strings = [f for f in line.fields if _reads_string(f)]
     enums = sum(1 for f in line.fields if f.style is Style.ENUM and _readable(f))
     scalars = (1 + len(pointer_variables(line)) + 2 * len(strings) + enums
-               + (LOOP_VARIABLES if any(pieces(f) > 1 for f in strings) else 0))
+               + (LOOP_VARIABLES if any(c > 1 for c in read_pieces(line).values()) else 0))
     return BPF_STACK - STACK_MARGIN - WORD_BYTES * scalars - PIECE_BYTES * enums
 
 
@@ -291,7 +318,8 @@ def _records(line: ProbeLine, known: dict, limit: int) -> list[Printf]:
     items = _line_items(line, known, {})
     if _stack(items) <= limit:
         return [_printf(items)]
-    fields = [_field_items(f, n, known.get(n), None) for n, f in enumerate(line.fields)]
+    read = read_pieces(line)
+    fields = [_field_items(f, n, known.get(n), read.get(n)) for n, f in enumerate(line.fields)]
     room = _tag(line, 2, 2)  # every line's tag takes the same stack
     groups: list[list[Item]] = [[]]
     for field in fields:
@@ -307,14 +335,15 @@ def _records(line: ProbeLine, known: dict, limit: int) -> list[Printf]:
 def _one_record_layout(line: ProbeLine, known: dict) -> dict[int, int] | None:
     """Pieces per string field for a line that fits one printf when its
     strings are short enough: as many as fit, shared out in turn."""
-    strings = [n for n, f in enumerate(line.fields) if _reads_string(f)]
+    read = read_pieces(line)
+    strings = list(read)
     shown = {n: 0 for n in strings}
     if not strings or _stack(_line_items(line, known, shown)) > _limit(line):
         return None
     while True:
         grown = False
         for n in strings:
-            if shown[n] < pieces(line.fields[n]):
+            if shown[n] < read[n]:
                 trial = {**shown, n: shown[n] + 1}
                 if _stack(_line_items(line, known, trial)) <= _limit(line):
                     shown, grown = trial, True
@@ -337,8 +366,9 @@ def variants(line: ProbeLine) -> list[Variant]:
         if len(records) > 1:
             shown = _one_record_layout(line, known)
             if shown:
+                read = read_pieces(line)
                 short = tuple(f"{_string_variables(n)[1]} < {count}" for n, count in shown.items()
-                              if count < pieces(line.fields[n]))
+                              if count < read[n])
                 result.append(Variant(conditions + short, (_printf(_line_items(line, known, shown)),)))
         result.append(Variant(conditions, tuple(records)))
     return result
@@ -348,12 +378,13 @@ def statements(line: ProbeLine) -> list[str]:
     """What a probe computes before printing: struct pointers, string
     addresses and their full pieces, enum names."""
     rows = ["$t = nsecs;", *pointer_variables(line)]
+    read = read_pieces(line)
     for number, field in enumerate(line.fields):
         if _reads_string(field):
             address, full = _string_variables(number)
             rows.append(f"{address} = (uint64){_value(field)};")
-            if pieces(field) > 1:
-                rows.extend(_full_pieces(address, full, pieces(field)))
+            if read[number] > 1:
+                rows.extend(_full_pieces(address, full, read[number]))
         elif field.style is Style.ENUM and _readable(field):
             rows.extend(enum_lookup(field.enum, _value(field), f"$pg_e{number}", f"$pg_k{number}"))
     return rows
@@ -371,8 +402,8 @@ def render_script(catalog: Catalog, group: str, probes, types: TypeSource | None
         TEMPLATE,
         catalog=catalog,
         group=group,
-        lines=[{"line": l, "variants": variants(l), "unreadable": _unreadable(l), "statements": statements(l)}
-               for l in lines],
+        lines=[{"line": l, "variants": variants(l), "unreadable": _unreadable(l), "statements": statements(l),
+                "cut": cut_strings(l)} for l in lines],
         definitions=types.definitions(structs) if types is not None and structs else "",
         split=split_probes(lines),
         piece=PIECE,
