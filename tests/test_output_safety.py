@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from probegen.files import marker
+
 REPO = Path(__file__).parent.parent
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (device nodes, mounts, chown)")
 # Local/experimental major number: no driver behind it, so even a wrong
@@ -64,6 +66,9 @@ def header_text(tmp_path_factory) -> str:
     assert result.returncode == 0, result.stderr
     return result.stdout
 
+
+# A header probegen wrote earlier: it carries the marker, so probegen may replace it.
+OLD_HEADER = f"{marker.LINES['c']}\nold\n"
 
 # --- Device nodes, FIFOs, sockets, /dev/stdout ---------------------------------
 
@@ -211,7 +216,7 @@ def test_socket_is_refused(project):
 # --- Symbolic links --------------------------------------------------------------
 
 def test_own_symlink_is_followed_and_kept(project, header_text):
-    (project / "real.h").write_text("old\n")
+    (project / "real.h").write_text(OLD_HEADER)
     link = project / "link.h"
     link.symlink_to("real.h")
     result = probegen("header", "-o", link, cwd=project)
@@ -301,14 +306,14 @@ def test_proc_target(project):
 @root_only
 def test_read_only_filesystem_keeps_the_old_file(project, tmp_path_factory):
     source = tmp_path_factory.mktemp("ro-source")
-    (source / "usdt.h").write_text("old\n")
+    (source / "usdt.h").write_text(OLD_HEADER)
     view = project / "ro"
     view.mkdir()
     with mounted("--bind", "-o", "ro", source, view):
         result = probegen("header", "-o", view / "usdt.h", cwd=project)
         assert_one_line_error(result, view / "usdt.h")
         assert "Read-only file system" in result.stderr
-    assert (source / "usdt.h").read_text() == "old\n" and not temporaries(source)
+    assert (source / "usdt.h").read_text() == OLD_HEADER and not temporaries(source)
 
 
 @root_only
@@ -316,22 +321,22 @@ def test_full_filesystem_keeps_the_old_file(project):
     small = project / "small"
     small.mkdir()
     with mounted("-t", "tmpfs", "-o", "size=16k", "tmpfs", small):
-        (small / "usdt.h").write_text("old\n")
+        (small / "usdt.h").write_text(OLD_HEADER)
         result = probegen("header", "-o", small / "usdt.h", cwd=project)  # ~60 KB: does not fit
         assert_one_line_error(result, small / "usdt.h")
         assert "No space left on device" in result.stderr
-        assert (small / "usdt.h").read_text() == "old\n" and not temporaries(small)
+        assert (small / "usdt.h").read_text() == OLD_HEADER and not temporaries(small)
 
 
 def test_file_size_limit_keeps_the_old_file(project):
-    (project / "usdt.h").write_text("old\n")
+    (project / "usdt.h").write_text(OLD_HEADER)
 
     def limit_file_size():  # Python ignores SIGXFSZ: the write fails with EFBIG
         resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))
     result = probegen("header", "-o", "usdt.h", cwd=project, preexec_fn=limit_file_size)
     assert_one_line_error(result, "usdt.h")
     assert "File too large" in result.stderr
-    assert (project / "usdt.h").read_text() == "old\n" and not temporaries(project)
+    assert (project / "usdt.h").read_text() == OLD_HEADER and not temporaries(project)
 
 
 # --- Signals and SIGKILL -----------------------------------------------------------
@@ -369,14 +374,14 @@ def wait_for_temporary(directory: Path, process: subprocess.Popen, known=()) -> 
     (signal.SIGTERM, -signal.SIGTERM), (signal.SIGHUP, -signal.SIGHUP), (signal.SIGINT, 130)])
 def test_signal_during_a_write_leaves_no_temporary(tmp_path, signum, exit_code):
     target = tmp_path / "big.out"
-    target.write_text("old\n")
+    target.write_text(OLD_HEADER)
     writer = start_big_writer(target)
     wait_for_temporary(tmp_path, writer)
     writer.send_signal(signum)
     _, stderr = writer.communicate(timeout=60)
     assert writer.returncode == exit_code, stderr
     assert "Traceback" not in stderr
-    assert target.read_text() == "old\n" and not temporaries(tmp_path)
+    assert target.read_text() == OLD_HEADER and not temporaries(tmp_path)
 
 
 def test_next_run_sweeps_only_dead_runs_own_temporaries(project, header_text):
