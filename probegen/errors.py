@@ -50,15 +50,6 @@ class InputError(Exception):
     exit_code = 2
 
 
-def read_input(path, what: str) -> bytes:
-    """The bytes of a file the user named (a regular file or a pipe, within
-    probegen.files.inputs.TEXT_LIMIT); InputError says what is wrong, calling the
-    file a ``what`` (e.g. "catalog file", "script")."""
-    from probegen.files.inputs import read_input as read_bounded
-
-    return read_bounded(path, what)
-
-
 class CatalogError(InputError):
     """A catalog with one or more problems, all of them reported at once."""
 

@@ -1,4 +1,4 @@
-"""Reading SystemTap/DTrace provider files (probegen.catalog.dfile) and importing
+"""Reading SystemTap/DTrace provider files (probegen.importers.dfile) and importing
 them as catalogs (probegen import FILE.d)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from probegen.catalog import load_catalog
-from probegen.catalog.dfile import parse_provider_file, read_provider_file
+from probegen.importers.dfile import parse_provider_file, read_provider_file
 from probegen.errors import InputError
 from helpers import run_cli
 
@@ -127,7 +127,7 @@ def test_import_writes_a_catalog_that_loads(tmp_path, capsys):
 
 
 def test_imported_argument_names_are_usable():
-    from probegen.catalog.dfile import imported_catalog
+    from probegen.importers.dfile import imported_catalog
 
     source = parse_provider_file("provider p { probe a(int x, int x, int _y, char *name); };", "t.d")
     names = [a.name for a in imported_catalog(source).probes[0].args]

@@ -1,6 +1,6 @@
-"""The readers of binaries (probegen.dwarf, probegen.elf) know no catalog
-and write nothing: they import neither the model, nor a generator, nor
-the templates or jinja2, not even inside a function."""
+"""probegen's layering, from its imports (even those inside functions):
+the readers of binaries (probegen.dwarf, probegen.elf) know no catalog and
+write nothing, and every package imports only the layers below it."""
 
 import ast
 from pathlib import Path
@@ -38,3 +38,40 @@ def test_readers_import_no_catalog_generator_or_template(reader):
         if any(name == f or name.startswith(f + ".") for f in FORBIDDEN)
     }
     assert not broken, sorted(broken)
+
+
+# Which package may import which (doc/internals.md): only ranks below its
+# own; the plumbing (rank 0) may use itself.
+RANK = {
+    "__init__": 0, "probegen": 0, "errors": 0, "files": 0, "data": 0, "templates": 0,
+    "catalog": 1,
+    "elf": 2, "dwarf": 3,
+    "generators": 4,
+    "checks": 5, "runtime": 5, "importers": 5, "reports": 5,
+    "commands": 6, "cli": 7, "__main__": 8,
+}
+# The BCC generator copies the runtime's source into each tool it writes
+# (the tool runs under the system's python3, where probegen may be absent).
+ALLOWED = {("generators/bcc.py", "probegen.runtime.bcc")}
+
+
+def _package_of(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "probegen":
+        return None
+    return parts[1] if len(parts) > 1 and parts[1] in RANK else "probegen"
+
+
+def test_every_package_imports_only_the_layers_below_it():
+    broken = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE)
+        own = relative.parts[0] if len(relative.parts) > 1 else relative.stem
+        assert own in RANK, f"{relative}: a package the layering does not know: add it to RANK"
+        for name in sorted(imported(path)):
+            other = _package_of(name)
+            if other is None or other == own or (relative.as_posix(), name) in ALLOWED:
+                continue
+            if not (RANK[other] < RANK[own] or RANK[other] == RANK[own] == 0):
+                broken.append(f"{relative} imports {name}")
+    assert not broken, broken

@@ -24,14 +24,14 @@ from helpers.builds import copy_example
 SHIPPED = {
     "make": REPO / "probegen" / "data" / "probegen.mk",
     "cmake": REPO / "probegen" / "data" / "cmake",
-    "schema": REPO / "probegen" / "catalog" / "catalog.schema.json",
+    "schema": REPO / "probegen" / "data" / "catalog.schema.json",
 }
 # Paths inside the package that a user's build or editor reads.
 PACKAGE_DATA = [
     "probegen/data/probegen.mk",
     "probegen/data/cmake/probegenConfig.cmake",
     "probegen/data/cmake/probegenConfigVersion.cmake",
-    "probegen/catalog/catalog.schema.json",
+    "probegen/data/catalog.schema.json",
     "probegen/templates/usdt.h.j2",
 ]
 

@@ -175,6 +175,21 @@ class CType:
             return False
         return self.signed is None or self.signed == signed
 
+    def holds_constant(self, value: int, pointer_size: int = 8) -> bool:
+        """Whether a literal the compiler recorded can be an argument of this
+        type: the note gives the literal's own type ('false' is the int 0,
+        '-4@$0'; a NULL may be '8@$0' or '4@$0'), so its size and sign say
+        nothing; its value must be one this type holds. A bool holds 0 and 1;
+        an unsigned type also takes a negative literal that C converts
+        without loss of bits (-1 for all ones, a common sentinel); a type of
+        either sign (plain char, an enum) takes both ranges."""
+        if self.kind is Kind.BOOL:
+            return value in (0, 1)
+        bits = 8 * self.size_on(pointer_size)
+        if self.signed is True:
+            return -(1 << (bits - 1)) <= value < (1 << (bits - 1))
+        return -(1 << (bits - 1)) <= value < (1 << bits)
+
     @property
     def is_integer_like(self) -> bool:
         return self.kind in (Kind.INTEGER, Kind.BOOL, Kind.ENUM)

@@ -14,13 +14,11 @@ from __future__ import annotations
 import functools
 import json
 from difflib import get_close_matches
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import fastjsonschema
 import yaml
 
-SCHEMA_FILE = "catalog.schema.json"
 _STR = "tag:yaml.org,2002:str"
 _EXPECTED = {"string": "a string", "boolean": "true or false", "integer": "an integer",
              "object": "a mapping", "array": "a list"}
@@ -34,9 +32,9 @@ Problem = tuple[yaml.Node, str]
 
 
 def load_schema() -> dict:
-    # Package data sits next to the modules (importlib.resources would cost
-    # more start-up time than the whole load of a small catalog).
-    return json.loads(Path(__file__).with_name(SCHEMA_FILE).read_text("utf-8"))
+    from probegen.data import schema
+
+    return json.loads(schema().read_text("utf-8"))
 
 
 @functools.lru_cache(maxsize=2)

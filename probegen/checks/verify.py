@@ -29,7 +29,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from probegen.catalog.model import Arg, Catalog, Probe
-from probegen.catalog.ctype import Kind
 from probegen.elf.argspec import Constant, NoteArg
 from probegen.elf.notes import Binary, BinaryProbe
 from probegen.errors import Location
@@ -103,22 +102,6 @@ def _describe_type(arg: Arg, pointer_size: int) -> str:
     return f"{ctype.spelling} ({size} byte{'s' if size != 1 else ''}, {sign})"
 
 
-def constant_fits(value: int, ctype, pointer_size: int) -> bool:
-    """Whether a literal the compiler recorded can be an argument of the
-    declared type: the note gives the literal's own type ('false' is the
-    int 0, '-4@$0'; a NULL may be '8@$0' or '4@$0'), so its size and sign
-    say nothing; its value must be one the declared type holds. A bool
-    holds 0 and 1; an unsigned type also takes a negative literal that C
-    converts without loss of bits (-1 for all ones, a common sentinel);
-    a type of either sign (plain char, an enum) takes both ranges."""
-    if ctype.kind is Kind.BOOL:
-        return value in (0, 1)
-    bits = 8 * ctype.size_on(pointer_size)
-    if ctype.signed is True:
-        return -(1 << (bits - 1)) <= value < (1 << (bits - 1))
-    return -(1 << (bits - 1)) <= value < (1 << bits)
-
-
 def _arg_matches(arg: NoteArg, ctype, pointer_size: int) -> bool:
     """Size and sign as the declared type's on this binary (a pointer,
     size_t or long follows the binary's pointer size), or a literal the
@@ -128,7 +111,7 @@ def _arg_matches(arg: NoteArg, ctype, pointer_size: int) -> bool:
     if ctype.matches_note(arg.size, arg.signed, pointer_size):
         return True
     operand = arg.operand
-    return getattr(operand, "kind", None) == "constant" and constant_fits(operand.value, ctype, pointer_size)
+    return getattr(operand, "kind", None) == "constant" and ctype.holds_constant(operand.value, pointer_size)
 
 
 def _arg0_problem(probe: Probe, arg: NoteArg) -> str | None:

@@ -65,7 +65,7 @@ def run(args) -> int:
 def _from_provider_file(args) -> int:
     """dtrace -h's job: one header section per provider of the file, each
     with its own guard."""
-    from probegen.catalog.dfile import catalogs_of
+    from probegen.importers.dfile import catalogs_of
 
     # dtrace -h writes FILE.h beside the working directory by default.
     output = args.output or Path(args.provider_file).with_suffix(".h").name

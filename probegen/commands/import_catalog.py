@@ -31,9 +31,9 @@ def run(args) -> int:
     from pathlib import Path
 
     from probegen.elf import ElfError, read_binary
-    from probegen.generators.catalog_yaml import import_catalog
+    from probegen.importers.binaries import import_catalog
 
-    from probegen.catalog.dfile import import_provider_file, is_provider_file
+    from probegen.importers.dfile import import_provider_file, is_provider_file
     from probegen.errors import InputError
 
     provider_file = args.from_d

@@ -24,6 +24,4 @@ def cmake_dir() -> Path:
 
 def schema() -> Path:
     """The catalog's JSON Schema (the one the loader checks catalogs against)."""
-    from probegen.catalog.schema_check import SCHEMA_FILE
-
-    return DATA_DIR.parent / "catalog" / SCHEMA_FILE
+    return DATA_DIR / "catalog.schema.json"

@@ -18,10 +18,13 @@ import os
 import re
 import struct
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from probegen.elf.argspec import ArgSpecError, NoteArg, parse_args
 from probegen.errors import InputError
 from probegen.files.inputs import UnreadableInput, open_seekable
+
+if TYPE_CHECKING:  # the DWARF reader opens files here and decodes no notes
+    from probegen.elf.argspec import NoteArg
 
 _NAME = re.compile(r"[A-Za-z0-9_]+\Z")  # provider and probe names in a note
 _NAME_BYTES = re.compile(rb"[A-Za-z0-9_]+\Z")
@@ -333,6 +336,8 @@ class _NoteReader:
             provider, name = key
             args_text = _text(raw_args, shown, where, "arguments")
         if decoded is None:
+            from probegen.elf.argspec import ArgSpecError, parse_args
+
             try:
                 args = parse_args(args_text, self.machine)
             except ArgSpecError as exc:

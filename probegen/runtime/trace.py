@@ -45,7 +45,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from probegen.errors import InputError, read_input
+from probegen.errors import InputError
+from probegen.files.inputs import read_input
 from probegen.files.output import open_stream
 from probegen.generators.escape import printf_literal
 from probegen.runtime.hitlines import HitJoiner

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from probegen.catalog.model import Catalog
-from probegen.errors import Diagnostic, InputError, read_input
+from probegen.errors import Diagnostic, InputError
+from probegen.files.inputs import read_input
 from probegen.checks.lint.checker import check_script
 from probegen.checks.lint.lexer import ScriptSyntaxError
 from probegen.checks.lint.parser import parse

@@ -54,7 +54,7 @@ class ImportedCatalog:
     semaphores: bool
     probes: tuple[ImportedProbe, ...]
     sources: tuple[str, ...]
-    # From a provider file (probegen.catalog.dfile): its typedefs, as (name, C
+    # From a provider file (probegen.importers.dfile): its typedefs, as (name, C
     # type), and the header style that keeps dtrace -h's macro names.
     from_provider_file: bool = False
     typedefs: tuple[tuple[str, str], ...] = ()
@@ -100,9 +100,8 @@ def _spdk_arg0(provider: str, probes: dict[str, list[Seen]]) -> dict[str, bool] 
 @functools.lru_cache(maxsize=4096)
 def _fits(value: int, type_name: str) -> bool:
     from probegen.catalog.ctype import parse_ctype
-    from probegen.checks.verify import constant_fits
 
-    return constant_fits(value, parse_ctype(type_name), 8)
+    return parse_ctype(type_name).holds_constant(value, 8)
 
 
 def _variables_type(variables: list[tuple[NoteArg, int]], notes: list[str]) -> str:

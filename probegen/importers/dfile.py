@@ -399,7 +399,7 @@ def parse_provider_file(text: str, path: str) -> ProviderFile:
 
 def read_provider_file(path) -> ProviderFile:
     """The file's providers; InputError (exit 2) at file:line:column."""
-    from probegen.errors import read_input
+    from probegen.files.inputs import read_input
 
     data = read_input(path, "provider file")
     try:
@@ -412,7 +412,7 @@ def read_provider_file(path) -> ProviderFile:
 
 def imported_catalog(source: ProviderFile, provider_name: str | None = None):
     """The ImportedCatalog (what `probegen import` renders) of one provider."""
-    from probegen.generators.catalog_yaml import ImportedArg, ImportedCatalog, ImportedProbe
+    from probegen.importers.binaries import ImportedArg, ImportedCatalog, ImportedProbe
 
     provider = source.provider(provider_name)
     probes = []
@@ -446,7 +446,7 @@ def import_provider_file(path, provider_name: str | None = None, file_name: str 
     """The catalog YAML of a provider file's provider, checked by the loader."""
     from probegen.catalog.load import parse_catalog
     from probegen.errors import CatalogError
-    from probegen.generators.catalog_yaml import render_catalog
+    from probegen.importers.binaries import render_catalog
 
     imported = imported_catalog(read_provider_file(path), provider_name)
     text = render_catalog(imported)
@@ -463,7 +463,7 @@ def catalogs_of(path, header_output=None) -> list:
     made straight from it (at ``header_output``, which names the guards)."""
     from probegen.catalog.load import parse_catalog
     from probegen.errors import CatalogError
-    from probegen.generators.catalog_yaml import render_catalog
+    from probegen.importers.binaries import render_catalog
 
     source = read_provider_file(path)
     catalogs = []
