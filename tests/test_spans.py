@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -154,11 +155,25 @@ def test_script_is_deterministic_and_documents_each_span():
     assert text == spans.render_program(load_catalog(CATALOGS / "spans.yaml"))
     assert "// request: A request, matched by id; per kind (read at the start)." in text
     assert "//   from work_begin to work_end, matched by thread" in text
-    # One block per probe, however many spans use it.
-    assert text.count("usdt:__EXE__:req_start\n") == 1
+    # One block per probe, however many spans use it, attached as the other generated scripts are.
+    assert text.count("usdt:*:spantest:req_start\n") == 1
     assert "@request_start[arg0] = $now;" in text and "@request_by0[arg0] = arg1;" in text
     assert "@request_tagged_start[str(arg2, 64)] = $now;" in text
     assert "@work_start[tid] = $now;" in text
+
+
+def test_span_file_has_no_begin_or_end_for_spdk_bpftrace_sh_to_add(tmp_path):
+    """SPDK's bpftrace.sh appends a BEGIN and an END block, and bpftrace
+    0.17 takes one of each: spans.bt names enum values in rows where the
+    name is used; `probegen trace`'s summary programs keep their own."""
+    catalog = load_catalog(CATALOGS / "spans.yaml")
+    (script,) = spans.render_files(catalog, tmp_path)
+    assert not re.search(r"^\s*(BEGIN|END)\b", script.text, re.M)
+    assert '$request_n0 = "UNKNOWN";' in script.text
+    assert 'if ($request_b0 == 0) { $request_n0 = "READ"; }' in script.text
+    assert "@request_us[$request_n0] = hist($request_us);" in script.text
+    whole = spans.render_program(catalog)
+    assert re.search(r"^BEGIN$", whole, re.M) and "\tclear(@request_start);" in whole
 
 
 def test_string_keys_read_as_long_as_max_len_asks(tmp_path):

@@ -109,7 +109,7 @@ def traced(tmp_path_factory):
         tracers["text"] = Process(probegen_argv("trace", program.pid, script.path))
         tracers["json"] = Process(probegen_argv("trace", program.pid, "--hist", "--count", "--json",
                                                 "--catalog", CATALOG))
-        tracers["text"].wait_line("Tracing 3 spans")
+        tracers["text"].wait_line("Tracing ")  # probegen trace's banner: spans.bt has no BEGIN
         tracers["json"].wait_for(lambda lines: any('"printf"' in l and "Tracing" in l for l in lines),
                                  "the json tracer to attach")
         program.send("go\n")
@@ -186,24 +186,41 @@ def test_count_mode_equals_hits_fired(traced):
     assert hits == fired
 
 
-def test_spdk_span_script_measures_spdk_call_sites(tmp_path):
+@pytest.mark.parametrize("way", ["probegen trace", "bpftrace -p", "shebang", "SPDK's bpftrace.sh"])
+def test_spdk_span_script_measures_spdk_call_sites(tmp_path, way):
     """scripts/bpf/probegen/spans.bt, as committed, loads in bpftrace 0.17
     and measures every span of tests/c/tracing_spdk.c, which fires each
     probe once as SPDK's sources do (a poll group destroyed before one is
-    created: an end without a start)."""
+    created: an end without a start, and a start still open at exit),
+    through each way a script is run: SPDK's bpftrace.sh
+    (tests/spdk_bpftrace.sh) appends its own BEGIN and END blocks."""
+    import os
+    import time
+
     require_bpftrace()
+    from helpers import TESTS
     from helpers.tracing import SPDK_CATALOG, build_spdk_program
 
+    script = SPDK_CATALOG.parent / "scripts/bpf/probegen/spans.bt"
     binary = build_spdk_program(tmp_path)
     program = Process([binary], stdin=True)
     program.wait_line("READY")
-    tracer = Process(probegen_argv("trace", program.pid, SPDK_CATALOG.parent / "scripts/bpf/probegen/spans.bt"))
+    pid = program.pid
+    argv = {"probegen trace": probegen_argv("trace", pid, script), "bpftrace -p": ["bpftrace", "-p", pid, script],
+            "shebang": [script, "-p", pid], "SPDK's bpftrace.sh": [TESTS / "spdk_bpftrace.sh", pid, script]}[way]
+    # The script's header asks for it; probegen trace sets it itself.
+    env = {**os.environ, "BPFTRACE_STRLEN": "200"} if way != "probegen trace" else None
+    tracer = Process(argv, env=env)
     try:
-        tracer.wait_line("Tracing ")
+        if way == "probegen trace":
+            tracer.wait_line("Tracing ")  # its banner: spans.bt has no BEGIN
+        else:  # bpftrace alone says "Attaching" before it attaches, and nothing after
+            tracer.wait_for(lambda lines: any(l.startswith("Attaching ") for l in lines), "attach")
+            time.sleep(3)
         program.send("go\n")
         program.wait_line("DONE")
         assert program.proc.wait(60) == 0
-        assert tracer.stop(signal.SIGINT) == 0, tracer.stderr
+        assert tracer.proc.wait(60) == 0, tracer.stderr  # ends with the process
     finally:
         program.kill()
         tracer.kill()
@@ -216,3 +233,8 @@ def test_spdk_span_script_measures_spdk_call_sites(tmp_path):
     assert ("poll_group_state_change", "UNKNOWN") in hists  # the done probe passes state 8
     assert unmatched["poll_group_lifetime"] == 1
     assert sum(unmatched.values()) == 1
+    # Without an END block every map prints: the one span still open, and
+    # SPDK's enum maps only when its bpftrace.sh added them (and cleared them).
+    others = sorted(l.split("[")[0].split(":")[0] for l in tracer.lines
+                    if l.startswith("@") and not _HIST_HEAD.match(l) and not _COUNT.match(l))
+    assert others == ["@poll_group_lifetime_start"], "\n".join(tracer.lines)

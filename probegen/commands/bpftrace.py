@@ -2,7 +2,9 @@
 group, all.bt with every probe, counts.bt counting hits, and spans.bt
 measuring the catalog's spans when it declares any.
 
-Probes are written usdt:__EXE__:NAME; run them with probegen trace PID.
+Probes are written usdt:*:PROVIDER:NAME and the scripts have no BEGIN or END
+block: run them with probegen trace PID, bpftrace -p PID, or SPDK's
+scripts/bpftrace.sh.
 """
 
 from __future__ import annotations

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probegen.catalog import Catalog
-from probegen.generators.escape import c_string, printf_literal
+from probegen.generators.escape import printf_literal
 from probegen.generators.lines import (
-    DEFAULT_STRLEN, UNKNOWN_ENUM, EnumTable, Field, ProbeLine, Style, enum_tables, probe_lines, script_groups,
+    DEFAULT_STRLEN, UNKNOWN_ENUM, Field, ProbeLine, Style, enum_lookup, probe_lines, script_groups,
 )
 from probegen.files.output import GeneratedFile
 from probegen.generators.render import render
@@ -188,22 +188,6 @@ def cut_strings(line: ProbeLine) -> list[str]:
 
 def _round(size: int) -> int:
     return -(-size // WORD_BYTES) * WORD_BYTES
-
-
-def enum_lookup(table: EnumTable, value: str, name: str, known: str) -> list[str]:
-    """Statements setting the string variable ``name`` to the name of
-    ``value`` in ``table`` and ``known`` to 1, or ``known`` to 0 when the
-    table has no name for it. Written where the name is printed, one row
-    per value, so a script needs no BEGIN block to fill a map (nor an END
-    block to keep the map from printing at exit). A chain of conditional
-    string literals inside the printf instead fails bpftrace 0.17's
-    verifier in some probes ("invalid size of register spill")."""
-    rows = [f"// names of enum {table.name}", f'{name} = "";', f"{known} = 1;"]
-    for number, (enum_value, shown) in enumerate(table.names):
-        keyword = "if" if number == 0 else "else if"
-        rows.append(f'{keyword} ({value} == {enum_value}) {{ {name} = "{c_string(shown)}"; }}')
-    rows.append(f"else {{ {known} = 0; }}")
-    return rows
 
 
 def _string_variables(number: int) -> tuple[str, str]:

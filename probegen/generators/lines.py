@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from probegen.catalog.model import MAX_NAMED_ENUMS, Arg, Catalog, Probe
 from probegen.catalog.ctype import CType, Kind
 from probegen.errors import InputError
+from probegen.generators.escape import c_string
 
 if TYPE_CHECKING:  # importing it loads the DWARF reader, which lint without a binary does not need
     from probegen.generators.typesource import TypeSource
@@ -159,6 +160,25 @@ def probe_line(catalog: Catalog, probe: Probe, types: TypeSource | None = None) 
 
 def probe_lines(catalog: Catalog, probes, types: TypeSource | None = None) -> list[ProbeLine]:
     return [probe_line(catalog, p, types) for p in probes]
+
+
+def enum_lookup(table: EnumTable, value: str, name: str, known: str, unnamed: str = "") -> list[str]:
+    """bpftrace statements setting the string variable ``name`` to the
+    name of ``value`` in ``table`` and ``known`` to 1, or ``name`` to
+    ``unnamed`` and ``known`` to 0 when the table has no name for it.
+    Written where the name is used, one row per value, so a script needs
+    no BEGIN block to fill a map (nor an END block to keep the map from
+    printing at exit): SPDK's bpftrace.sh appends its own, and bpftrace
+    0.17 takes one of each. A chain of conditional string literals inside
+    a printf instead fails bpftrace 0.17's verifier in some probes
+    ("invalid size of register spill"). runtime.enum_names rewrites these
+    rows by their form."""
+    rows = [f"// names of enum {table.name}", f'{name} = "{c_string(unnamed)}";', f"{known} = 1;"]
+    for number, (enum_value, shown) in enumerate(table.names):
+        keyword = "if" if number == 0 else "else if"
+        rows.append(f'{keyword} ({value} == {enum_value}) {{ {name} = "{c_string(shown)}"; }}')
+    rows.append(f"else {{ {known} = 0; }}")
+    return rows
 
 
 def enum_tables(lines: list[ProbeLine]) -> list[EnumTable]:

@@ -11,9 +11,13 @@ each, so each probe costs one uprobe however many spans use it.
 
 String keys and by values are read with ``str(argN, LEN)``: keys compare
 their first LEN - 1 bytes (LEN: the longer max_len of the two arguments
-plus one, else bpftrace's default 64, within what the stack allows). The
-same file renders `probegen trace`'s summary programs (--hist, --count,
-with --interval).
+plus one, else bpftrace's default 64, within what the stack allows). An
+enum ``by`` value is named by rows of comparisons where the histogram is
+keyed (lines.enum_lookup). ``spans.bt`` has no BEGIN or END block, so
+SPDK's bpftrace.sh can add its own; spans still open at exit print then.
+The same file renders `probegen trace`'s summary programs (--hist,
+--count, with --interval), which have both: a banner, and clearing the
+open spans.
 """
 
 from __future__ import annotations
@@ -24,8 +28,7 @@ from pathlib import Path
 from probegen.catalog import Arg, Catalog, Probe, Span
 from probegen.catalog.ctype import Kind
 from probegen.files.output import GeneratedFile
-from probegen.generators.escape import c_string
-from probegen.generators.lines import BPFTRACE_STRLEN_LIMIT, DEFAULT_STRLEN, UNKNOWN_ENUM, enum_table
+from probegen.generators.lines import BPFTRACE_STRLEN_LIMIT, DEFAULT_STRLEN, UNKNOWN_ENUM, enum_lookup, enum_table
 from probegen.generators.render import render
 
 TEMPLATE = "bpftrace_spans.bt.j2"
@@ -54,14 +57,6 @@ def by_start_map(span: Span, index: int) -> str:
 
 
 HITS_MAP = "@hits"
-# Holds UNKNOWN, the key of enum values without a name. Not a literal:
-# bpftrace 0.17 copies a short literal into a key of the names' string
-# size misaligned, and the verifier refuses the probe.
-UNKNOWN_MAP = "@pg_unknown"
-
-
-def _enum_maps(enum_name: str) -> tuple[str, str]:
-    return f"@pg_{enum_name}_name", f"@pg_{enum_name}_known"
 
 
 @dataclass
@@ -78,7 +73,6 @@ class _Block:
 class _Builder:
     def __init__(self, catalog: Catalog, strlen_cap: int):
         self.catalog = catalog
-        self.enums: dict[str, dict] = {}
         self.strlen_cap = strlen_cap
         self.wanted_strlen = DEFAULT_STRLEN
 
@@ -95,19 +89,16 @@ class _Builder:
         self.wanted_strlen = max(self.wanted_strlen, wanted)
         return min(wanted, self.strlen_cap)
 
-    def enum_key(self, arg: Arg, variable: str):
-        """(known condition, name expression) of an enum keyed by name
-        (UNKNOWN for a value without one), or None to key by its number:
-        bpftrace 0.17 cannot make a string of a number."""
+    def enum_name(self, arg: Arg, value: str, name: str, known: str) -> list[str] | None:
+        """Statements setting ``name`` to the enum name of ``value`` (UNKNOWN
+        for a value without one), or None to key by its number: bpftrace
+        0.17 cannot make a string of a number."""
         if arg.ctype.kind is not Kind.ENUM or arg.hex:
             return None
         table = enum_table(self.catalog, arg.ctype.enum_name, None)
         if table is None:
             return None
-        name_map, known_map = _enum_maps(table.name)
-        self.enums.setdefault(table.name, {"name_map": name_map, "known_map": known_map,
-                                           "names": [(v, c_string(n)) for v, n in table.names]})
-        return f"{known_map}[{variable}]", f"{name_map}[{variable}]"
+        return enum_lookup(table, value, name, known, unnamed=UNKNOWN_ENUM)
 
 
 def _span_parts(builder: _Builder, span: Span, blocks: dict[str, _Block]) -> None:
@@ -137,14 +128,12 @@ def _span_parts(builder: _Builder, span: Span, blocks: dict[str, _Block]) -> Non
             start_block.strings += by.arg.ctype.kind is Kind.STRING
         else:
             end_block.strings += by.arg.ctype.kind is Kind.STRING
-        enum = builder.enum_key(by.arg, f"{var}_b{i}")
-        if enum is not None:
-            # The name into a variable, then one hist(): a hist() per
-            # branch with map-string keys fails bpftrace 0.17's verifier
-            # ("misaligned stack access") beside a string span key.
-            known, name = enum
-            by_setup += [f"{var}_b{i} = {value};",
-                         f"if ({known}) {{ {var}_n{i} = {name}; }} else {{ {var}_n{i} = {UNKNOWN_MAP}[0]; }}"]
+        # The name into a variable, then one hist(): a hist() per branch
+        # with string keys fails bpftrace 0.17's verifier ("misaligned
+        # stack access") beside a string span key.
+        naming = builder.enum_name(by.arg, f"{var}_b{i}", f"{var}_n{i}", f"{var}_known{i}")
+        if naming is not None:
+            by_setup += [f"{var}_b{i} = {value};", *naming]
             parts.append(f"{var}_n{i}")
         else:
             parts.append(value)
@@ -158,10 +147,12 @@ def _span_parts(builder: _Builder, span: Span, blocks: dict[str, _Block]) -> Non
 
 
 def render_program(catalog: Catalog, spans=None, counted=(), interval: int | None = None,
-                   title: str | None = None) -> str:
+                   title: str | None = None, whole: bool = True) -> str:
     """A bpftrace program measuring ``spans`` (default: all the catalog's)
     and counting hits of the ``counted`` probes; ``interval``: print and
-    reset every so many seconds."""
+    reset every so many seconds. ``whole``: with its own BEGIN (a banner)
+    and END (clearing the spans still open, so they do not print at exit);
+    without, for runners that add their own (SPDK's bpftrace.sh)."""
     spans = catalog.spans if spans is None else tuple(spans)
     builder, blocks = _plan(catalog, spans, counted, BPFTRACE_STRLEN_LIMIT)
     most = max((b.strings for b in blocks.values()), default=0)
@@ -172,13 +163,12 @@ def render_program(catalog: Catalog, spans=None, counted=(), interval: int | Non
     return render(
         TEMPLATE,
         catalog=catalog, title=title or f"{len(spans)} span{'s' if len(spans) != 1 else ''}",
-        spans=spans, blocks=list(blocks.values()), enums=list(builder.enums.values()),
+        spans=spans, blocks=list(blocks.values()), whole=whole,
         counted=bool(counted), interval=interval,
         strlen=strlen, default_strlen=DEFAULT_STRLEN, strlen_marker=STRLEN_MARKER,
         cut=builder.wanted_strlen > strlen,
         hist_map=hist_map, unmatched_map=unmatched_map, start_map=start_map, hits_map=HITS_MAP,
         by_start_maps=[by_start_map(s, i) for s in spans for i, b in enumerate(s.by) if b.at_start],
-        unknown_map=UNKNOWN_MAP if builder.enums else None, unknown=UNKNOWN_ENUM,
     )
 
 
@@ -207,4 +197,5 @@ def render_files(catalog: Catalog, output: Path) -> list[GeneratedFile]:
     """``spans.bt`` in ``output`` when the catalog declares spans."""
     if not catalog.spans:
         return []
-    return [GeneratedFile(Path(output) / f"{SPAN_SCRIPT}.bt", render_program(catalog), executable=True)]
+    return [GeneratedFile(Path(output) / f"{SPAN_SCRIPT}.bt", render_program(catalog, whole=False),
+                          executable=True)]
