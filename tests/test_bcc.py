@@ -7,7 +7,9 @@ without semaphores."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import signal
 import stat
 import subprocess
@@ -148,7 +150,70 @@ def test_spdk_catalog_tool_prints_what_spdk_passes(tmp_path):
     span_probes = {p.name for s in catalog.spans for p in (s.start, s.end)}
     assert tracers["hist"].lines[0] == (f"Tracing {len(span_probes)} probes (spdk): {len(catalog.spans)} spans "
                                         "as histograms. Hit Ctrl-C to end.")
-    assert tracers["hist"].proc.returncode == 0 and not tracers["hist"].stderr
+    assert tracers["hist"].proc.returncode == 0
+    # stderr: only where each printed enum's names came from
+    assert tracers["hist"].stderr and all(l.startswith("spdk.py: enum names ") for l in tracers["hist"].stderr)
+
+
+# --- enum names from the traced binary's debug info ---
+
+@pytest.fixture(scope="module")
+def drift_tool(tmp_path_factory):
+    """drift_spdk.c at two versions, and the drift catalog's tool (its
+    tables number nvmf_tgt_state's states as "master" does)."""
+    from helpers.drift import DRIFT_CATALOG, build_drift
+
+    require_bcc()
+    directory = tmp_path_factory.mktemp("bcc_drift")
+    return build_drift(directory), write_tool(DRIFT_CATALOG, directory / "tools")
+
+
+def trace_drift(binary, tool, *options):
+    """(the program's expected tgt_state lines, the tool's Process) of one run."""
+    def states(expected):
+        return [e for e in expected if e.split()[0] == "tgt_state"]
+
+    program, tracers = run_traced([binary], {"bcc": lambda pid: [SYSTEM_PYTHON, tool, "-p", pid, "--group", "tgt",
+                                                                 *options]},
+                                  count_done=lambda name, expected: len(states(expected)))
+    assert tracers["bcc"].proc.returncode == 0, tracers["bcc"].stderr
+    return states(expected_lines(program)), tracers["bcc"]
+
+
+def catalog_order(lines):
+    """The lines as the catalog names the states: v25.09's two swapped."""
+    swapped = {"state=FINI_STOP_LISTEN": "state=FINI_STOP_SUBSYSTEMS",
+               "state=FINI_STOP_SUBSYSTEMS": "state=FINI_STOP_LISTEN"}
+    return [" ".join(swapped.get(word, word) for word in line.split()) for line in lines]
+
+
+def test_bcc_prints_the_traced_binarys_enum_names(drift_tool):
+    """Each version's states by its own names, from its executable's DWARF
+    (stderr says so), though the tool's tables are master's."""
+    binaries, tool = drift_tool
+    for version, note in (("v25_09", " (differs from the catalog's)"), ("master", "")):
+        expected, tracer = trace_drift(binaries[version], tool)
+        assert "tgt_state state=FINI_STOP_LISTEN" in expected
+        assert tracer_lines(tracer.lines) == expected, version
+        shown = os.path.realpath(binaries[version])
+        assert tracer.stderr == [f"pgdrift.py: enum names from the debug info of '{shown}': nvmf_tgt_state{note}"]
+
+
+def test_bcc_keeps_the_catalogs_enum_names_when_told_or_without_debug_info(drift_tool, tmp_path):
+    binaries, tool = drift_tool
+    expected, tracer = trace_drift(binaries["v25_09"], tool, "--no-debug-info")
+    assert tracer_lines(tracer.lines) == catalog_order(expected)
+    assert tracer.stderr == ["pgdrift.py: enum names of nvmf_tgt_state from the catalog (as the tool has them): "
+                             "--no-debug-info"]
+    strip = shutil.which("strip")
+    if strip is None:
+        pytest.skip("strip (binutils) is not installed: no binary without debug info")
+    stripped = tmp_path / "v25_09_stripped"
+    subprocess.run([strip, "-g", "-o", stripped, binaries["v25_09"]], check=True)
+    expected, tracer = trace_drift(stripped, tool)
+    assert tracer_lines(tracer.lines) == catalog_order(expected)
+    assert tracer.stderr == ["pgdrift.py: enum names of nvmf_tgt_state from the catalog (as the tool has them): "
+                             f"'{os.path.realpath(stripped)}' has no debug info"]
 
 
 # --- spans: tests/c/spans.c fires them with known delays ---

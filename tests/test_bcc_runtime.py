@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import CATALOGS
+from helpers import CATALOGS, SYSTEM_PYTHON, compile_c
 from probegen.catalog import load_catalog
 from probegen.generators import bcc as generator
 from probegen.runtime import bcc
@@ -21,13 +21,17 @@ from probegen.runtime import bcc
 SPANS = CATALOGS / "spans.yaml"
 
 
-@pytest.fixture(scope="module")
-def tool():
+def spans_tool():
     """The tables of the spans catalog's tool, as the tool itself builds them."""
     text = generator.render_tool(load_catalog(SPANS))
     namespace = {"__name__": "generated"}
     exec(compile(text, "spantest.py", "exec"), namespace)  # the tool's own code, not main()
     return namespace["TOOL"]
+
+
+@pytest.fixture(scope="module")
+def tool():
+    return spans_tool()
 
 
 def test_log2_slots_and_rows():
@@ -181,3 +185,77 @@ def test_generated_tool_lists_and_prints_its_program(tmp_path):
     program = subprocess.run([sys.executable, path, "--hist", "--ebpf"], capture_output=True, text=True,
                              check=True).stdout
     assert program.startswith("#define PG_SPANS 1\n") and "BPF_HASH(span_0_starts" in program
+
+
+# --- enum names from the traced files' debug info ---
+
+# req_kind as another version of the program numbers it: the catalog's
+# KIND_READ, KIND_WRITE the other way round, and a value with an alias.
+REQ_KIND_C = """enum req_kind { KIND_WRITE, KIND_READ, KIND_OTHER = 7, KIND_AGAIN = 7 };
+volatile enum req_kind kind = KIND_READ;
+int main(void) { return kind; }
+"""
+
+
+@pytest.fixture(scope="module")
+def enum_binaries(tmp_path_factory):
+    """(a binary whose DWARF has req_kind, one whose DWARF has not, one without DWARF)."""
+    directory = tmp_path_factory.mktemp("bcc_enums")
+    (directory / "kind.c").write_text(REQ_KIND_C)
+    (directory / "plain.c").write_text("int main(void) { return 0; }\n")
+    return (compile_c([directory / "kind.c"], directory / "kind", extra=["-g"]),
+            compile_c([directory / "plain.c"], directory / "plain", extra=["-g"]),
+            compile_c([directory / "kind.c"], directory / "nodebug"))
+
+
+def test_printed_enums_are_the_selected_fields(tool):
+    probes, spans = tool.probes, tool.spans
+    assert bcc.printed_enums(probes, []) == ["req_kind"]
+    assert bcc.printed_enums([tool.by_name["work_begin"]], []) == []
+    assert bcc.printed_enums(probes, [spans[0]]) == ["req_kind"]  # by kind
+
+
+def test_enum_names_from_a_files_debug_info(enum_binaries):
+    kind, plain, _ = enum_binaries
+    tool = spans_tool()  # its tables change
+    assert bcc.dwarf_enums(kind, ["req_kind", "absent"]) == {
+        "req_kind": (("KIND_WRITE", 0), ("KIND_READ", 1), ("KIND_OTHER", 7), ("KIND_AGAIN", 7))}
+    lines = bcc.use_debug_info(tool, ["req_kind"], [("plain", plain), ("kind", kind)])
+    assert lines == ["enum names from the debug info of 'kind': req_kind (differs from the catalog's)"]
+    assert tool.enums["req_kind"][0] == {0: "WRITE", 1: "READ", 7: "OTHER"}  # prefix stripped, alias after
+    data, _keep = _hit(tool.by_name["req_start"], 0, f0=1, f1=0, f2=b"")
+    assert bcc.hit_line(tool, data, False) == "0.000000: req_start id=1 kind=WRITE tag="
+
+
+def test_enum_names_stay_the_catalogs_and_stderr_says_why(enum_binaries, tmp_path):
+    _, plain, nodebug = enum_binaries
+    damaged = tmp_path / "damaged"
+    damaged.write_bytes(b"\x7fELF" + b"\0" * 12)
+    tool = spans_tool()
+    lines = bcc.use_debug_info(tool, ["req_kind"], [("nodebug", nodebug), ("damaged", damaged), ("plain", plain)])
+    (line,) = lines
+    assert line.startswith("enum names of req_kind from the catalog (as the tool has them): 'nodebug' has no "
+                           "debug info; debug info of 'damaged' unusable: ")
+    assert line.endswith("; not in the debug info of 'plain'")
+    assert tool.enums["req_kind"][0] == {0: "READ", 1: "WRITE"}
+    assert bcc.use_debug_info(tool, ["req_kind"], []) == [
+        "enum names of req_kind from the catalog (as the tool has them): no file to read"]
+
+
+def test_enum_names_without_pyelftools_are_the_catalogs(enum_binaries, tmp_path):
+    """The system Python without its site packages (so without Debian's
+    python3-pyelftools), running the tool's own code."""
+    kind, _, _ = enum_binaries
+    if not Path(SYSTEM_PYTHON).exists():
+        pytest.skip(f"{SYSTEM_PYTHON} not found")
+    if subprocess.run([SYSTEM_PYTHON, "-S", "-c", "import elftools"], capture_output=True).returncode == 0:
+        pytest.skip(f"pyelftools is importable in {SYSTEM_PYTHON} even without site packages")
+    path = tmp_path / "spantest.py"
+    path.write_text(generator.render_tool(load_catalog(SPANS)))
+    code = ("import runpy, sys; tool = runpy.run_path(sys.argv[1]); "
+            "print(*tool['use_debug_info'](tool['TOOL'], ['req_kind'], [('kind', sys.argv[2])]), sep='\\n')")
+    result = subprocess.run([SYSTEM_PYTHON, "-S", "-c", code, path, kind], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "enum names of req_kind from the catalog (as the tool has them): pyelftools is not installed for "
+        f"{SYSTEM_PYTHON} (Debian: python3-pyelftools)"]

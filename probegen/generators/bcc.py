@@ -168,6 +168,13 @@ def _python_raw_text(c_text: str) -> str:
     return re.sub(r'"(?=")', '" ', c_text)
 
 
+def _strip_prefix(catalog: Catalog, enum_name: str) -> str:
+    """The prefix the enum's names print without, for names the tool reads
+    from the traced binary's DWARF."""
+    decl = catalog.enum(enum_name)
+    return decl.strip_prefix if decl is not None else ""
+
+
 def render_tool(catalog: Catalog, types: TypeSource | None = None) -> str:
     lines = probe_lines(catalog, catalog.probes, types)
     structs = list(dict.fromkeys(s for l in lines for s in l.structs))
@@ -184,7 +191,8 @@ def render_tool(catalog: Catalog, types: TypeSource | None = None) -> str:
             for i, l in enumerate(lines)
         ],
         spans=spans,
-        enums=[{"name": repr(t.name), "names": repr(dict(t.names))} for t in enum_tables(lines)],
+        enums=[{"name": repr(t.name), "names": repr(dict(t.names)), "strip": repr(_strip_prefix(catalog, t.name))}
+               for t in enum_tables(lines)],
         definitions=_python_raw_text(types.definitions(structs)) if types is not None and structs else "",
         unknown=repr(UNKNOWN_ENUM),
         runtime=runtime_source(),

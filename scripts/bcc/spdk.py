@@ -24,6 +24,12 @@ with a "type": "attached" (tracing starts), "hit" (one per hit), "span"
 count), "interval" (an --interval summary begins); the summaries as
 ``probegen trace --json`` prints them.
 
+Enum names: the tables hold the catalog's, one version's; at start a tool
+reads each enum it prints from the traced files' DWARF (the executable,
+then the files holding the probes) with pyelftools when the system Python
+has it, and prints those files' names, saying on stderr which source each
+enum's names came from (``--no-debug-info``: the catalog's).
+
 Attaching: BCC 0.26's Python binding calls libbcc's ``bpf_attach_uprobe``
 with six arguments where the C function takes seven, so the kernel reads
 a garbage ``ref_ctr_offset`` and refuses the probe when another tracer
@@ -78,7 +84,8 @@ def formatter(spec, enums):
         show = lambda value: "0x%x" % (value & mask)  # noqa: E731
         return show, show
     if kind == "enum":
-        names, unknown = enums[spec[1]]
+        # The enum's dict itself: names read from the traced binary replace its content.
+        names, unknown, _ = enums[spec[1]]
         show = lambda value: names.get(value) or "%s(%d)" % (unknown, value)  # noqa: E731
         return show, show
     return str, int
@@ -90,6 +97,7 @@ class Field:
     def __init__(self, label, member, c_type, spec, enums):
         self.label = label
         self.member = member
+        self.enum = spec[1] if spec[0] == "enum" else None
         if isinstance(c_type, int):  # a string: a char array of that many bytes
             self.c_type = ct.c_char * c_type
         else:
@@ -138,7 +146,9 @@ class Tool:
         self.provider = provider
         self.description = description
         self.program = program
-        enums = {name: (dict(names), unknown) for name, (names, unknown) in enums.items()}
+        # name -> (value -> printed name, printed for a value without one, prefix names lose)
+        self.enums = enums = {name: (dict(names), unknown, strip) for name, (names, unknown, strip) in enums.items()}
+        self.catalog_names = {name: dict(names) for name, (names, _, _) in enums.items()}
         self.probes = [Probe(n, *p, enums) for n, p in enumerate(probes)]
         self.spans = [Span(n, *s, enums) for n, s in enumerate(spans)]
         self.by_name = {p.name: p for p in self.probes}
@@ -175,6 +185,8 @@ def parser_for(tool):
                         help="with --count or --hist: print (and restart) the summary this often")
     parser.add_argument("-l", "--list", action="store_true", help="list the probes and spans, and exit")
     parser.add_argument("--ebpf", action="store_true", help="print the BPF C program and exit")
+    parser.add_argument("--no-debug-info", action="store_true",
+                        help="print enum names as the catalog has them, not from the traced binary's DWARF")
     return parser
 
 
@@ -361,6 +373,110 @@ def listing(tool):
     return "\n".join(lines)
 
 
+# --- enum names from debug info ------------------------------------------
+
+def printed_enums(probes, spans):
+    """The enums the selected probes' lines (or spans' histograms) print."""
+    fields = [f for s in spans for f in s.key_fields + s.by] if spans else [f for p in probes for f in p.fields]
+    return list(dict.fromkeys(f.enum for f in fields if f.enum is not None))
+
+
+def dwarf_enums(path, wanted):
+    """{enum: ((enumerator, value), ...)} of the ``wanted`` enums defined at
+    the top of the file's compile units, reading units only until all are
+    found; None if the file has no DWARF. ImportError without pyelftools."""
+    from elftools.elf.elffile import ELFFile
+
+    wanted = {name.encode("utf-8", "surrogateescape"): name for name in wanted}
+    found = {}
+    with open(path, "rb") as file:
+        elf = ELFFile(file)
+        if elf.get_section_by_name(".debug_info") is None and elf.get_section_by_name(".zdebug_info") is None:
+            return None
+        for unit in elf.get_dwarf_info().iter_CUs():
+            for die in unit.get_top_DIE().iter_children():
+                if die.tag != "DW_TAG_enumeration_type" or "DW_AT_declaration" in die.attributes:
+                    continue
+                name = die.attributes.get("DW_AT_name")
+                enum = wanted.get(name.value) if name is not None else None
+                if enum is None or enum in found:
+                    continue
+                found[enum] = tuple(
+                    (text(child.attributes["DW_AT_name"].value), child.attributes["DW_AT_const_value"].value)
+                    for child in die.iter_children() if child.tag == "DW_TAG_enumerator")
+            if len(found) == len(wanted):
+                break
+    return found
+
+
+def shown_names(enumerators, strip):
+    """value -> printed name, as the generator makes the catalog's: the
+    prefix stripped, an alias keeping the first name."""
+    names = {}
+    for name, value in enumerators:
+        names.setdefault(value, name[len(strip):] if strip and name.startswith(strip) and name != strip else name)
+    return names
+
+
+def traced_files(args, holders):
+    """(shown name, path to open) of the files whose DWARF names the enums:
+    the executable (-p) or BINARY, then the files holding the probes, each
+    once."""
+    files = []
+    if args.pid is not None:
+        exe = "/proc/%d/exe" % args.pid
+        try:
+            files.append((os.readlink(exe), exe))
+        except OSError:
+            files.append((exe, exe))
+    if args.binary is not None:
+        files.append((args.binary, args.binary))
+    files += [(text(path), text(path)) for path in holders]
+    unique, seen = [], set()
+    for shown, path in files:
+        try:
+            stat = os.stat(path)
+            key = (stat.st_dev, stat.st_ino)
+        except OSError:
+            key = path
+        if key not in seen:
+            seen.add(key)
+            unique.append((shown, path))
+    return unique
+
+
+def use_debug_info(tool, enums, files):
+    """Each enum's names from the first file whose DWARF has it, put in
+    the tool's tables; returns the stderr lines saying each one's source."""
+    missing, reasons, by_file = list(enums), [], {}
+    for shown, path in files:
+        if not missing:
+            break
+        try:
+            found = dwarf_enums(path, missing)
+        except ImportError:
+            reasons.append("pyelftools is not installed for %s (Debian: python3-pyelftools)" % sys.executable)
+            break
+        except Exception as exc:  # damaged or unreadable: the catalog's names still trace
+            reasons.append("debug info of '%s' unusable: %s" % (shown, exc))
+            continue
+        if found is None:
+            reasons.append("'%s' has no debug info" % shown)
+            continue
+        for enum, enumerators in found.items():
+            names, _, strip = tool.enums[enum]
+            names.clear()
+            names.update(shown_names(enumerators, strip))
+            missing.remove(enum)
+            differs = " (differs from the catalog's)" if names != tool.catalog_names[enum] else ""
+            by_file.setdefault(shown, []).append(enum + differs)
+        if missing:
+            reasons.append("not in the debug info of '%s'" % shown)
+    lines = ["enum names from the debug info of '%s': %s" % (shown, ", ".join(done)) for shown, done in by_file.items()]
+    why = "; ".join(reasons) or "no file to read"
+    return lines + ["enum names of %s from the catalog (as the tool has them): %s" % (enum, why) for enum in missing]
+
+
 # --- attaching -----------------------------------------------------------
 
 class BccUsdt(ct.Structure):
@@ -509,6 +625,13 @@ def main(tool, argv=None):
     if args.ebpf:
         print(program)
         return 0
+    enums = [] if args.count else printed_enums(probes, spans)
+    if args.no_debug_info:
+        sources = ["enum names of %s from the catalog (as the tool has them): --no-debug-info" % e for e in enums]
+    else:
+        sources = use_debug_info(tool, enums, traced_files(args, {b for b, _, _, _ in usdt.enumerate_active_probes()}))
+    for line in sources:
+        print("%s: %s" % (os.path.basename(sys.argv[0]), line), file=sys.stderr)
     stop = Stop()  # from here, Ctrl-C ends the tool at its next turn, not inside BCC
     try:
         bpf = BPF(text=program)
@@ -2720,11 +2843,12 @@ TOOL = Tool(
     provider='spdk',
     description='Trace the USDT probes of provider spdk: a line per hit, counts, span histograms.',
     program=PROGRAM,
-    # name: ({value: printed name}, printed for a value without a name)
+    # name: ({value: printed name}, printed for a value without a name,
+    #        prefix the names of the traced binary's DWARF print without)
     enums={
-        'spdk_nvmf_subsystem_state': ({0: 'INACTIVE', 1: 'ACTIVATING', 2: 'ACTIVE', 3: 'PAUSING', 4: 'PAUSED', 5: 'RESUMING', 6: 'DEACTIVATING', 7: 'NUM_STATES'}, 'UNKNOWN'),
-        'spdk_nvme_transport_type': ({1: 'RDMA', 2: 'FC', 3: 'TCP', 256: 'PCIE', 1024: 'VFIOUSER', 4096: 'CUSTOM', 4097: 'CUSTOM_FABRICS'}, 'UNKNOWN'),
-        'nvmf_tgt_state': ({0: 'INIT_NONE', 1: 'INIT_CREATE_TARGET', 2: 'INIT_CREATE_POLL_GROUPS', 3: 'INIT_START_SUBSYSTEMS', 4: 'RUNNING', 5: 'FINI_STOP_SUBSYSTEMS', 6: 'FINI_STOP_LISTEN', 7: 'FINI_DESTROY_SUBSYSTEMS', 8: 'FINI_DESTROY_POLL_GROUPS', 9: 'FINI_DESTROY_TARGET', 10: 'STOPPED', 11: 'ERROR'}, 'UNKNOWN'),
+        'spdk_nvmf_subsystem_state': ({0: 'INACTIVE', 1: 'ACTIVATING', 2: 'ACTIVE', 3: 'PAUSING', 4: 'PAUSED', 5: 'RESUMING', 6: 'DEACTIVATING', 7: 'NUM_STATES'}, 'UNKNOWN', 'SPDK_NVMF_SUBSYSTEM_'),
+        'spdk_nvme_transport_type': ({1: 'RDMA', 2: 'FC', 3: 'TCP', 256: 'PCIE', 1024: 'VFIOUSER', 4096: 'CUSTOM', 4097: 'CUSTOM_FABRICS'}, 'UNKNOWN', 'SPDK_NVME_TRANSPORT_'),
+        'nvmf_tgt_state': ({0: 'INIT_NONE', 1: 'INIT_CREATE_TARGET', 2: 'INIT_CREATE_POLL_GROUPS', 3: 'INIT_START_SUBSYSTEMS', 4: 'RUNNING', 5: 'FINI_STOP_SUBSYSTEMS', 6: 'FINI_STOP_LISTEN', 7: 'FINI_DESTROY_SUBSYSTEMS', 8: 'FINI_DESTROY_POLL_GROUPS', 9: 'FINI_DESTROY_TARGET', 10: 'STOPPED', 11: 'ERROR'}, 'UNKNOWN', 'NVMF_TGT_'),
     },
     # (name, group, doc, [(label, event member, C type or char array size, format)])
     probes=[
