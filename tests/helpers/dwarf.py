@@ -12,8 +12,6 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
 from helpers import require, require_bpftrace, run_compiler
 from probegen.dwarf import model as m
 
@@ -126,13 +124,7 @@ def pahole_layout(binary: Path, name: str) -> tuple[int | None, dict[str, int]]:
 def run_bpftrace_with(script: str, program: list[str], tmp: Path, timeout: float = 60):
     """Start bpftrace on ``script``, then the traced program; bpftrace's
     output once the script exits (it must call exit())."""
-    require_bpftrace()
-    path = tmp / "probe.bt"
-    path.write_text(script)
-    tracer = subprocess.Popen(
-        ["bpftrace", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=_raise_memlock,
-    )
+    tracer = _start_bpftrace(script, tmp / "probe.bt")
     target = None
     try:
         deadline = time.monotonic() + timeout
@@ -151,6 +143,15 @@ def run_bpftrace_with(script: str, program: list[str], tmp: Path, timeout: float
                 proc.wait()
 
 
+def _start_bpftrace(script: str, path: Path) -> subprocess.Popen:
+    require_bpftrace()
+    path.write_text(script)
+    return subprocess.Popen(
+        ["bpftrace", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_raise_memlock,
+    )
+
+
 def _raise_memlock():
     try:
         import resource
@@ -166,13 +167,7 @@ def trace_first_line(script: str, program: list[str], tmp: Path, needle: str, ti
     several lines joined into one (probegen.runtime.hitlines)."""
     from probegen.runtime.hitlines import HitJoiner
 
-    require_bpftrace()
-    path = tmp / "trace.bt"
-    path.write_text(script)
-    tracer = subprocess.Popen(
-        ["bpftrace", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=_raise_memlock,
-    )
+    tracer = _start_bpftrace(script, tmp / "trace.bt")
     target = None
     try:
         first = tracer.stdout.readline()
