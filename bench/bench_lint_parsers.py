@@ -80,19 +80,22 @@ def startup() -> None:
 def bench_lark(scripts: dict[str, str]) -> None:
     import lark
 
-    grammar = eval(LARK)  # noqa: S307 (the bench's own constant)
+    grammar = lark.Lark(GRAMMAR.read_text(), parser="lalr", lexer="contextual", propagate_positions=True)
     valid = {name: text for name, text in scripts.items() if name != "broken.bt"}
     hand_lines = lines(REPO / "probegen" / "checks" / "lint" / "lexer.py") + lines(REPO / "probegen" / "checks" / "lint" / "parser.py")
     print(f"1. bpftrace: hand lexer+parser {hand_lines} lines of code (AST with positions, depth limit, messages); "
           f"Lark grammar {lines(GRAMMAR)} lines (a parse tree only)")
-    print(f"   {len(valid)} valid scripts: Lark parses {sum(outcome(lambda t=t: grammar.parse(t)) == 'parsed' for t in valid.values())}")
-    hand = best_ms(lambda: [parser.parse(t) for t in valid.values()])
-    tree = best_ms(lambda: [grammar.parse(t) for t in valid.values()])
-    print(f"   parse the corpus: hand {hand:.1f} ms (to the AST), Lark {tree:.1f} ms (to a tree): {tree / hand:.2f}x")
+    # The committed scripts change with the generator; the grammar was
+    # written for the corpus of its day, so time both on what it parses.
+    parsed = [t for t in valid.values() if outcome(lambda t=t: grammar.parse(t)) == "parsed"]
+    print(f"   {len(valid)} valid scripts: Lark parses {len(parsed)}")
+    hand = best_ms(lambda: [parser.parse(t) for t in parsed])
+    tree = best_ms(lambda: [grammar.parse(t) for t in parsed])
+    print(f"   parse those {len(parsed)}: hand {hand:.1f} ms (to the AST), Lark {tree:.1f} ms (to a tree): {tree / hand:.2f}x")
     cases = {
         "broken.bt": scripts["broken.bt"],
         "string never closed": f'{PROBE} {{ printf("x); }}',
-        "'+' in an attach point": f"usdt:/opt/a+b:spdk:a {{ }}",
+        "'+' in an attach point": "usdt:/opt/a+b:spdk:a { }",
         "600 nested parentheses": f"{PROBE} {{ $x = {'(' * 600}1{')' * 600}; }}",
     }
     for name, text in cases.items():

@@ -13,7 +13,6 @@ from __future__ import annotations
 import codecs
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
