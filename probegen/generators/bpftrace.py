@@ -110,14 +110,6 @@ def conversion(style: Style, size: int) -> str:
             Style.POINTER: "%p", Style.STRING: "%s", Style.ENUM: "%s"}[style]
 
 
-def name_map(enum_name: str) -> str:
-    return f"@pg_{enum_name}_name"
-
-
-def known_map(enum_name: str) -> str:
-    return f"@pg_{enum_name}_known"
-
-
 def _readable(field: Field) -> bool:
     return field.index <= MAX_ARG_INDEX
 
