@@ -291,3 +291,45 @@ def test_enum_names_rewritten_in_both_forms_and_nowhere_else():
         "/*\n\t@pg_nvmf_tgt_state_name[5] = \"X\";\n*/\n"
         "usdt:*:pgdrift:tgt_state\n{\n" + new_chain + other
         + '\tprintf("@pg_nvmf_tgt_state_name[5] = 1;\\n");\n}\n')
+
+
+def test_enum_names_from_a_traced_binary_cannot_add_code(tmp_path):
+    """The traced binary writes its DWARF, so its enumerator names are
+    untrusted: rewritten into the script bpftrace runs as root, each stays
+    one string literal, cut to the 63 bytes a literal holds (a longer one
+    would stop the whole script from loading). bpftrace runs the rewritten
+    chain and prints every name as it is, up to that length; nothing the
+    names carry runs."""
+    require_bpftrace()
+    from helpers.drift import DRIFT_CATALOG
+    from probegen.catalog import load_catalog
+    from probegen.generators.lines import EnumTable
+    from probegen.runtime.enum_names import EnumSources, rewrite
+
+    catalog = load_catalog(DRIFT_CATALOG)
+    marker = tmp_path / "ran"
+    hostile = (
+        f'X"; }} BEGIN {{ system("touch {marker}"); }} //',
+        "back\\slash\\",
+        "new\nline }",
+        "tab\tand\x01control",
+        '%s%n "quoted"',
+        '"; } printf("INJECTED\\n"); if (1) { $x = "',
+    )
+    chain = "".join(
+        f'\t{"if" if i == 0 else "else if"} ($v == {value}) {{ $pg_e1 = "{name}"; }}\n'
+        for i, (value, name) in enumerate(((0, "INIT_NONE"), (4, "RUNNING"), (5, "FINI_STOP_SUBSYSTEMS"),
+                                           (6, "FINI_STOP_LISTEN"), (10, "STOPPED"))))
+    prints = "".join(f'\t$v = {value};\n' + "\t$pg_e1 = \"\";\n\t$pg_k1 = 1;\n"
+                     + chain + "\telse { $pg_k1 = 0; }\n" + '\tprintf("<%s>\\n", $pg_e1);\n'
+                     for value in range(len(hostile)))
+    text = "BEGIN\n{\n" + prints + "\texit();\n}\n"
+    table = EnumTable("nvmf_tgt_state", tuple(enumerate(hostile)), False)
+    script = tmp_path / "names.bt"
+    script.write_text(rewrite(text, catalog, EnumSources(from_binary={"nvmf_tgt_state": ("bin", table)})))
+    result = subprocess.run(["bpftrace", str(script)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    printed = re.findall(r"<(.*?)>\n", result.stdout, re.S)
+    assert printed == [name.encode()[:63].decode() for name in hostile]
+    assert len(printed[0]) == 63 and printed[0].startswith('X"; } BEGIN { system(')
+    assert not marker.exists() and result.stdout.count("INJECTED") == 1  # only inside the printed name

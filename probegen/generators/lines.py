@@ -173,12 +173,28 @@ def enum_lookup(table: EnumTable, value: str, name: str, known: str, unnamed: st
     a printf instead fails bpftrace 0.17's verifier in some probes
     ("invalid size of register spill"). runtime.enum_names rewrites these
     rows by their form."""
-    rows = [f"// names of enum {table.name}", f'{name} = "{c_string(unnamed)}";', f"{known} = 1;"]
-    for number, (enum_value, shown) in enumerate(table.names):
-        keyword = "if" if number == 0 else "else if"
-        rows.append(f'{keyword} ({value} == {enum_value}) {{ {name} = "{c_string(shown)}"; }}')
-    rows.append(f"else {{ {known} = 0; }}")
-    return rows
+    return [f"// names of enum {table.name}", f'{name} = "{name_literal(unnamed)}";', f"{known} = 1;",
+            *enum_chain(table, value, name), f"else {{ {known} = 0; }}"]
+
+
+def enum_chain(table: EnumTable, value: str, name: str) -> list[str]:
+    """The rows of enum_lookup that name each value, in table order."""
+    return [f'{"if" if number == 0 else "else if"} ({value} == {enum_value}) {{ {name} = "{name_literal(shown)}"; }}'
+            for number, (enum_value, shown) in enumerate(table.names)]
+
+
+def name_literal(shown: str) -> str:
+    """An enumerator's name as the body of a bpftrace string literal, cut
+    to the DEFAULT_MAX_LEN bytes a literal holds at bpftrace 0.17's default
+    strlen: one longer literal stops the whole script from loading, and
+    names may come from a traced binary's DWARF."""
+    kept, size = [], 0
+    for char in shown:
+        size += len(char.encode("utf-8", "surrogatepass"))
+        if size > DEFAULT_MAX_LEN:
+            break
+        kept.append(char)
+    return c_string("".join(kept))
 
 
 def enum_tables(lines: list[ProbeLine]) -> list[EnumTable]:

@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 
 from probegen.catalog.model import Catalog
 from probegen.errors import InputError, NoDebugInfo
-from probegen.generators.escape import c_string
-from probegen.generators.lines import EnumTable, enum_table
+from probegen.generators.lines import EnumTable, enum_chain, enum_table, name_literal
 
 _STRING = r'"(?:[^"\\\n]|\\[^\n])*"'
 # Each form of enum names, or what must be stepped over as a whole so no
@@ -83,7 +82,7 @@ class _Forms:
         for name in names:
             table = enum_table(catalog, name, None)
             if table is not None:
-                self.by_rows.setdefault(tuple((v, f'"{c_string(n)}"') for v, n in table.names), []).append(name)
+                self.by_rows.setdefault(tuple((v, f'"{name_literal(n)}"') for v, n in table.names), []).append(name)
 
     def enum_of(self, match: re.Match) -> str | None:
         if match["enum"] is not None:
@@ -157,12 +156,11 @@ def rewrite(text: str, catalog: Catalog, sources: EnumSources) -> str:
                 return ""
             done.add(enum)
             indent = match["indent"]
-            return "".join(f'{indent}{_name_map(enum)}[{value}] = "{c_string(name)}";\n'
+            return "".join(f'{indent}{_name_map(enum)}[{value}] = "{name_literal(name)}";\n'
                            f'{indent}{_known_map(enum)}[{value}] = 1;\n' for value, name in table.names)
-        indent, expr, var = match["chain_indent"], match["expr"], match["var"]
-        rows = [f'{"if" if i == 0 else indent + "else if"} ({expr} == {value}) {{ {var} = "{c_string(name)}"; }}\n'
-                for i, (value, name) in enumerate(table.names)]
-        return indent + "".join(rows) + f"{indent}else {{ {match['known']} = 0; }}"
+        indent = match["chain_indent"]
+        rows = enum_chain(table, match["expr"], match["var"])
+        return "".join(f"{indent}{row}\n" for row in rows) + f"{indent}else {{ {match['known']} = 0; }}"
 
     return forms.pattern.sub(replace, text)
 
