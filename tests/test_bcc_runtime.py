@@ -259,3 +259,29 @@ def test_enum_names_without_pyelftools_are_the_catalogs(enum_binaries, tmp_path)
     assert result.stdout.splitlines() == [
         "enum names of req_kind from the catalog (as the tool has them): pyelftools is not installed for "
         f"{SYSTEM_PYTHON} (Debian: python3-pyelftools)"]
+
+
+def test_enum_names_never_wait_on_a_file_the_process_swapped(enum_binaries, tmp_path):
+    """A path the traced process mapped may name a FIFO by the time the
+    tool reads it (root would wait on it for ever): it is refused at once,
+    and the next file still gives the names."""
+    import os
+
+    _, plain, _ = enum_binaries
+    fifo = tmp_path / "swapped"
+    os.mkfifo(fifo)
+    tool = spans_tool()
+    lines = bcc.use_debug_info(tool, ["req_kind"], [("swapped", fifo), ("plain", plain)])
+    assert lines == ["enum names of req_kind from the catalog (as the tool has them): debug info of "
+                     "'swapped' unusable: not a regular file; not in the debug info of 'plain'"]
+
+
+def test_reading_debug_info_has_a_time_limit():
+    import time
+
+    start = time.monotonic()
+    with pytest.raises(TimeoutError, match="over 1 s"):
+        with bcc.time_limit(1):
+            while True:
+                time.sleep(0.05)
+    assert time.monotonic() - start < 5

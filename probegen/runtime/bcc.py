@@ -34,11 +34,13 @@ or 0 for a probe without semaphore.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes as ct
 import json
 import os
 import select
 import signal
+import stat
 import sys
 import time
 
@@ -381,7 +383,7 @@ def dwarf_enums(path, wanted):
 
     wanted = {name.encode("utf-8", "surrogateescape"): name for name in wanted}
     found = {}
-    with open(path, "rb") as file:
+    with open_regular(path) as file, time_limit(DWARF_SECONDS):
         elf = ELFFile(file)
         if elf.get_section_by_name(".debug_info") is None and elf.get_section_by_name(".zdebug_info") is None:
             return None
@@ -399,6 +401,35 @@ def dwarf_enums(path, wanted):
             if len(found) == len(wanted):
                 break
     return found
+
+
+# The traced process chose these files (a path it mapped may since name a
+# FIFO or a device; its DWARF may be built to make a reader loop): the tool
+# runs as root and must not wait on them.
+DWARF_SECONDS = 30
+
+
+def open_regular(path):
+    """``path`` opened for reading if it is a regular file; never blocks."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ValueError("not a regular file")
+    return os.fdopen(fd, "rb")
+
+
+@contextlib.contextmanager
+def time_limit(seconds):
+    def expired(signum, frame):
+        raise TimeoutError("reading it took over %d s" % seconds)
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def shown_names(enumerators, strip):
@@ -427,8 +458,8 @@ def traced_files(args, holders):
     unique, seen = [], set()
     for shown, path in files:
         try:
-            stat = os.stat(path)
-            key = (stat.st_dev, stat.st_ino)
+            info = os.stat(path)
+            key = (info.st_dev, info.st_ino)
         except OSError:
             key = path
         if key not in seen:
