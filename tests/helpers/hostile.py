@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from probegen.catalog import Catalog
-from probegen.catalog.ctype import Kind
+from probegen.catalog.ctype import C_KEYWORDS, CTypeError, Kind, parse_ctype
 from probegen.generators import bcc, bpftrace, docs
 from probegen.generators.header import render_header
 from probegen.files.output import write_all
@@ -96,6 +96,18 @@ def _zero(ctype) -> str:
     return f"({ctype.spelling})0"
 
 
+def _declared_elsewhere(spellings: str) -> set[str]:
+    """Type names in the spellings that only an included header can declare."""
+    tagged = set(re.findall(r"\b(?:struct|union|enum) ([A-Za-z_]\w*)", spellings))
+    names = set()
+    for name in set(re.findall(r"[A-Za-z_]\w*", spellings)) - tagged - C_KEYWORDS:
+        try:
+            parse_ctype(name)
+        except CTypeError:
+            names.add(name)
+    return names
+
+
 def call_site(catalog: Catalog, enabled: bool) -> str:
     """A program calling every probe macro (and _ENABLED()) of the header."""
     header = catalog.header
@@ -109,6 +121,10 @@ def call_site(catalog: Catalog, enabled: bool) -> str:
         lines.append(f"{tag} {name};")
     for name in sorted(set(re.findall(r"\benum ([A-Za-z_]\w*)", spellings))):
         lines.append(f"enum {name} {{ {name}_zero }};")
+    # The catalog may point at types its includes declare ('foo_t *', a
+    # callback's 'foo_t' parameter): a real program's headers declare them.
+    for name in sorted(_declared_elsewhere(spellings)):
+        lines.append(f"typedef int {name};")
     if header.clock:
         lines.append("#include <stdint.h>")
         for called in sorted(set(re.findall(r"([A-Za-z_]\w*)\s*\(", header.clock))):
