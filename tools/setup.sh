@@ -44,4 +44,4 @@ python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
     "$python" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --disable-pip-version-check -e "$extras"
+.venv/bin/python -m pip install -q --disable-pip-version-check -c tools/constraints.txt -e "$extras"
