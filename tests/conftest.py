@@ -3,9 +3,20 @@
 Every test, and every probegen process a test starts, uses a fresh cache
 directory of its own, never the developer's ~/.cache/probegen."""
 
+import os
+
 import pytest
+from hypothesis import settings
 
 from helpers import run_cli, sdt_include_dir
+
+# Property tests replay by default (and in CI): derandomized and without an
+# example database, so a run fails only on a case some commit brought in.
+# tools/test.sh --explore draws fresh examples, ten times as many (see
+# doc/internals.md); each failure it finds is kept as an @example.
+settings.register_profile("replay", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "replay"))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import C_DIR, compile_for, readelf_notes, run_cli, sdt_include_dir
+from helpers import C_DIR, compile_for, examples, readelf_notes, run_cli, sdt_include_dir
 from probegen.elf import read_binary
 from probegen.elf.argspec import (
     Address, ArgSpecError, Constant, Memory, Register, Unknown, decode_operand, parse_arg,
@@ -388,7 +388,7 @@ def test_list_json_on_cross_built_objects(objects, capsys, arch):
 
 # --- nothing but an operand, whatever the text ------------------------------------
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(machine=st.sampled_from(MACHINES), text=st.text(
     st.characters(min_codepoint=0x20, max_codepoint=0x7E), min_size=1, max_size=60))
 def test_any_printable_text_decodes_or_stays_raw(machine, text):
@@ -404,7 +404,7 @@ def test_any_printable_text_decodes_or_stays_raw(machine, text):
 _ASM_ALPHABET = "%$#()[],+-@:.0123456789abcdefgilnoprsuwx_ "
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(machine=st.sampled_from(MACHINES), text=st.text(st.sampled_from(_ASM_ALPHABET), min_size=1, max_size=40))
 def test_assembler_like_text_decodes_or_stays_raw(machine, text):
     """Random text made of the characters operands are made of reaches
@@ -420,7 +420,7 @@ _symbols = st.from_regex(r"[A-Za-z_.][A-Za-z0-9_.$]{0,12}", fullmatch=True).filt
 _numbers = st.integers(-(1 << 40), 1 << 40)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(symbol=_symbols, offsets=st.lists(_numbers, max_size=3), at=st.integers(0, 3),
        relocation=st.sampled_from(["", "@GOTOFF", "@GOTPCREL", "@PLT", "@tpoff"]),
        hexadecimal=st.booleans(), base=st.sampled_from(["%rip", "%ebx", "%rbp,%rax,8", ",%rcx,4"]))

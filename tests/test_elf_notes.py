@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import (
-    C_DIR, LIBJVM, LIBSTDCXX, PYTHON311, compile_for, note_count, readelf_notes, require_file, run_cli,
+    C_DIR, LIBJVM, LIBSTDCXX, PYTHON311, compile_for, examples, note_count, readelf_notes, require_file, run_cli,
     sdt_include_dir,
 )
 from probegen.elf import Constant, ElfError, Memory, Register, Unknown, read_binary
@@ -310,7 +310,7 @@ def small_elf(builds):
     return builds["x86_64-O0"].read_bytes()
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_mutated_elf_never_escapes_a_traceback(small_elf, tmp_path_factory, data):
     """Random byte changes anywhere in a real ELF, and more often in its

@@ -12,7 +12,6 @@ run for all headers), see tests/helpers/hostile.py.
 
 from __future__ import annotations
 
-import os
 import itertools
 
 from hypothesis import HealthCheck, given, settings
@@ -20,9 +19,9 @@ from hypothesis import strategies as st
 
 from probegen.catalog import load_catalog
 from probegen.errors import CatalogError
+from helpers import examples
 from helpers.hostile import BPFTRACE_PAYLOAD, C_PAYLOAD, MARKER, PYTHON_PAYLOAD, check_all, generate, write_catalog
 
-EXAMPLES = int(os.environ.get("PROBEGEN_HYPOTHESIS_EXAMPLES", "40"))
 
 # What ends or opens something in one of the output languages.
 BREAKERS = [
@@ -101,7 +100,7 @@ def test_hostile_catalogs_are_refused_with_a_position_or_generate_sound_outputs(
     accepted = []
     refused = []
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None,
+    @settings(max_examples=examples(40), deadline=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(catalogs())
     def load_or_refuse(case):

@@ -244,7 +244,9 @@ def problems(catalog: Catalog) -> list[tuple[Origin, str]]:
     object_macros = {header.guard: "the include guard", **tested}
     spellings = {arg.ctype.spelling for probe in catalog.probes for arg in probe.args}
     type_words = {word for spelling in spellings for word in re.findall(r"[A-Za-z_]\w*", spelling)}
-    clock_words = set(re.findall(r"[A-Za-z_]\w*", header.clock)) if catalog.arg0 and header.clock else set()
+    # Even unused by the header (no arg0), the clock names the project's own
+    # function: a macro of that name defined for the build breaks the project.
+    clock_words = set(re.findall(r"[A-Za-z_]\w*", header.clock or ""))
     for name, what in object_macros.items():
         if name in type_words:
             found.append(("guard" if what == "the include guard" else what,

@@ -85,6 +85,17 @@ COMPILERS = {
 }
 
 
+# ---- property tests ----------------------------------------------------------
+
+EXPLORING = os.environ.get("HYPOTHESIS_PROFILE") == "explore"
+
+
+def examples(count: int) -> int:
+    """A property test's number of examples: ten times more when exploring
+    (tools/test.sh --explore), the committed count when replaying in CI."""
+    return count * 10 if EXPLORING else count
+
+
 # ---- what the machine has ------------------------------------------------------
 
 
