@@ -9,6 +9,7 @@ import pytest
 from hypothesis import settings
 
 from helpers import run_cli, sdt_include_dir
+from helpers.markers import inferred_marks
 
 # Property tests replay by default (and in CI): derandomized and without an
 # example database, so a run fails only on a case some commit brought in.
@@ -17,6 +18,24 @@ from helpers import run_cli, sdt_include_dir
 settings.register_profile("replay", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "replay"))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "tracer: needs root and a real tracer (bpftrace or BCC); inferred")
+    config.addinivalue_line("markers", "compile: runs a compiler or a build tool; inferred")
+    config.addinivalue_line("markers", "slow: takes seconds without a tracer; set by hand")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        function = getattr(item, "function", None)
+        if function is not None:
+            for mark in inferred_marks(item.path, function.__name__, item.fixturenames):
+                item.add_marker(mark)
+            if item.get_closest_marker("tracer"):
+                # pytest-xdist (tools/test.sh: -n 2 --dist loadgroup) runs the tracer
+                # tests one at a time on one worker: tracers attach system-wide.
+                item.add_marker(pytest.mark.xdist_group("tracer"))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -91,13 +91,6 @@ def test_check_names_stale_files(project):
     assert "include/spdk_internal/usdt.h: stale" in stale.stderr
 
 
-def test_committed_outputs_match_the_default_catalog():
-    """What CI's `probegen check` guards: the committed files are current."""
-    catalog = load_catalog(REPO / "probes.yaml")
-    for file in render_outputs(catalog):
-        assert file.path.read_bytes() == file.data, f"{file.path} is stale: run probegen generate"
-
-
 def test_help_for_every_command():
     from probegen.cli import COMMANDS
     result = cli("--help", cwd=REPO)

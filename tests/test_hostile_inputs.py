@@ -107,7 +107,7 @@ COMMANDS = {
     ],
     "script": [
         ["lint", "X", "-c", "C"],
-        ["trace", "--dry-run", str(os.getpid()), "X"],
+        ["trace", "--dry-run", "{pid}", "X"],
     ],
     "binary": [
         ["list", "X"],
@@ -131,7 +131,7 @@ def _run_hostile(world, argv, kind) -> tuple[str, subprocess.CompletedProcess]:
         else:
             path = str(world[kind])
         named = {"X": path, "C": str(world["catalog"]), "S": str(world["script"]), "B": str(world["binary"])}
-        line = [named.get(a, a.format(root=world["root"])) for a in argv]
+        line = [named.get(a, a.format(root=world["root"], pid=os.getpid())) for a in argv]
         return path, probegen(*line, pass_fds=fds)
 
 
@@ -170,7 +170,7 @@ def test_special_files_are_refused_in_one_line(outcomes, case):
     (["header", "-c", "X"], "directory", "is a directory, not a catalog file"),
     (["header", "-c", "X"], "sparse", "catalog file of 68719476736 bytes is larger than the 16 MiB limit"),
     (["header", "-c", "X"], "zero pipe", "catalog file is larger than the 16 MiB limit"),
-    (["trace", "--dry-run", str(os.getpid()), "X"], "dev/null", "not a regular file (a character device)"),
+    (["trace", "--dry-run", "{pid}", "X"], "dev/null", "not a regular file (a character device)"),
     (["structs", "X", "-t", "qp"], "fifo", "not a regular file (a FIFO or pipe)"),  # DWARF: regular files only
     (["list", "X"], "zero pipe", "not an ELF file (no ELF magic number)"),  # refused before it is copied
     (["list", "X"], "sparse", "not an ELF file (no ELF magic number)"),

@@ -501,12 +501,12 @@ def test_sigkill_loop_then_one_normal_run_leaves_complete_outputs(tmp_path_facto
         run.kill()
         run.wait()
 
-    loop = subprocess.run([sys.executable, "-c", KILL_LOOP, "100", "12"], capture_output=True, text=True,
+    loop = subprocess.run([sys.executable, "-c", KILL_LOOP, "40", "12"], capture_output=True, text=True,
                           cwd=work, timeout=120)
     assert loop.returncode == 0, loop.stderr
     counts = json.loads(loop.stdout)
-    assert counts["killed"] >= 30, counts
-    assert counts["left_temporaries"] >= 10, counts  # the kills did land in the middle of writes
+    assert counts["killed"] >= 12, counts
+    assert counts["left_temporaries"] >= 4, counts  # the kills did land in the middle of writes
 
     result = probegen("generate", "-q", cwd=work)
     assert result.returncode == 0, result.stderr

@@ -14,13 +14,12 @@ import os
 import re
 import subprocess
 import sys
-import tarfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from helpers import line_of, run_cli
+from helpers import fetch, line_of, run_cli
 from helpers.pgtest import build_pgtest, write_pgtest
 from probegen.catalog import load_catalog
 from probegen.elf import read_binary
@@ -31,36 +30,18 @@ from probegen.checks.verify import report_json, verify_binaries
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "tests" / "lint_corpus"
-SCHEMA_PACKAGE = "sarif-om==1.0.4"
-SCHEMA_MEMBER = "sarif-2.1.0-rtm.4.json"
 _URI_REFERENCE = re.compile(r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]+")
 
 
 # -- the SARIF schema -------------------------------------------------------
 @pytest.fixture(scope="session")
-def sarif_schema(request):
-    """The SARIF 2.1.0 schema from the sarif-om sdist, downloaded once with
-    pip into ~/.cache/probegen-tests, beside the Debian packages (or
-    PROBEGEN_SARIF_SCHEMA naming a local copy)."""
+def sarif_schema():
+    """The SARIF 2.1.0 schema (PROBEGEN_SARIF_SCHEMA names a local copy)."""
     local = os.environ.get("PROBEGEN_SARIF_SCHEMA")
-    if local:
-        return json.loads(Path(local).read_text())
-    cache = Path.home() / ".cache" / "probegen-tests" / "sarif-schema"
-    cache.mkdir(parents=True, exist_ok=True)
-    found = sorted(cache.glob("sarif_om-*.tar.gz"))
-    if not found:
-        proc = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--quiet",
-             "--dest", str(cache), SCHEMA_PACKAGE],
-            capture_output=True, text=True, timeout=300)
-        found = sorted(cache.glob("sarif_om-*.tar.gz"))
-        if proc.returncode != 0 or not found:
-            last = (proc.stderr.strip().splitlines() or ["no sdist"])[-1]
-            pytest.skip(f"SARIF 2.1.0 schema unavailable: pip could not download the sdist of {SCHEMA_PACKAGE}, "
-                        f"which ships {SCHEMA_MEMBER} ({last})")
-    with tarfile.open(found[-1]) as archive:
-        member = next(m for m in archive.getmembers() if m.name.endswith("/" + SCHEMA_MEMBER))
-        return json.load(archive.extractfile(member))
+    schema = json.loads(Path(local).read_text()) if local else fetch.sarif_schema()
+    if schema is None:
+        pytest.skip(f"no SARIF 2.1.0 schema in {fetch.SARIF_CACHE}: tools/setup.sh --test fetches it")
+    return schema
 
 
 def validate_sarif(log: dict, schema: dict, command: str) -> dict:

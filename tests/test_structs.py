@@ -156,17 +156,21 @@ usdt:{binary}:test:subsys
 	$q = (struct spdk_nvmf_qpair *)arg1;
 	printf("subnqn=%s nsid=%u state=%d hi=%x\\n", $s->subnqn, $s->id.nsid, $s->state, $s->id.hi);
 	printf("qid=%u qstate=%d\\n", $q->qid, $q->state);
+	@seen[1] = 1;
 }}
 usdt:{binary}:test:holder
 {{
 	$w = (struct with_aligned_member *)arg0;
 	printf("hot=%lu s=%d\\n", $w->line.hot, $w->s);
+	@seen[2] = 1;
 }}
 usdt:{binary}:test:state
 {{
 	$h = (struct holder *)arg1;
 	printf("len=%x after=%x\\n", $h->hdr.len, $h->after);
-	exit();
+	// bpftrace attaches the three in any order while the program loops:
+	// stop only once the other two have printed.
+	if (@seen[1] && @seen[2]) {{ exit(); }}
 }}
 """
     out, err = run_bpftrace_with(script, [str(binary), "run"], tmp_path)

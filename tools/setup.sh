@@ -45,3 +45,8 @@ if [ ! -x .venv/bin/python ]; then
     "$python" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -c tools/constraints.txt -e "$extras"
+if [ "${1:-}" = "--test" ]; then
+    # What the tests read from the network (real Debian binaries with notes,
+    # the SARIF schema), once per machine: the tests themselves never download.
+    PYTHONPATH=tests .venv/bin/python -m helpers.fetch
+fi
