@@ -78,10 +78,6 @@ def open_debug_infos(catalog: Catalog, paths) -> DebugInfos:
     return infos
 
 
-def _has(types, name: str, kinds) -> bool:
-    return any(entry.kind in kinds for entry in types.index.lookup(name))
-
-
 def check(catalog: Catalog, infos: DebugInfos) -> list[Drift]:
     """Every enum the catalog declares and every member path its arguments
     name, against each binary's DWARF that has the type."""
@@ -104,7 +100,7 @@ def _binaries(infos: DebugInfos) -> str:
 
 
 def _enum_drift(enum: EnumDecl, infos: DebugInfos) -> list[Drift]:
-    holders = [(path, types) for path, types in infos.types if _has(types, enum.name, ("enum", "typedef"))]
+    holders = [(path, types) for path, types in infos.types if types.has(enum.name, ("enum", "typedef"))]
     if not holders:
         return [Drift(enum.location, ENUM_CHECK,
                       f"enum '{enum.name}' is not in the debug info of {_binaries(infos)}")]
@@ -140,7 +136,7 @@ def _member_drift(probe_name: str, arg, infos: DebugInfos) -> list[Drift]:
     from probegen.generators.typesource import TypeSource
 
     struct = arg.ctype.struct_name
-    holders = [(path, types) for path, types in infos.types if _has(types, struct, ("struct", "union", "typedef"))]
+    holders = [(path, types) for path, types in infos.types if types.has(struct, ("struct", "union", "typedef"))]
     what = f"probe '{probe_name}' argument {arg.index} '{arg.name}'"
     if not holders:
         return [Drift(arg.location, MEMBER_CHECK, f"{what}: struct {struct} is not in the debug info of "

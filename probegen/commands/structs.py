@@ -27,7 +27,6 @@ def configure(parser):
         help="print the --enum enums as name maps: a bpftrace BEGIN block or Python dicts for BCC",
     )
     parser.add_argument("--strip-prefix", default="", metavar="PREFIX", help="prefix to strip from enumerator names in maps")
-    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the type index cache")
     parser.add_argument("-o", "--output", metavar="FILE", help="file to write (default: stdout)")
 
 
@@ -44,7 +43,7 @@ def run(args) -> int:
             raise InputError("probegen structs: --enum-map takes --enum NAME (and no --type)")
     elif not args.types and not args.enums:
         raise InputError("probegen structs: name at least one --type NAME or --enum NAME")
-    with DwarfTypes.open(args.binary, args.debug_file, use_cache=not args.no_cache) as types:
+    with DwarfTypes.open(args.binary, args.debug_file) as types:
         if args.enum_map:
             text = render_enum_maps(types, args.enums, args.enum_map, args.strip_prefix)
         else:

@@ -3,11 +3,9 @@ values: structs, members, enums and enumerators.
 
 Knows nothing of catalogs and writes nothing: probegen.generators writes
 the C definitions and enum maps, and adapts these types to the script
-generators (probegen.generators.typesource). The file is opened with
-pyelftools; the DIEs are read straight from their bytes (scan.py for the
-index, dies.py for the types), by pyelftools where a form is rare. Only
-the DIEs of the types asked for are parsed, found through an index cached
-per build id.
+generators (probegen.generators.typesource). The debug file is found and
+checked with pyelftools (locate.py), then read by drgn (fromdrgn.py turns
+its types into the model); a C++ program's by pyelftools (cxx.py, load.py).
 """
 
 from probegen.dwarf.types import DwarfTypes

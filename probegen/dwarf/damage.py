@@ -46,11 +46,12 @@ def describe(exc: BaseException) -> str:
 
 
 @contextmanager
-def reading(path):
-    """Turn any failure of parsing ``path`` into one InputError."""
+def reading(path, failures=_FAILURES):
+    """Turn any failure of parsing ``path`` into one InputError. drgn's
+    callers pass Exception: libdw's errors are plain Exceptions."""
     try:
         yield
     except InputError:
         raise
-    except _FAILURES as exc:
+    except failures as exc:
         raise InputError(f"{path}: error: damaged or truncated ELF/DWARF: {describe(exc)}") from None

@@ -3,12 +3,16 @@ separate debug file found by build id or ``.gnu_debuglink``.
 
 Distributions strip binaries and ship the debug info apart, under
 ``/usr/lib/debug/.build-id/xx/rest.debug``; SPDK builds usually keep it in
-the binary. Compressed sections (``-gz``) are decompressed by pyelftools.
+the binary. The binary is untrusted (``trace`` runs as root on a traced
+process's files): its debug link is a base name, looked for only in the
+standard places, and a file found is used only if its build id, or where
+either side has none the link's CRC, says it is this binary's.
 """
 
 from __future__ import annotations
 
-import os
+import struct
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,11 +50,26 @@ def build_id(elf: ELFFile) -> str | None:
     return None
 
 
-def _debuglink(elf: ELFFile) -> str | None:
+def _debuglink(elf: ELFFile) -> tuple[str, int] | None:
+    """(base name, CRC-32) of the debug link; None if there is none or it
+    names anything but a file in the directory searched."""
     section = elf.get_section_by_name(".gnu_debuglink")
     if section is None:
         return None
-    return section.data().split(b"\0", 1)[0].decode("utf-8", "replace") or None
+    data = section.data()
+    name, _, _ = data.partition(b"\0")
+    end = (len(name) + 4) & ~3  # the name, its NUL, padding to 4; then the CRC
+    if not name or b"/" in name or name in (b".", b"..") or len(data) < end + 4:
+        return None
+    return name.decode("utf-8", "surrogateescape"), struct.unpack_from(elf.little_endian and "<I" or ">I", data, end)[0]
+
+
+def _crc32(stream) -> int:
+    stream.seek(0)
+    crc = 0
+    while chunk := stream.read(1 << 20):
+        crc = zlib.crc32(chunk, crc)
+    return crc
 
 
 def _has_dwarf(elf: ELFFile) -> bool:
@@ -63,16 +82,16 @@ def _has_dwarf(elf: ELFFile) -> bool:
 
 
 def _candidates(binary: Path, elf: ELFFile, ident: str | None, debug_dirs):
+    """(path, CRC-32 wanted or None) of each place the debug file may be."""
     if ident and len(ident) > 2:
         for root in debug_dirs:
-            yield Path(root) / ".build-id" / ident[:2] / f"{ident[2:]}.debug"
+            yield Path(root) / ".build-id" / ident[:2] / f"{ident[2:]}.debug", None
     link = _debuglink(elf)
     if link:
+        name, crc = link
         here = binary.resolve().parent
-        yield here / link
-        yield here / ".debug" / link
-        for root in debug_dirs:
-            yield Path(root) / str(here).lstrip("/") / link
+        for where in (here, here / ".debug", *(Path(root) / str(here).lstrip("/") for root in debug_dirs)):
+            yield where / name, crc
 
 
 def open_debug_info(binary, debug_file=None, debug_dirs=DEFAULT_DEBUG_DIRS) -> DebugInfo:
@@ -125,12 +144,13 @@ def _find_debug_info(binary: Path, stream, elf, debug_file, debug_dirs) -> Debug
         return DebugInfo(binary, binary, elf, ident, stream)
     with reading(binary):
         candidates = list(_candidates(binary, elf, ident, debug_dirs))
-    for candidate in candidates:
+    for candidate, crc in candidates:
         if not candidate.is_file():
             continue
         delf, dstream, _ = open_elf(candidate)
         other, debug_has_dwarf = _check(candidate, dstream, delf)
-        if debug_has_dwarf and (not ident or not other or other == ident):
+        ours = other == ident if ident and other else crc is not None and _crc32(dstream) == crc
+        if debug_has_dwarf and ours:
             stream.close()
             return DebugInfo(binary, candidate, delf, ident, dstream)
         dstream.close()
@@ -144,35 +164,55 @@ def _find_debug_info(binary: Path, stream, elf, debug_file, debug_dirs) -> Debug
 
 # A compressed section says how big it gets: believed only within what
 # zlib makes of real DWARF (3-10x), with room to spare; a "zip bomb"
-# claiming more is refused before anything is decompressed.
+# claiming more is refused before anything is decompressed. elfutils
+# (under drgn) inflates no more than the claim; pyelftools inflates the
+# whole stream, so before it reads one, inflate_within_claims checks
+# each stream against its claim with a hard cap.
 _MAX_EXPANSION = 64
 _EXPANSION_SLACK = 1 << 20
 
 
-def check_compressed_sizes(elf: ELFFile) -> None:
-    """Damaged if a compressed debug section claims to expand beyond reason."""
-    import struct
-
+def _compressed(elf: ELFFile):
+    """(name, claimed size, stored size, where its stream is: (file
+    offset, length), whether zlib) of each compressed debug section."""
     for section in elf.iter_sections():
-        name = section.name
-        if not name.startswith((".debug", ".zdebug")) or section.header.sh_type == "SHT_NOBITS":
+        name, header = section.name, section.header
+        if not name.startswith((".debug", ".zdebug")) or header.sh_type == "SHT_NOBITS":
             continue
-        stored = section.header.sh_size
         if section.compressed:
-            claimed = section.data_size
+            skip = elf.structs.Elf_Chdr.sizeof()
+            yield (name, section.data_size, header.sh_size, (header.sh_offset + skip, header.sh_size - skip),
+                   section._compression_type == "ELFCOMPRESS_ZLIB")
         elif name.startswith(".zdebug"):  # GNU style: "ZLIB" and the size, big-endian
-            elf.stream.seek(section.header.sh_offset)
+            elf.stream.seek(header.sh_offset)
             head = elf.stream.read(12)
             if len(head) < 12 or head[:4] != b"ZLIB":
                 raise Damaged(f"section {name} is not zlib-compressed")
-            claimed = struct.unpack(">Q", head[4:])[0]
-        else:
-            continue
+            yield (name, struct.unpack(">Q", head[4:])[0], header.sh_size,
+                   (header.sh_offset + 12, header.sh_size - 12), True)
+
+
+def check_compressed_sizes(elf: ELFFile) -> None:
+    """Damaged if a compressed debug section claims to expand beyond reason."""
+    for name, claimed, stored, _, _ in _compressed(elf):
         if claimed > stored * _MAX_EXPANSION + _EXPANSION_SLACK:
             raise Damaged(f"section {name} claims {claimed} bytes uncompressed from {stored}")
 
 
-def file_key(path: Path) -> tuple[int, int]:
-    """Size and mtime in ns: with the build id, what a cache entry is valid for."""
-    st = os.stat(path)
-    return st.st_size, st.st_mtime_ns
+def inflate_within_claims(elf: ELFFile) -> None:
+    """Damaged if a compressed debug section inflates to more than it
+    claims; never inflates more than the claim and one chunk."""
+    for name, claimed, _, (offset, length), is_zlib in _compressed(elf):
+        if not is_zlib:
+            raise Damaged(f"section {name} is compressed otherwise than with zlib")
+        elf.stream.seek(offset)
+        data = elf.stream.read(max(length, 0))
+        inflater, total = zlib.decompressobj(), 0
+        while total <= claimed and not inflater.eof:
+            out = inflater.decompress(data, 1 << 20)
+            if not out and not inflater.unconsumed_tail:
+                break  # the stream ends early: the parser reading it says so
+            total += len(out)
+            data = inflater.unconsumed_tail
+        if total > claimed:
+            raise Damaged(f"section {name} inflates to more than the {claimed} bytes it claims")

@@ -1,47 +1,52 @@
 """``DwarfTypes``: a binary's named types, looked up by name, as
 ``probegen.dwarf.model`` types (probegen.generators writes them as C).
+
+drgn reads the DWARF (elfutils' index, in C: no cache needed). drgn 0.3.0
+leaves out C++ base classes and cannot read references, so a C++
+program's types are read with pyelftools instead (probegen.dwarf.cxx).
 """
 
 from __future__ import annotations
 
-from probegen.dwarf import cache, model as m
+import os
+
+from probegen.dwarf import model as m
 from probegen.dwarf.damage import reading
-from probegen.dwarf.dies import DieReader
-from probegen.dwarf.index import TypeIndex
-from probegen.dwarf.load import TypeLoader
-from probegen.dwarf.locate import DEFAULT_DEBUG_DIRS, DebugInfo, file_key, open_debug_info
-from probegen.dwarf.sections import dwarf_info
-from probegen.dwarf.walk import PyelftoolsDie
+from probegen.dwarf.fromdrgn import Converter
+from probegen.dwarf.locate import DEFAULT_DEBUG_DIRS, DebugInfo, open_debug_info
 from probegen.errors import InputError, NoSuchMember
+
+_KINDS = ("struct", "union", "enum", "typedef")
 
 
 class DwarfTypes:
     """Types of one binary."""
 
-    def __init__(self, info: DebugInfo, index: TypeIndex):
+    def __init__(self, info: DebugInfo):
+        import drgn
+
         self.info = info
-        self.index = index
-        self._dwarf = None
-        self._loader = None
-        self._dies = None  # DieReader, made on first use; False: read DIEs with pyelftools (tests)
-        self._types: dict[tuple[str, str | None], m.Type] = {}
+        self.pointer_size = info.elf.elfclass // 8
+        self._types: dict[tuple, m.Type] = {}
+        self._cxx = None  # probegen.dwarf.cxx.CxxTypes, made on first use
+        self._converter = Converter(self.pointer_size)  # one for all lookups: a type reached twice is one object
+        with reading(info.path, Exception):
+            self.prog = drgn.Program()
+            module = self.prog.extra_module(str(info.path), 0, create=True)
+            module.try_file(str(info.path), fd=os.dup(info.stream.fileno()), force=True)
+            if module.debug_file_status != drgn.ModuleFileStatus.HAVE:
+                raise InputError(f"{info.path}: error: drgn cannot read its DWARF "
+                                 f"({module.debug_file_status.name.lower().replace('_', ' ')})")
+            self.is_cxx = self.prog.language == drgn.Language.CPP
 
     @classmethod
-    def open(cls, binary, debug_file=None, debug_dirs=DEFAULT_DEBUG_DIRS, use_cache: bool = True) -> "DwarfTypes":
+    def open(cls, binary, debug_file=None, debug_dirs=DEFAULT_DEBUG_DIRS) -> "DwarfTypes":
         info = open_debug_info(binary, debug_file, debug_dirs)
         try:
-            stamp = (str(info.path.resolve()), *file_key(info.path))
-            names = cache.load(info.build_id, info.path, stamp) if use_cache else None
-            self = cls(info, TypeIndex(names) if names is not None else None)  # type: ignore[arg-type]
-            if names is None:
-                with reading(info.path):
-                    self.index = TypeIndex.build(self.dwarf)
-                if use_cache:
-                    cache.store(info.build_id, info.path, stamp, self.index.names)
+            return cls(info)
         except BaseException:
             info.close()
             raise
-        return self
 
     def close(self) -> None:
         self.info.close()
@@ -52,69 +57,56 @@ class DwarfTypes:
     def __exit__(self, *exc):
         self.close()
 
-    @property
-    def dwarf(self):
-        if self._dwarf is None:
-            with reading(self.info.path):
-                self._dwarf = dwarf_info(self.info.elf)
-        return self._dwarf
-
     # ---- lookup -------------------------------------------------------------
 
-    def lookup(self, name: str, kinds=("struct", "union", "enum", "typedef")) -> m.Type:
+    def lookup(self, name: str, kinds=_KINDS) -> m.Type:
         """The type called ``name`` (a bare name, or "struct NAME"/"enum NAME")."""
         words = name.split()
         if len(words) == 2 and words[0] in ("struct", "union", "enum"):
             kinds, name = (words[0],), words[1]
         key = (name, tuple(kinds))
-        if key in self._types:
-            return self._types[key]
-        entries = [e for e in self.index.lookup(name) if e.kind in kinds]
-        if not entries:  # the C name printed for a C++ one ("Box_int_" for "Box<int>")
-            entries = [e for n in self.index.source_names(name) for e in self.index.lookup(n) if e.kind in kinds]
-        if not entries:
-            close = self.index.close_names(name)
-            hint = f"; close names: {', '.join(close)}" if close else ""
-            what = " or ".join(kinds) if len(kinds) < 4 else "struct, union, enum or typedef"
-            raise InputError(f"{self.info.binary}: no {what} named '{name}' in the debug info{hint}")
-        # A struct tag wins over a typedef of the same name (typedef struct foo foo).
-        order = {k: i for i, k in enumerate(("struct", "union", "enum", "typedef"))}
-        entries.sort(key=lambda e: order[e.kind])
-        kind = entries[0].kind
-        candidates = [self._load(e) for e in entries if e.kind == kind]
-        result = candidates[0]
-        if len(candidates) > 1:
-            self._check_same(name, candidates, entries)
-        self._types[key] = result
-        return result
+        if key not in self._types:
+            with reading(self.info.path, Exception):
+                found = None if self.is_cxx else self._drgn_lookup(name, kinds)
+                if self.is_cxx or found is not None and found.language.name == "CPP":
+                    result = self._cxx_types().lookup(name, kinds)
+                else:
+                    result = found and self._converter.root(found)
+            if result is None:
+                what = " or ".join(kinds) if len(kinds) < 4 else "struct, union, enum or typedef"
+                raise InputError(f"{self.info.binary}: no {what} named '{name}' in the debug info")
+            self._types[key] = result
+        return self._types[key]
 
-    def _load(self, entry) -> m.Type:
-        with reading(self.info.path):
-            if self._loader is None:
-                self._loader = TypeLoader(self.info.elf.elfclass // 8, self.index.qualified_names())
-            if self._dies is None:
-                self._dies = DieReader(self.dwarf)
-            if self._dies is False:  # pyelftools' DIEs, to compare with
-                root = PyelftoolsDie(self.dwarf.get_CU_at(entry.cu_offset).get_DIE_from_refaddr(entry.die_offset))
-            else:
-                root = self._dies.unit_at(entry.cu_offset).die(entry.die_offset)
-            return self._loader.load_root(root)
+    def has(self, name: str, kinds=_KINDS) -> bool:
+        try:
+            self.lookup(name, kinds)
+        except InputError:
+            return False
+        return True
 
-    def _check_same(self, name: str, candidates: list[m.Type], entries) -> None:
-        shapes = {}
-        with reading(self.info.path):
-            for t, entry in zip(candidates, entries):
-                shapes.setdefault(m.shape(t), []).append(entry)
-        if len(shapes) > 1:
-            where = "; ".join(
-                f"{group[0].kind} of {group[0].size if group[0].size >= 0 else '?'} bytes "
-                f"declared at line {group[0].line} (DIE {group[0].die_offset:#x})"
-                for group in shapes.values()
-            )
-            raise InputError(
-                f"{self.info.binary}: '{name}' names {len(shapes)} different types in different "
-                f"compilation units: {where}"
-            )
+    def _drgn_lookup(self, name: str, kinds):
+        """drgn's type of that name, a struct tag before a typedef of the
+        same name (typedef struct foo foo); None if there is none."""
+        import drgn
+
+        for kind in kinds:
+            for spelling in ((f"{kind} {name}", f"class {name}") if kind == "struct" else
+                             (name,) if kind == "typedef" else (f"{kind} {name}",)):
+                try:
+                    t = self.prog.type(spelling)
+                except LookupError:
+                    continue
+                if kind != "typedef" or t.kind == drgn.TypeKind.TYPEDEF:
+                    return t
+        return None
+
+    def _cxx_types(self):
+        if self._cxx is None:
+            from probegen.dwarf.cxx import CxxTypes
+
+            self._cxx = CxxTypes(self.info.elf, self.pointer_size)
+        return self._cxx
 
     def aggregate(self, name: str) -> m.Struct | m.Enum:
         t = m.unqualified(self.lookup(name))
@@ -182,4 +174,3 @@ def _member_names(struct: m.Struct) -> set[str]:
         elif isinstance(m.unqualified(member.type), m.Struct):
             names |= _member_names(m.unqualified(member.type))
     return names
-

@@ -1,1 +1,1 @@
-"""Files in and out: bounded input reading, atomic output, depfiles, the cache."""
+"""Files in and out: bounded input reading, atomic output, depfiles."""

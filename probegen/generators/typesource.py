@@ -40,7 +40,7 @@ class TypeSource:
 
     @property
     def pointer_size(self) -> int:
-        return self.types.info.elf.elfclass // 8
+        return self.types.pointer_size
 
     def definitions(self, struct_names: list[str]) -> str:
         """C definitions bpftrace 0.17 accepts for these structs and all
