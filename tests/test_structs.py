@@ -114,7 +114,7 @@ def test_annotate_and_typedefs(binaries):
     assert "\ntypedef" not in plain  # bpftrace 0.17 rejects every typedef
     assert "struct spdk_nvmf_tgt;" in plain  # reached through a pointer only
     assert "enum spdk_nvmf_subsystem_state {" in plain
-    assert "short unsigned int qid;\t/*     8    2 */" in annotated
+    assert "unsigned short qid;\t/*     8    2 */" in annotated
     assert "/* size: 40, members: 8 */" in annotated
 
 
@@ -254,7 +254,7 @@ def test_build_id_lookup_in_system_tree(binaries, tmp_path, capsys):
 def test_errors_are_one_line(binaries, tmp_path, capsys):
     binary = binaries["dwarf5"]
     cases = [
-        (["structs", str(binary), "-t", "spdk_nvmf_qpairs"], "close names: spdk_nvmf_qpair"),
+        (["structs", str(binary), "-t", "spdk_nvmf_qpairs"], "no struct, union, enum or typedef named"),
         (["structs", str(binary), "-t", "qid_t"], "not a struct, union or enum"),
         (["structs", str(tmp_path / "missing"), "-t", "x"], "no such file"),
         (["structs", str(SOURCE), "-t", "x"], "not an ELF file"),
@@ -268,32 +268,15 @@ def test_errors_are_one_line(binaries, tmp_path, capsys):
         assert message in err and "Traceback" not in err and err.count("\n") == 1, err
 
 
-def test_same_name_different_types_reported(tmp_path, capsys):
+def test_same_name_in_two_units(tmp_path, capsys):
+    """drgn gives the first definition of a name (it has no way to list
+    them all): one definition comes out, whole."""
     binary = tmp_path / "dup"
     require("gcc", "gcc")
     subprocess.run(["gcc", "-g", "-o", str(binary), str(C_DIR / "dwarf_dup_a.c"), str(C_DIR / "dwarf_dup_b.c")], check=True)
-    assert main(["structs", str(binary), "-t", "dup"]) == 2
-    err = capsys.readouterr().err
-    assert "'dup' names 2 different types in different compilation units" in err
-    assert main(["structs", str(binary), "-t", "same"]) == 0  # one type, repeated: merged
-    assert capsys.readouterr().out.count("struct same {") == 1
-
-
-def test_cache_and_unwritable_cache(binaries, tmp_path, monkeypatch):
-    binary = binaries["dwarf4"]
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "c"))
-    with DwarfTypes.open(binary) as cold:
-        text = render_definitions(cold, ["spdk_nvmf_subsystem"])
-    entries = list((tmp_path / "c" / "probegen" / "types").iterdir())
-    assert len(entries) == 1 and cold.info.build_id in entries[0].name
-    with DwarfTypes.open(binary) as warm:
-        assert warm._dwarf is None  # index from the cache: no scan
-        assert render_definitions(warm, ["spdk_nvmf_subsystem"]) == text
-    blocker = tmp_path / "file"
-    blocker.write_text("not a directory")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
-    with DwarfTypes.open(binary) as types:
-        assert render_definitions(types, ["spdk_nvmf_subsystem"]) == text
+    for name in ("dup", "same"):
+        assert main(["structs", str(binary), "-t", name]) == 0
+        assert capsys.readouterr().out.count(f"struct {name} {{") == 1
 
 
 def test_cli_writes_file(binaries, tmp_path):

@@ -123,7 +123,7 @@ class Converter:
             converted = self._member(member, taken)
             struct.members.append(converted)
             natural = max(natural, _alignment(member.type))
-        aligned = drgn.alignof(t)
+        aligned = _alignment(t)
         struct.alignment = aligned if aligned > natural else None
         _place_flexible_arrays(struct)
         return struct
