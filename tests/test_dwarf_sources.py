@@ -1,0 +1,165 @@
+"""Where probegen structs takes DWARF from, and what it refuses there: real
+gcc binaries of every architecture with a cross compiler here, DWARF 4 and
+5, compressed (-gz); zip bombs built for real (a section inflating far
+beyond the size it claims); separate debug files found by build id or by a
+debug link, and debug links that name other files (issue 23: root read
+any file a traced binary pointed to).
+"""
+
+from __future__ import annotations
+
+import struct
+import subprocess
+import zlib
+from pathlib import Path
+
+import pytest
+
+from helpers import C_DIR, COMPILERS, compile_for, require, run_cli
+from helpers.dwarf import gcc
+
+SOURCE = C_DIR / "dwarf_types.c"
+TYPES = ("-t", "spdk_nvmf_qpair", "-t", "packed_bits", "--annotate")
+
+
+def one_error(code: int, out: str, err: str) -> str:
+    assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err, (code, err)
+    return err
+
+
+@pytest.mark.parametrize("arch", sorted(COMPILERS))
+@pytest.mark.parametrize("flags", [["-gdwarf-4"], ["-gdwarf-5", "-gz"]], ids=["dwarf4", "dwarf5-gz"])
+def test_every_architecture_and_dwarf_version(arch, flags, tmp_path, capsys):
+    binary = compile_for(arch, [SOURCE], tmp_path / "types", extra=[*flags, "-O0", "-Wno-error"])
+    pointer = 8 if "64" in arch or arch == "s390x" else 4
+    code, out, err = run_cli(capsys, "structs", binary, *TYPES)
+    assert (code, err) == (0, "")
+    assert f"struct spdk_nvmf_tgt *tgt;\t/*     0    {pointer} */" in out
+    assert "unsigned char d;\t/*     5    1 */\n\t/* size: 6, members: 4 */" in out  # packed bitfields
+
+
+# ---- zip bombs ----------------------------------------------------------------
+
+
+def _zeros(mib: int) -> bytes:
+    """A zlib stream of ``mib`` MiB of zeros, made without compressing them all."""
+    chunk = b"\0" * (1 << 20)
+    deflater = zlib.compressobj(9)
+    first = deflater.compress(chunk) + deflater.flush(zlib.Z_FULL_FLUSH)
+    again = deflater.compress(chunk) + deflater.flush(zlib.Z_FULL_FLUSH)
+    adler = 1
+    for _ in range(mib):
+        adler = zlib.adler32(chunk, adler)
+    return first + again * (mib - 1) + deflater.flush()[:-4] + struct.pack(">I", adler)
+
+
+def _bomb(binary: Path, out: Path, legacy: bool, mib: int = 256, claim: int = 1 << 20, section: str = "info") -> Path:
+    """``binary`` with .debug_SECTION replaced by ``mib`` MiB of zeros that
+    claim to be ``claim`` bytes: GNU .zdebug_SECTION or SHF_COMPRESSED."""
+    payload = out.with_suffix(".payload")
+    head = b"ZLIB" + struct.pack(">Q", claim) if legacy else struct.pack("<IIQQ", 1, 0, claim, 1)
+    payload.write_bytes(head + _zeros(mib))
+    name = f".zdebug_{section}" if legacy else f".debug_{section}"
+    subprocess.run(["objcopy", f"--remove-section=.debug_{section}", f"--add-section={name}={payload}", binary, out],
+                   check=True)
+    if not legacy:  # objcopy cannot set SHF_COMPRESSED (0x800) itself
+        from elftools.elf.elffile import ELFFile
+
+        with open(out, "r+b") as f:
+            elf = ELFFile(f)
+            index = next(i for i, s in enumerate(elf.iter_sections()) if s.name == name)
+            at = elf["e_shoff"] + index * elf["e_shentsize"] + 8
+            f.seek(at)
+            flags = struct.unpack("<Q", f.read(8))[0]
+            f.seek(at)
+            f.write(struct.pack("<Q", flags | 0x800))
+    return out
+
+
+@pytest.fixture(scope="module")
+def plain_binaries(tmp_path_factory):
+    require("objcopy", "binutils")
+    require("g++", "g++")
+    out = tmp_path_factory.mktemp("bombs")
+    gcc(SOURCE, out / "c", "-g", "-O0")
+    subprocess.run(["g++", "-g", "-O0", "-o", str(out / "cxx"), str(C_DIR / "cxx_types.cpp")], check=True)
+    return out
+
+
+@pytest.mark.parametrize("legacy", [True, False], ids=["zdebug", "shf-compressed"])
+@pytest.mark.parametrize("language, name, section", [("c", "holder", "info"), ("cxx", "Holder", "info"),
+                                                     ("cxx", "Holder", "aranges")])
+def test_zip_bomb_lying_about_its_size_is_refused(plain_binaries, tmp_path, capsys, legacy, language, name, section):
+    """256 MiB of zeros claiming 1 MiB: elfutils (under drgn) inflates no
+    more than the claim; pyelftools (C++ types) inflates every debug
+    section whole, .debug_aranges too, which drgn does not read: probegen
+    inflates each first, within its claim, and refuses it."""
+    bomb = _bomb(plain_binaries / language, tmp_path / "bomb", legacy, section=section)
+    err = one_error(*run_cli(capsys, "structs", bomb, "-t", name))
+    assert err.startswith(f"{bomb}: error: damaged or truncated ELF/DWARF")
+    if section == "aranges":
+        assert "inflates to more than the 1048576 bytes it claims" in err
+
+
+def test_zip_bomb_claiming_too_much_is_refused(plain_binaries, tmp_path, capsys):
+    bomb = _bomb(plain_binaries / "c", tmp_path / "bomb", legacy=True, mib=1, claim=1 << 40)
+    err = one_error(*run_cli(capsys, "structs", bomb, "-t", "holder"))
+    assert "claims 1099511627776 bytes uncompressed" in err
+
+
+# ---- separate debug files -------------------------------------------------------
+
+
+def _split(tmp_path: Path, *link_flags: str) -> tuple[Path, Path]:
+    """(stripped binary with a debug link, its debug file) in tmp_path/bin."""
+    require("objcopy", "binutils")
+    where = tmp_path / "bin"
+    where.mkdir()
+    full = where / "full"
+    gcc(SOURCE, full, "-g", "-O0", *link_flags)
+    debug = where / "types.debug"
+    subprocess.run(["objcopy", "--only-keep-debug", full, debug], check=True)
+    binary = where / "types"
+    subprocess.run(["objcopy", "--strip-debug", f"--add-gnu-debuglink={debug}", full, binary], check=True, cwd=where)
+    full.unlink()
+    return binary, debug
+
+
+def _relink(binary: Path, name: bytes, crc: int) -> None:
+    """Give ``binary`` a .gnu_debuglink naming ``name`` with ``crc``."""
+    body = name + b"\0" * (4 - len(name) % 4) + struct.pack("<I", crc)
+    link = binary.with_suffix(".link")
+    link.write_bytes(body)
+    subprocess.run(["objcopy", "--remove-section=.gnu_debuglink", f"--add-section=.gnu_debuglink={link}",
+                    binary], check=True)
+
+
+@pytest.mark.parametrize("build_id", [True, False], ids=["build-id", "crc"])
+def test_debug_link_in_the_binarys_directory(tmp_path, capsys, build_id):
+    binary, _ = _split(tmp_path, *([] if build_id else ["-Wl,--build-id=none"]))
+    code, out, err = run_cli(capsys, "structs", binary, "-t", "holder")
+    assert (code, err) == (0, "") and "struct holder {" in out
+
+
+def test_debug_link_with_a_path_is_not_followed(tmp_path, capsys):
+    """A traced binary's debug link naming another file (absolute, or
+    with ..): root must not print that file's types."""
+    binary, debug = _split(tmp_path, "-Wl,--build-id=none")
+    crc = zlib.crc32(debug.read_bytes())
+    elsewhere = tmp_path / "secret.debug"
+    debug.rename(elsewhere)
+    for name in (str(elsewhere).encode(), b"../secret.debug"):
+        _relink(binary, name, crc)
+        err = one_error(*run_cli(capsys, "structs", binary, "-t", "holder"))
+        assert "has no DWARF debug info" in err
+
+
+def test_debug_link_to_another_file_is_refused(tmp_path, capsys):
+    """A file of the linked name is used only if it is this binary's:
+    same build id, or where there is none the CRC the link gives."""
+    binary, debug = _split(tmp_path, "-Wl,--build-id=none")
+    other = tmp_path / "other"
+    gcc(C_DIR / "dwarf_dup_a.c", other, "-g", "-c")  # any DWARF, another file
+    debug.write_bytes(other.read_bytes())
+    err = one_error(*run_cli(capsys, "structs", binary, "-t", "holder"))
+    assert "has no DWARF debug info" in err
