@@ -1,13 +1,10 @@
 """Benchmark: `probegen structs` against `pahole -C` on a large binary.
 
 Both are timed as whole processes in the same run, in turns (bench/timing.py),
-for the same types; prints wall and CPU seconds and the ratios to pahole:
+for the same types; prints wall and CPU seconds and the ratios to pahole.
+probegen keeps no cache: every run is cold (drgn reads the DWARF).
 
-- cold: no type index cache (PROBEGEN_NO_CACHE=1), and with an empty
-  cache directory (the run also stores the index);
-- warm: the index cached by build id, as JSON, in a private cache directory.
-
-Targets (issue 14): cold at most 5x pahole, warm at most 1x.
+Target (issue 22): at most 1x pahole.
 
     python bench/bench_structs.py [--shape spdk|big] [--rounds N] [BINARY]
 
@@ -21,7 +18,7 @@ types with --type (repeatable).
 from __future__ import annotations
 
 import argparse
-import shutil
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -69,30 +66,16 @@ def main() -> int:
     for name in types:
         probegen += ["-t", name]
 
-    with tempfile.TemporaryDirectory() as cold_home, tempfile.TemporaryDirectory() as warm_home:
-        import os
-
-        def env(**extra):
-            return dict(os.environ, PYTHONPATH=str(REPO), **extra)
-
-        def empty_cache():
-            shutil.rmtree(Path(cold_home, "probegen"), ignore_errors=True)
-
-        pahole = Command("pahole -C", ["pahole", "-C", ",".join(types), str(binary)])
-        commands = [
-            pahole,
-            Command("probegen cold (PROBEGEN_NO_CACHE=1)", probegen, env(PROBEGEN_NO_CACHE="1")),
-            Command("probegen cold (empty cache)", probegen, env(XDG_CACHE_HOME=cold_home), before=empty_cache),
-            Command("probegen warm", probegen, env(XDG_CACHE_HOME=warm_home)),
-        ]
-        race(commands, args.rounds, warmup=1)
+    pahole = Command("pahole -C", ["pahole", "-C", ",".join(types), str(binary)])
+    commands = [pahole, Command("probegen structs", probegen, dict(os.environ, PYTHONPATH=str(REPO)))]
+    race(commands, args.rounds, warmup=1)
     print(f"best of {args.rounds} rounds, run in turns")
     print(f"{'':38} {'wall s':>7} {'ratio':>6} {'cpu s':>7} {'ratio':>6}")
     for command in commands:
         wall, cpu = command.best_ms / 1000, command.best_cpu_ms / 1000
         print(f"{command.label:38} {wall:7.3f} {wall / (pahole.best_ms / 1000):5.2f}x "
               f"{cpu:7.3f} {cpu / (pahole.best_cpu_ms / 1000):5.2f}x")
-    print("targets: cold <= 5x pahole, warm <= 1x")
+    print("target: <= 1x pahole")
     return 0
 
 

@@ -1,7 +1,4 @@
-"""Fixtures shared by the whole suite (helper functions: tests/helpers/).
-
-Every test, and every probegen process a test starts, uses a fresh cache
-directory of its own, never the developer's ~/.cache/probegen."""
+"""Fixtures shared by the whole suite (helper functions: tests/helpers/)."""
 
 import os
 
@@ -36,14 +33,6 @@ def pytest_collection_modifyitems(items):
                 # pytest-xdist (tools/test.sh: -n 2 --dist loadgroup) runs the tracer
                 # tests one at a time on one worker: tracers attach system-wide.
                 item.add_marker(pytest.mark.xdist_group("tracer"))
-
-
-@pytest.fixture(scope="session", autouse=True)
-def private_cache(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
-        patch.delenv("PROBEGEN_NO_CACHE", raising=False)
-        yield
 
 
 @pytest.fixture

@@ -145,7 +145,7 @@ def sched_types(sched_binary):
     from probegen.dwarf import DwarfTypes
     from probegen.generators.typesource import TypeSource
 
-    with DwarfTypes.open(sched_binary, use_cache=False) as types:
+    with DwarfTypes.open(sched_binary) as types:
         yield TypeSource(types)
 
 
@@ -486,7 +486,7 @@ def test_binary_finds_a_moved_and_retyped_member_of_a_struct_copy(drift_builds, 
         findings = lint_file(script, catalog, TypeSource(types), str(old))
     struct = "member '{}' of the script's copy of struct spdk_nvmf_qpair"
     assert [(f.location.line, f.rule, f.message) for f in findings] == [
-        (line_of(text, " qid;"), "struct-layout", struct.format("qid") + ": the copy has short unsigned int "
+        (line_of(text, " qid;"), "struct-layout", struct.format("qid") + ": the copy has unsigned short "
          f"(2 bytes) at offset 0, {old} has unsigned int (4 bytes) at offset 8 (moved, resized: bpftrace would "
          "read other bytes)"),
         (line_of(text, " cntlid;"), "struct-copy", struct.format("cntlid") + f" is not in {old}: struct "

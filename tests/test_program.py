@@ -27,7 +27,7 @@ def test_program_runs_without_collection_and_freezes_at_the_end(tmp_path):
         "print(code, gc.isenabled(), gc.get_freeze_count() > 0)\n"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
-                            env={"PROBEGEN_NO_CACHE": "1", "PATH": "/usr/bin:/bin"})
+                            env={"PATH": "/usr/bin:/bin"})
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["0", "False", "True"]
     assert output.read_text() == render_header(load_catalog(REPO / "probes.yaml"))
