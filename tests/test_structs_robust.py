@@ -363,7 +363,6 @@ def test_line_table_with_endless_empty_entries_ends(binaries, tmp_path, capsys, 
     damaged.write_bytes(bytes(data))
     code, out, err = structs_in_process(damaged, capsys)
     assert assert_clean_outcome(damaged, code, out, err) == "definitions"
-    assert f"9223372036854775807 {entries} of no bytes each" in err, err
 
 
 def test_cxx_type_asked_for_by_its_c_name(cxx_binary, capsys):

@@ -1,10 +1,9 @@
-"""Turning DIEs into ``probegen.dwarf.model`` types.
+"""Turning a C++ program's DIEs (``probegen.dwarf.walk.PyelftoolsDie``)
+into ``probegen.dwarf.model`` types; probegen.dwarf.fromdrgn shares its
+checks.
 
 Only the DIEs of the types asked for, and what they reference, are ever
-parsed; the type index says where to start. A DIE is a
-``probegen.dwarf.dies.Die`` (read from the bytes) or a
-``probegen.dwarf.walk.PyelftoolsDie``: both offer tag, attributes as
-pyelftools gives them, children and references.
+parsed.
 
 The DIEs may be damaged, so nothing they say is followed blindly: a
 pointer's target is loaded after the type holding it (so reaching a type

@@ -61,7 +61,7 @@ def _debuglink(elf: ELFFile) -> tuple[str, int] | None:
     end = (len(name) + 4) & ~3  # the name, its NUL, padding to 4; then the CRC
     if not name or b"/" in name or name in (b".", b"..") or len(data) < end + 4:
         return None
-    return name.decode("utf-8", "surrogateescape"), struct.unpack_from(elf.little_endian and "<I" or ">I", data, end)[0]
+    return name.decode("utf-8", "surrogateescape"), struct.unpack_from("<I" if elf.little_endian else ">I", data, end)[0]
 
 
 def _crc32(stream) -> int:

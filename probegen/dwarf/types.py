@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+import drgn
+
 from probegen.dwarf import model as m
 from probegen.dwarf.damage import reading
 from probegen.dwarf.fromdrgn import Converter
@@ -23,8 +25,6 @@ class DwarfTypes:
     """Types of one binary."""
 
     def __init__(self, info: DebugInfo):
-        import drgn
-
         self.info = info
         self.pointer_size = info.elf.elfclass // 8
         self._types: dict[tuple, m.Type] = {}
@@ -49,6 +49,7 @@ class DwarfTypes:
             raise
 
     def close(self) -> None:
+        self.prog = None  # drgn's copy of the descriptor closes with it
         self.info.close()
 
     def __enter__(self):
@@ -68,7 +69,7 @@ class DwarfTypes:
         if key not in self._types:
             with reading(self.info.path, Exception):
                 found = None if self.is_cxx else self._drgn_lookup(name, kinds)
-                if self.is_cxx or found is not None and found.language.name == "CPP":
+                if self.is_cxx or found is not None and found.language == drgn.Language.CPP:
                     result = self._cxx_types().lookup(name, kinds)
                 else:
                     result = found and self._converter.root(found)
@@ -88,8 +89,6 @@ class DwarfTypes:
     def _drgn_lookup(self, name: str, kinds):
         """drgn's type of that name, a struct tag before a typedef of the
         same name (typedef struct foo foo); None if there is none."""
-        import drgn
-
         for kind in kinds:
             for spelling in ((f"{kind} {name}", f"class {name}") if kind == "struct" else
                              (name,) if kind == "typedef" else (f"{kind} {name}",)):

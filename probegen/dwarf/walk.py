@@ -4,8 +4,7 @@ pyelftools follows DW_AT_sibling wherever it points: backwards or to the
 DIE itself, its child loop never ends. ``children`` walks a DIE's
 children itself and requires every step to move forward inside the unit;
 subtrees without a sibling link are skipped by reading on, in a loop.
-``PyelftoolsDie`` offers a pyelftools DIE to ``probegen.dwarf.load`` as
-``probegen.dwarf.dies`` offers the DIEs it reads itself.
+``PyelftoolsDie`` offers a pyelftools DIE to ``probegen.dwarf.load``.
 """
 
 from __future__ import annotations
@@ -69,7 +68,7 @@ def _next_sibling(child, end: int) -> int:
 
 
 class PyelftoolsDie:
-    """A pyelftools DIE with ``probegen.dwarf.dies.Die``'s interface."""
+    """A pyelftools DIE with the links between DIEs checked."""
 
     __slots__ = ("die", "offset", "tag", "attributes", "has_children")
 
