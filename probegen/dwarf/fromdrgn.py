@@ -52,9 +52,11 @@ class Converter:
             raise Damaged(f"types nested more than {MAX_NESTING} deep")
         self._depth += 1
         try:
-            quals = tuple(word for flag, word in _QUALIFIERS if t.qualifiers & flag)
-            inner = self._unqualified(t.unqualified() if quals else t)
-            return m.Qualified(quals, inner) if quals else inner
+            flags = t.qualifiers
+            if not flags:
+                return self._unqualified(t)
+            return m.Qualified(tuple(word for flag, word in _QUALIFIERS if flags & flag),
+                               self._unqualified(t.unqualified()))
         finally:
             self._depth -= 1
 
