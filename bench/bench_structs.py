@@ -2,7 +2,9 @@
 
 Both are timed as whole processes in the same run, in turns (bench/timing.py),
 for the same types; prints wall and CPU seconds and the ratios to pahole.
-probegen keeps no cache: every run is cold (drgn reads the DWARF).
+probegen keeps no cache: every run is cold (drgn reads the DWARF). A row
+for drgn alone (a Python process importing drgn and printing the types)
+shows what is left once probegen's own work is taken away.
 
 Target (issue 22): at most 1x pahole.
 
@@ -41,6 +43,15 @@ SHAPES = {
 }
 
 
+# The floor under probegen: drgn's own look-up of the same types, printed as C.
+DRGN_ALONE = """import sys, drgn
+prog = drgn.Program()
+prog.extra_module(sys.argv[1], 0, create=True).try_file(sys.argv[1], force=True)
+for name in sys.argv[2:]:
+    str(prog.type("struct " + name))
+"""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("binary", nargs="?", type=Path)
@@ -67,7 +78,8 @@ def main() -> int:
         probegen += ["-t", name]
 
     pahole = Command("pahole -C", ["pahole", "-C", ",".join(types), str(binary)])
-    commands = [pahole, Command("probegen structs", probegen, dict(os.environ, PYTHONPATH=str(REPO)))]
+    commands = [pahole, Command("probegen structs", probegen, dict(os.environ, PYTHONPATH=str(REPO))),
+                Command("drgn alone: python, import, index", [PYTHON, "-c", DRGN_ALONE, str(binary), *types])]
     race(commands, args.rounds, warmup=1)
     print(f"best of {args.rounds} rounds, run in turns")
     print(f"{'':38} {'wall s':>7} {'ratio':>6} {'cpu s':>7} {'ratio':>6}")
