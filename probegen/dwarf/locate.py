@@ -116,7 +116,7 @@ def _check(path: Path, stream, elf: ELFFile):
             ident = build_id(elf)
             has_dwarf = _has_dwarf(elf)
             if has_dwarf:
-                check_compressed_sizes(elf)
+                _check_claims(elf)
             return ident, has_dwarf
     except BaseException:
         stream.close()
@@ -192,7 +192,7 @@ def _compressed(elf: ELFFile):
                    (header.sh_offset + 12, header.sh_size - 12), True)
 
 
-def check_compressed_sizes(elf: ELFFile) -> None:
+def _check_claims(elf: ELFFile) -> None:
     """Damaged if a compressed debug section claims to expand beyond reason."""
     for name, claimed, stored, _, _ in _compressed(elf):
         if claimed > stored * _MAX_EXPANSION + _EXPANSION_SLACK:
