@@ -1,57 +1,55 @@
 """The catalog-independent part of probegen's generated BCC tools.
 
-``probegen bcc`` writes one tool per catalog: this module's source, copied
-in whole, then the catalog's tables and BPF C, then ``main(TOOL)``. The
-tool runs with the system's /usr/bin/python3, where BCC's binding lives
-and probegen need not be installed, so this module imports nothing but
-the standard library at load time (``bcc`` only inside ``main``) and runs
-on Python 3.9 and later.
+``probegen bcc`` writes one tool per catalog: its tables (PROVIDER, ENUMS,
+PROBES, SPANS, STRUCTS), then this module's source (with timeline.py's in
+place of its import), then ``main(Tool(...))``. The tool runs with the
+system's /usr/bin/python3, where BCC's binding lives and probegen need not
+be installed: this module imports only the standard library at load time
+(``bcc`` inside ``main``) and runs on Python 3.9 and later.
 
-Modes: a line per hit (default), ``--count`` (hits per probe, counted in
-the kernel), ``--hist`` (span durations as log2 histograms: a span's start
-time is kept in a BPF hash under its key until its end arrives, and the
-end sends the duration), each also as ``--json``: one object per line,
-with a "type": "attached" (tracing starts), "hit" (one per hit), "span"
-(a histogram), "unmatched" (ends without a start), "hits" (a probe's
-count), "interval" (an --interval summary begins); the summaries as
-``probegen trace --json`` prints them.
+At start-up the tool enables the probes the traced files have, reads from
+BCC's argument readers the size each note gives each argument (BCC reads
+nothing into a variable of another size), and builds the BPF C of the mode
+chosen from the tables, by text substitution as BCC's own tools do: a line
+per hit (printed in timestamp order across CPUs), ``--count`` (counted in
+the kernel) or ``--hist`` (span starts kept in a BPF hash under their key;
+each end adds its duration's log2 slot to a BPF histogram).
 
-Enum names: the tables hold the catalog's, one version's; at start a tool
-reads each enum it prints from the traced files' DWARF (the executable,
-then the files holding the probes) with pyelftools when the system Python
-has it, and prints those files' names, saying on stderr which source each
-enum's names came from (``--no-debug-info``: the catalog's).
+Enum names: the tables hold the catalog's, one version's; the traced
+files' DWARF gives the names the binary was built with, read by a child
+process that has given up root, within one deadline (``read_enums``).
 
-Attaching: BCC 0.26's Python binding calls libbcc's ``bpf_attach_uprobe``
-with six arguments where the C function takes seven, so the kernel reads
-a garbage ``ref_ctr_offset`` and refuses the probe when another tracer
-(bpftrace) attached it with the right one. Tools let BCC read the notes
-and write the argument readers, then attach every probe themselves with
-the right prototype: ``ref_ctr_offset`` is the semaphore's file offset,
-or 0 for a probe without semaphore.
+Attaching: BCC 0.26's binding calls libbcc's ``bpf_attach_uprobe`` without
+its last argument, so the kernel reads a garbage ``ref_ctr_offset`` and
+refuses the probe when bpftrace attached it with the right one. The tool
+attaches every location itself with the semaphore's file offset (0 without).
 """
 
-from __future__ import annotations
-
 import argparse
-import contextlib
 import ctypes as ct
+import heapq
 import json
 import os
+import re
+import resource
 import select
 import signal
 import stat
 import sys
 import time
 
-# ctypes types of BCC's exact-width C types, as the tables name them.
-C_TYPES = {
-    "s8": ct.c_int8, "u8": ct.c_uint8, "s16": ct.c_int16, "u16": ct.c_uint16,
-    "s32": ct.c_int32, "u32": ct.c_uint32, "s64": ct.c_int64, "u64": ct.c_uint64,
-}
+from probegen.runtime.timeline import trace_events  # a tool carries timeline.py's source here
+
+UNKNOWN = "UNKNOWN"  # an enum value without a name prints UNKNOWN(n)
 UNITS = {False: ("usecs", "us", 1000), True: ("msecs", "ms", 1000000)}  # by -m: text, JSON, ns per unit
 STARS = 40  # width of a histogram's distribution column
 POLL_MS = 100  # how long a turn of the main loop waits for events
+# A hit waits this long after its timestamp before it prints, so that the
+# other CPUs' buffers (read in turn, each poll) can deliver earlier ones.
+REORDER_NS = 250 * 1000 * 1000
+REORDER_MAX = 100000  # hits held at most; past that the oldest prints at once
+MAX_IN_FLIGHT = 10240  # span starts kept at once per span (its BPF hash)
+MAX_HIST_KEYS = 4096  # histogram slots per span, all by values together
 
 
 class UsageError(Exception):
@@ -60,127 +58,166 @@ class UsageError(Exception):
 
 # --- values --------------------------------------------------------------
 
-def text(raw: bytes) -> str:
+def text(raw):
     return raw.decode("utf-8", "surrogateescape")
 
 
-def formatter(spec, enums):
-    """(text, json) functions of a raw value, for a field's format spec:
-    ("int",), ("hex", bits), ("pointer",), ("string",), ("enum", name)."""
-    kind = spec[0]
-    if kind == "string":
-        return text, text
-    if kind == "pointer":
-        show = lambda value: "0x%x" % value if value else "(nil)"  # as printf's %p  # noqa: E731
-        return show, show
-    if kind == "hex":
-        mask = (1 << spec[1]) - 1
-        show = lambda value: "0x%x" % (value & mask)  # noqa: E731
-        return show, show
-    if kind == "enum":
-        # The enum's dict itself: names read from the traced binary replace its content.
-        names, unknown, _ = enums[spec[1]]
-        show = lambda value: names.get(value) or "%s(%d)" % (unknown, value)  # noqa: E731
-        return show, show
-    return str, int
+def printable(value):
+    """Text from the traced process (file names, enum names from its
+    DWARF) for a terminal: control characters and backslashes escaped."""
+    return "".join(c if c.isprintable() and c != "\\" else c.encode("unicode_escape", "backslashreplace").decode()
+                   for c in value)
 
 
 class Field:
-    """One value of an event: its label, struct member and how it prints."""
+    """One printed value: its label, the note argument holding it (0-based),
+    its format (KIND[BITS][:MORE]: "s32", "u8", "x64", "enum32:NAME", "ptr",
+    "str:MAX_LEN", or for a member "chars:SIZE", "flex:MAX_LEN") and, for a
+    struct member, (struct, member path)."""
 
-    def __init__(self, label, member, c_type, spec, enums):
-        self.label = label
-        self.member = member
-        self.enum = spec[1] if spec[0] == "enum" else None
-        if isinstance(c_type, int):  # a string: a char array of that many bytes
-            self.c_type = ct.c_char * c_type
-        else:
-            self.c_type = C_TYPES[c_type]
-        self.show, self.json = formatter(spec, enums)
+    def __init__(self, label, arg, fmt, member=None):
+        self.label, self.arg, self.fmt, self.member = label, arg, fmt, member
+        kind, bits, more = re.match(r"([a-z]+?)(\d*)(?::(.*))?$", fmt).groups()
+        self.kind = {"s": "int", "u": "int", "x": "hex"}.get(kind, kind)
+        self.max_len = int(more) if self.kind in ("str", "chars", "flex") else 0
+        self.enum = more if self.kind == "enum" else None
+        self.signed = kind == "s"  # the catalog's sign; an enum's is set from its table
+        self.bits = self.catalog_bits = int(bits or 64)
+        self.missing = False
 
+    @property
+    def is_string(self):
+        return self.max_len > 0
 
-def event_class(name, head, fields):
-    return type(name, (ct.Structure,), {"_fields_": head + [(f.member, f.c_type) for f in fields]})
+    def c_decl(self, name):
+        return "char %s[%d];" % (name, self.max_len + 1) if self.is_string else "u64 %s;" % name
+
+    def c_type(self):
+        return ct.c_char * (self.max_len + 1) if self.is_string else ct.c_uint64
+
+    def catalog_type(self):
+        """The argument's C type as the catalog has it (the pointer, for a
+        string or a member)."""
+        if self.is_string or self.kind == "ptr" or self.member:
+            return "uint64_t"
+        return "%sint%d_t" % ("" if self.signed else "u", self.catalog_bits)
+
+    def bind(self, note_type):
+        """Take the note's C type of the argument (None: the note has no such
+        argument). The value is read at the note's width; it keeps the
+        catalog's sign when the widths agree, else takes the note's."""
+        self.missing = note_type is None
+        if note_type is not None and not self.is_string and self.kind != "ptr" and not self.member:
+            self.bits = int(re.sub(r"\D", "", note_type))
+            if self.bits != self.catalog_bits:
+                self.signed = not note_type.startswith("u")
+
+    def c_read(self, dst, note_type):
+        """C statements reading the value into ``dst`` (an event member)."""
+        if note_type is None:
+            return ""
+        head = "%s v = 0; bpf_usdt_readarg(%d, ctx, &v); " % (note_type, self.arg + 1)
+        if self.member:
+            at = "&((%s *)(unsigned long)v)->%s" % self.member
+            if self.kind == "str":  # a char pointer member: the pointer, then the string
+                body = ("u64 s = 0; bpf_probe_read_user(&s, sizeof(s), %s); "
+                        "if (bpf_probe_read_user_str(%s, sizeof(%s), (void *)s) < 0) %s[0] = 0;" % (at, dst, dst, dst))
+            elif self.kind == "chars":  # a char array: its bytes (no NUL needed), then one
+                body = "if (bpf_probe_read_user(%s, %d, %s) < 0) %s[0] = 0; %s[%d] = 0;" % (
+                    dst, self.max_len, at, dst, dst, self.max_len)
+            elif self.kind == "flex":
+                body = "if (bpf_probe_read_user_str(%s, sizeof(%s), %s) < 0) %s[0] = 0;" % (dst, dst, at, dst)
+            else:
+                body = ("__typeof__(((%s *)0)->%s) m = 0; bpf_probe_read_user(&m, sizeof(m), %s); %s = m;"
+                        % (self.member + (at, dst)))
+        elif self.is_string:
+            body = "if (bpf_probe_read_user_str(%s, sizeof(%s), (void *)(unsigned long)v) < 0) %s[0] = 0;" % (
+                dst, dst, dst)
+        elif self.kind == "ptr":
+            body = "%s = v;" % dst
+        else:  # sign-extended or not from the note's width, as printed
+            body = "%s = (%s%d)v;" % (dst, "s" if self.signed else "u", self.bits)
+        return "{ " + head + body + " }"
+
+    def value(self, raw, enums):
+        """(text, JSON value) of the raw event member."""
+        if self.missing:
+            return "?", None
+        if self.is_string:
+            return text(raw), text(raw)
+        if self.kind == "ptr":
+            return ("0x%x" % raw if raw else "(nil)",) * 2
+        if self.kind == "hex":
+            return ("0x%x" % (raw & ((1 << self.bits) - 1)),) * 2
+        number = raw - (1 << 64) if self.signed and raw >> 63 else raw
+        if self.kind == "enum":
+            name = enums[self.enum]["names"].get(number) or "%s(%d)" % (UNKNOWN, number)
+            return name, name
+        return str(number), number
 
 
 class Probe:
-    def __init__(self, number, name, group, doc, fields, enums):
-        self.number = number
-        self.name = name
-        self.group = group
-        self.doc = doc
-        self.fields = [Field(*f, enums) for f in fields]
-        self.event = event_class("Hit%d" % number, [("ts", ct.c_uint64), ("id", ct.c_uint32)], self.fields)
+    def __init__(self, number, name, group, doc, nargs, fields, enums):
+        self.number, self.name, self.group, self.doc, self.nargs = number, name, group, doc, nargs
+        self.fields = [Field(*f) for f in fields]
+        for f in self.fields:
+            if f.enum:
+                f.signed = enums[f.enum]["signed"]
+        self.event = None  # its ctypes struct, once bound to the traced files' notes
 
 
 class Span:
-    def __init__(self, number, name, doc, start, end, keys, by, enums):
-        self.number = number
-        self.name = name
-        self.doc = doc
-        self.start = start
-        self.end = end
-        self.keys = [Field(*f, enums) for f in keys]  # empty: matched by thread, "tid"
-        self.by = [Field(*f, enums) for f in by]
-        self.key_fields = self.keys or [Field("tid", "tid", "u32", ("int",), enums)]
-        # The key is a struct of its own in the C event (the hash map's key).
-        key = event_class("Span%dKey" % number, [], self.key_fields)
-        self.event = event_class("Span%d" % number, [("ns", ct.c_uint64), ("span", ct.c_uint32), ("key", key)], self.by)
-
-    def values(self, event, per_key):
-        """((label, text, json), ...) of the key or by fields of an event."""
-        fields, holder = (self.key_fields, event.key) if per_key else (self.by, event)
-        return tuple((f.label, f.show(getattr(holder, f.member)), f.json(getattr(holder, f.member))) for f in fields)
+    def __init__(self, number, name, doc, start, end, keys, by):
+        self.number, self.name, self.doc, self.start, self.end = number, name, doc, start, end
+        # keys: (label, format, start argument, end argument); by: (label, format, argument, "start" or "end")
+        self.keys = [(Field(label, a, fmt), Field(label, b, fmt)) for label, fmt, a, b in keys]
+        self.by = [(Field(label, a, fmt), at == "start") for label, fmt, a, at in by]
 
 
 class Tool:
     """A catalog's tables, as the generated part of a tool gives them."""
 
-    def __init__(self, provider, description, program, enums, probes, spans):
-        self.provider = provider
-        self.description = description
-        self.program = program
-        # name -> (value -> printed name, printed for a value without one, prefix names lose)
-        self.enums = enums = {name: (dict(names), unknown, strip) for name, (names, unknown, strip) in enums.items()}
-        self.catalog_names = {name: dict(names) for name, (names, _, _) in enums.items()}
-        self.probes = [Probe(n, *p, enums) for n, p in enumerate(probes)]
-        self.spans = [Span(n, *s, enums) for n, s in enumerate(spans)]
+    def __init__(self, provider, description, enums, probes, spans, structs=""):
+        self.provider, self.description, self.structs = provider, description, structs
+        # name -> {"names": value -> printed name, "catalog": the same, kept, "strip": prefix, "signed"}
+        self.enums = {name: {"names": dict(names), "catalog": dict(names), "strip": strip, "signed": signed}
+                      for name, (strip, signed, names) in enums.items()}
+        self.probes = [Probe(n, *p, self.enums) for n, p in enumerate(probes)]
+        self.spans = [Span(n, *s) for n, s in enumerate(spans)]
         self.by_name = {p.name: p for p in self.probes}
-
-
-class HitHeader(ct.Structure):
-    _fields_ = [("ts", ct.c_uint64), ("id", ct.c_uint32)]
-
-
-class SpanHeader(ct.Structure):
-    _fields_ = [("ns", ct.c_uint64), ("span", ct.c_uint32)]
+        for span in self.spans:
+            for field in [f for pair in span.keys for f in pair] + [f for f, _ in span.by]:
+                if field.enum:
+                    field.signed = self.enums[field.enum]["signed"]
 
 
 # --- options -------------------------------------------------------------
 
 def parser_for(tool):
     parser = argparse.ArgumentParser(description=tool.description)
-    parser.add_argument("-p", "--pid", type=int, help="trace this process (needed for probes with semaphores)")
-    parser.add_argument("binary", nargs="?", help="the executable or library holding the probes "
-                        "(alone: every process running it, for probes without semaphores)")
-    parser.add_argument("--probe", action="append", default=[], metavar="NAME", help="trace this probe (repeatable)")
-    parser.add_argument("--group", action="append", default=[], metavar="NAME",
-                        help="trace this group's probes (repeatable)")
-    parser.add_argument("--span", action="append", default=[], metavar="NAME", help="with --hist: this span (repeatable)")
+    add = parser.add_argument
+    add("-p", "--pid", type=int, help="trace this process (needed for probes with semaphores)")
+    add("binary", nargs="?", help="the executable or library holding the probes "
+        "(alone: every process running it, for probes without semaphores)")
+    add("--probe", action="append", default=[], metavar="NAME", help="trace this probe (repeatable)")
+    add("--group", action="append", default=[], metavar="NAME", help="trace this group's probes (repeatable)")
+    add("--span", action="append", default=[], metavar="NAME", help="with --hist: this span (repeatable)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--count", action="store_true", help="count hits per probe; print the counts at the end")
     mode.add_argument("--hist", action="store_true",
                       help="span durations as log2 histograms, one per value of the span's 'by' arguments")
-    parser.add_argument("--per-key", action="store_true", help="with --hist: one histogram per key value")
-    parser.add_argument("-m", "--milliseconds", action="store_true", help="with --hist: milliseconds, not microseconds")
-    parser.add_argument("--json", action="store_true", help="one JSON object per hit or per summary")
-    parser.add_argument("-d", "--duration", type=float, metavar="SECONDS", help="stop after this many seconds")
-    parser.add_argument("-i", "--interval", type=float, metavar="SECONDS",
-                        help="with --count or --hist: print (and restart) the summary this often")
-    parser.add_argument("-l", "--list", action="store_true", help="list the probes and spans, and exit")
-    parser.add_argument("--ebpf", action="store_true", help="print the BPF C program and exit")
-    parser.add_argument("--no-debug-info", action="store_true",
-                        help="print enum names as the catalog has them, not from the traced binary's DWARF")
+    add("--per-key", action="store_true", help="with --hist: one histogram per key value")
+    add("-m", "--milliseconds", action="store_true", help="with --hist: milliseconds, not microseconds")
+    add("--json", action="store_true", help="one JSON object per hit or per summary")
+    add("--timeline", metavar="FILE", help="also write the hits and spans as Chrome trace-event JSON "
+        "(Perfetto UI, chrome://tracing, speedscope)")
+    add("-d", "--duration", type=float, metavar="SECONDS", help="stop after this many seconds")
+    add("-i", "--interval", type=float, metavar="SECONDS",
+        help="with --count or --hist: print (and restart) the summary this often")
+    add("-l", "--list", action="store_true", help="list the probes and spans, and exit")
+    add("--ebpf", action="store_true", help="print the BPF C program of the mode chosen and exit")
+    add("--no-debug-info", action="store_true",
+        help="print enum names as the catalog has them, not from the traced binary's DWARF")
     return parser
 
 
@@ -206,6 +243,8 @@ def check_args(tool, args):
         raise UsageError("--interval needs --count or --hist")
     if (args.per_key or args.milliseconds or args.span) and not args.hist:
         raise UsageError("--per-key, -m and --span need --hist")
+    if args.timeline and (args.count or args.hist):
+        raise UsageError("--timeline needs every hit: not with --count or --hist")
     if args.hist and not tool.spans:
         raise UsageError("the catalog has no spans: --hist has nothing to measure")
     unknown = [n for n in args.probe if n not in tool.by_name]
@@ -226,18 +265,157 @@ def selection(tool, args):
     return [p for p in tool.probes if not chosen or p.name in chosen], []
 
 
-def program_text(tool, args, spans):
-    """The BPF C for this run: the tables' program after the switches that
-    pick its mode and spans."""
-    mode = "PG_COUNT" if args.count else "PG_SPANS" if args.hist else "PG_LINES"
-    switches = ["#define %s 1" % mode] + ["#define PG_SPAN_%d 1" % s.number for s in spans]
-    return "\n".join(switches) + "\n" + tool.program
+# --- the BPF program, built from the tables ------------------------------
+
+LINE_C = """
+struct hit_ID {
+	u64 ts;
+	u32 tid;
+	u32 id;
+	DECLS
+};
+BPF_PERCPU_ARRAY(hit_ID_buf, struct hit_ID, 1);  /* strings may not fit the 512-byte stack */
+
+int probe_ID(struct pt_regs *ctx)
+{
+	int zero = 0;
+	struct hit_ID *ev = hit_ID_buf.lookup(&zero);
+	if (!ev)
+		return 0;
+	ev->ts = bpf_ktime_get_ns();
+	ev->tid = bpf_get_current_pid_tgid();
+	ev->id = ID;
+	READS
+	events.perf_submit(ctx, ev, sizeof(*ev));
+	return 0;
+}
+"""
+
+# A span's start time waits under its key (the thread without one) until
+# its end, which adds the log2 slot of the duration to the histogram of
+# its by values (or key, --per-key).
+SPAN_C = """
+/* span NAME */
+struct span_ID_key {
+	KEY_DECLS
+};
+struct span_ID_by {
+	BY_DECLS
+};
+struct span_ID_start {
+	u64 ns;
+	struct span_ID_by by;
+};
+struct span_ID_slot {
+	u64 slot;
+	struct span_ID_SLOTOF v;
+};
+struct span_ID_tmp {
+	struct span_ID_key key;
+	struct span_ID_start start;
+	struct span_ID_slot slot;
+};
+BPF_HASH(span_ID_starts, struct span_ID_key, struct span_ID_start, MAX_IN_FLIGHT);
+BPF_HISTOGRAM(span_ID_hist, struct span_ID_slot, MAX_HIST_KEYS);
+BPF_PERCPU_ARRAY(span_ID_buf, struct span_ID_tmp, 1);
+"""
+
+SPAN_BLOCK_C = """
+	{
+		struct span_ID_tmp *t = span_ID_buf.lookup(&zero);
+		if (t) {
+			__builtin_memset(t, 0, sizeof(*t));
+			KEY_READS
+			BODY
+		}
+	}
+"""
+
+SPAN_START_C = """BY_READS
+			t->start.ns = bpf_ktime_get_ns();
+			span_ID_starts.update(&t->key, &t->start);"""
+
+SPAN_END_C = """struct span_ID_start *begun = span_ID_starts.lookup(&t->key);
+			if (!begun) {
+				unmatched.atomic_increment(ID);
+			} else {
+				u64 ns = bpf_ktime_get_ns() - begun->ns, none = 0;
+				bpf_probe_read_kernel(&t->slot.v, sizeof(t->slot.v), SLOT_FROM);
+				span_ID_starts.delete(&t->key);
+				BY_READS
+				t->slot.slot = bpf_log2l(ns / UNIT_NS);
+				span_ID_hist.insert(&t->slot, &none);
+				u64 *count = span_ID_hist.lookup(&t->slot);
+				if (count)
+					__sync_fetch_and_add(count, 1);
+			}"""
+
+
+def fill(template, **values):
+    """The template with its placeholders replaced, in one pass (a value is
+    never searched for placeholders)."""
+    names = sorted(values, key=len, reverse=True)
+    return re.sub("|".join(names), lambda m: str(values[m[0]]), template)
+
+
+def note_types(readers):
+    """{(fn_name, argument 0-based): C type} from BCC's argument readers: the
+    size each one takes (BCC's rule: the largest size among the probe's
+    locations, each location's value converted to it)."""
+    found = re.findall(r"_bpf_readarg_(\w+?)_(\d+)\(struct pt_regs \*ctx, void \*dest, size_t len\) \{\s*"
+                       r"if \(len != sizeof\((\w+)\)\)", readers)
+    return {(fn, int(n) - 1): c_type for fn, n, c_type in found}
+
+
+def program_text(tool, args, probes, spans, types=None):
+    """The BPF C of the mode chosen for these probes. types: note_types()
+    of the enabled probes; without it (--ebpf alone) every argument is read
+    at the catalog's width."""
+    parts = ["#include <uapi/linux/ptrace.h>", tool.structs]
+    if args.count:
+        parts.append("BPF_PERCPU_ARRAY(counts, u64, %d);  /* per CPU, added atomically */" % len(tool.probes))
+        parts += ["int probe_%d(struct pt_regs *ctx)\n{\n\tcounts.atomic_increment(%d);\n\treturn 0;\n}"
+                  % (p.number, p.number) for p in probes]
+        return "\n".join(parts) + "\n"
+
+    def reads(probe, pairs, indent):
+        typed = (lambda f: f.catalog_type()) if types is None else (
+            lambda f: types.get(("probe_%d" % probe.number, f.arg)))
+        return ("\n" + indent).join(filter(None, (f.c_read(dst, typed(f)) for f, dst in pairs)))
+
+    if not args.hist:
+        parts.append("BPF_PERF_OUTPUT(events);")
+        for p in probes:
+            decls = "\n\t".join(f.c_decl("f%d" % i) for i, f in enumerate(p.fields))
+            parts.append(fill(LINE_C, DECLS=decls or "/* no values */",
+                              READS=reads(p, [(f, "ev->f%d" % i) for i, f in enumerate(p.fields)], "\t"), ID=p.number))
+        return "\n".join(parts)
+    parts.append("BPF_PERCPU_ARRAY(unmatched, u64, %d);" % len(tool.spans))
+    blocks, by_name = {}, {p.name: p for p in probes}
+    for s in spans:
+        key_decls = "\n\t".join(f.c_decl("k%d" % i) for i, (f, _) in enumerate(s.keys)) or "u32 tid;"
+        by_decls = "\n\t".join(f.c_decl("b%d" % i) for i, (f, _) in enumerate(s.by)) or "u8 none;"
+        parts.append(fill(SPAN_C, KEY_DECLS=key_decls, BY_DECLS=by_decls, SLOTOF="key" if args.per_key else "by",
+                          NAME=s.name, ID=s.number, MAX_IN_FLIGHT=MAX_IN_FLIGHT, MAX_HIST_KEYS=MAX_HIST_KEYS))
+        for start in (True, False):
+            probe = by_name[s.start if start else s.end]
+            keys = reads(probe, [(pair[not start], "t->key.k%d" % i) for i, pair in enumerate(s.keys)], "\t\t\t")
+            by = [(f, "t->%s.b%d" % ("start.by" if start else "slot.v", i))
+                  for i, (f, at_start) in enumerate(s.by) if at_start == start and not (args.per_key and not start)]
+            by = reads(probe, by, "\t\t\t" if start else "\t\t\t\t")
+            body = fill(SPAN_START_C if start else SPAN_END_C, BY_READS=by, UNIT_NS=UNITS[args.milliseconds][2], ID=s.number,
+                        SLOT_FROM="&t->key" if args.per_key else "&begun->by")
+            blocks.setdefault(probe.number, []).append(fill(SPAN_BLOCK_C, BODY=body, ID=s.number, KEY_READS=keys
+                                                            or "t->key.tid = bpf_get_current_pid_tgid();"))
+    parts += ["int probe_%d(struct pt_regs *ctx)\n{\n\tint zero = 0;\n%s\treturn 0;\n}" % (n, "".join(b))
+              for n, b in blocks.items()]
+    return "\n".join(parts)
 
 
 # --- summaries -----------------------------------------------------------
 
 def log2_slot(value):
-    """Slot of a histogram: 0 for 0, then n for [2**(n-1), 2**n)."""
+    """Slot of a histogram: 0 for 0, then n for [2**(n-1), 2**n) (bpf_log2l's, but for 0)."""
     return int(value).bit_length()
 
 
@@ -258,7 +436,7 @@ def rows(slots):
 
 
 def format_histogram(unit, table):
-    """A histogram as BCC's tools print one."""
+    """A histogram as BCC's print_log2_hist prints one."""
     peak = max((count for _, _, count in table), default=0)
     lines = ["%24s : count     distribution" % unit]
     for low, high, count in table:
@@ -269,24 +447,36 @@ def format_histogram(unit, table):
 
 class Histograms:
     """Span durations in log2 slots, per span and per value of its by (or
-    key) arguments; unmatched ends per span from the kernel's counters."""
+    key) arguments, from the kernel's histograms; each take is the change
+    since the last one (the maps are never cleared: no count is lost
+    between a read and a clear)."""
 
-    def __init__(self, spans, per_key, milliseconds):
-        self.spans = {s.number: s for s in spans}
+    def __init__(self, tool, spans, per_key, milliseconds, enums=None):
+        self.tool, self.spans = tool, {s.number: s for s in spans}
         self.per_key = per_key
         self.unit, self.json_unit, self.divisor = UNITS[milliseconds]
         self.slots = {}  # (span number, ((label, text, json), ...)) -> {slot: count}
+        self.seen = {}  # (span number, the key's bytes) -> count taken so far
 
-    def add(self, data):
-        number = ct.cast(data, ct.POINTER(SpanHeader)).contents.span
-        span = self.spans.get(number)
-        if span is None:
-            return
-        event = ct.cast(data, ct.POINTER(span.event)).contents
-        values = span.values(event, self.per_key)
-        slots = self.slots.setdefault((number, values), {})
-        slot = log2_slot(event.ns // self.divisor)
-        slots[slot] = slots.get(slot, 0) + 1
+    def values(self, span, holder):
+        """((label, text, json), ...) of a histogram key's by (or key) values."""
+        if self.per_key and not span.keys:
+            return (("tid", str(holder.tid), holder.tid),)
+        fields = [pair[0] for pair in span.keys] if self.per_key else [f for f, _ in span.by]
+        member = "k%d" if self.per_key else "b%d"
+        return tuple((f.label,) + f.value(getattr(holder, member % i), self.tool.enums) for i, f in enumerate(fields))
+
+    def add(self, span, values, slot, count):
+        slots = self.slots.setdefault((span.number, values), {})
+        slots[slot] = slots.get(slot, 0) + count
+
+    def read(self, bpf):
+        for number, span in self.spans.items():
+            for key, count in bpf["span_%d_hist" % number].items():
+                raw = (number, bytes(key))
+                change, self.seen[raw] = count.value - self.seen.get(raw, 0), count.value
+                if change:
+                    self.add(span, self.values(span, key.v), key.slot, change)
 
     def take(self):
         """The histograms since the last take, in span then first-seen order."""
@@ -323,8 +513,7 @@ class Histograms:
 
 class Counters:
     """A kernel per-CPU array of running totals, reported as the change
-    since the last report (never cleared, so no hit is lost between read
-    and clear)."""
+    since the last report."""
 
     def __init__(self, table, size):
         self.table = table
@@ -344,15 +533,63 @@ def format_counts(probes, counts):
     return "\n".join(lines)
 
 
-def hit_line(tool, data, as_json):
+# --- a line per hit ------------------------------------------------------
+
+class HitHeader(ct.Structure):
+    _fields_ = [("ts", ct.c_uint64), ("tid", ct.c_uint32), ("id", ct.c_uint32)]
+
+
+def bind_events(probes):
+    """Each probe's ctypes event, the C struct program_text gives it."""
+    for p in probes:
+        fields = [("f%d" % i, f.c_type()) for i, f in enumerate(p.fields)]
+        p.event = type("Hit%d" % p.number, (HitHeader,), {"_fields_": fields})
+
+
+def decode(tool, data):
+    """(ts, tid, probe, ((label, text, json), ...)) of a hit's event."""
     probe = tool.probes[ct.cast(data, ct.POINTER(HitHeader)).contents.id]
     event = ct.cast(data, ct.POINTER(probe.event)).contents
+    values = tuple((f.label,) + f.value(getattr(event, "f%d" % i), tool.enums) for i, f in enumerate(probe.fields))
+    return event.ts, event.tid, probe, values
+
+
+def hit_line(hit, as_json):
+    ts, _, probe, values = hit
     if as_json:
-        args = {f.label: f.json(getattr(event, f.member)) for f in probe.fields}
-        return json.dumps({"type": "hit", "probe": probe.name, "ts_ns": event.ts, "args": args})
-    parts = ["%d.%06d: %s" % (event.ts // 1000000000, event.ts % 1000000000 // 1000, probe.name)]
-    parts += ["%s=%s" % (f.label, f.show(getattr(event, f.member))) for f in probe.fields]
-    return " ".join(parts)
+        return json.dumps({"type": "hit", "probe": probe.name, "ts_ns": ts, "args": {l: j for l, _, j in values}})
+    return " ".join(["%d.%06d: %s" % (ts // 1000000000, ts % 1000000000 // 1000, probe.name)]
+                    + ["%s=%s" % (label, shown) for label, shown, _ in values])
+
+
+class Reorder:
+    """Hits in timestamp order across CPUs (each CPU has its own perf
+    buffer, read in turn): a hit is held until REORDER_NS after its
+    timestamp. One arriving later than that, when a later hit has printed,
+    prints at once and is counted as late (said at the end)."""
+
+    def __init__(self, out):
+        self.out, self.held, self.order, self.printed, self.late = out, [], 0, 0, 0
+
+    def add(self, hit):
+        if hit[0] < self.printed:
+            self.late += 1
+            self.out(hit)
+            return
+        self.order += 1
+        heapq.heappush(self.held, (hit[0], self.order, hit))
+        if len(self.held) > REORDER_MAX:
+            self.release(len(self.held) - REORDER_MAX)
+
+    def release(self, count=None, before=None):
+        while self.held and (count is None or count > 0) and (before is None or self.held[0][0] <= before):
+            ts, _, hit = heapq.heappop(self.held)
+            self.printed = max(self.printed, ts)
+            self.out(hit)
+            count = None if count is None else count - 1
+
+    def due(self):
+        self.release(before=time.monotonic_ns() - REORDER_NS)  # bpf_ktime_get_ns is CLOCK_MONOTONIC
 
 
 def listing(tool):
@@ -361,52 +598,29 @@ def listing(tool):
     if tool.spans:
         lines.append("spans (--hist):")
         for s in tool.spans:
-            key = ", ".join(f.label for f in s.keys) or "thread"
-            by = "; by " + ", ".join(f.label for f in s.by) if s.by else ""
+            key = ", ".join(f.label for f, _ in s.keys) or "thread"
+            by = "; by " + ", ".join(f.label for f, _ in s.by) if s.by else ""
             lines.append("  %s: %s -> %s, key %s%s: %s" % (s.name, s.start, s.end, key, by, s.doc))
     return "\n".join(lines)
 
 
 # --- enum names from debug info ------------------------------------------
 
+# The traced process chooses its executable, the libraries it maps and
+# their debug info; the tool runs as root. Root only opens them (regular
+# files, without blocking); a child that has given up root parses them,
+# within one deadline for all files, memory and output limits.
+DWARF_SECONDS = 10
+DWARF_MEMORY = 1 << 30  # address space of the child
+DWARF_OUTPUT = 1 << 20  # bytes of results read from it
+SECTION_BYTES = 256 << 20  # a debug section larger than this, inflated or not, is not read
+
+
 def printed_enums(probes, spans):
     """The enums the selected probes' lines (or spans' histograms) print."""
-    fields = [f for s in spans for f in s.key_fields + s.by] if spans else [f for p in probes for f in p.fields]
+    fields = ([f for s in spans for f in [k for k, _ in s.keys] + [b for b, _ in s.by]] if spans
+              else [f for p in probes for f in p.fields])
     return list(dict.fromkeys(f.enum for f in fields if f.enum is not None))
-
-
-def dwarf_enums(path, wanted):
-    """{enum: ((enumerator, value), ...)} of the ``wanted`` enums defined at
-    the top of the file's compile units, reading units only until all are
-    found; None if the file has no DWARF. ImportError without pyelftools."""
-    from elftools.elf.elffile import ELFFile
-
-    wanted = {name.encode("utf-8", "surrogateescape"): name for name in wanted}
-    found = {}
-    with open_regular(path) as file, time_limit(DWARF_SECONDS):
-        elf = ELFFile(file)
-        if elf.get_section_by_name(".debug_info") is None and elf.get_section_by_name(".zdebug_info") is None:
-            return None
-        for unit in elf.get_dwarf_info().iter_CUs():
-            for die in unit.get_top_DIE().iter_children():
-                if die.tag != "DW_TAG_enumeration_type" or "DW_AT_declaration" in die.attributes:
-                    continue
-                name = die.attributes.get("DW_AT_name")
-                enum = wanted.get(name.value) if name is not None else None
-                if enum is None or enum in found:
-                    continue
-                found[enum] = tuple(
-                    (text(child.attributes["DW_AT_name"].value), child.attributes["DW_AT_const_value"].value)
-                    for child in die.iter_children() if child.tag == "DW_TAG_enumerator")
-            if len(found) == len(wanted):
-                break
-    return found
-
-
-# The traced process chose these files (a path it mapped may since name a
-# FIFO or a device; its DWARF may be built to make a reader loop): the tool
-# runs as root and must not wait on them.
-DWARF_SECONDS = 30
 
 
 def open_regular(path):
@@ -418,33 +632,155 @@ def open_regular(path):
     return os.fdopen(fd, "rb")
 
 
-@contextlib.contextmanager
-def time_limit(seconds):
-    def expired(signum, frame):
-        raise TimeoutError("reading it took over %d s" % seconds)
+def dwarf_enums(file, wanted):
+    """{enum: ((enumerator, value), ...)} of the ``wanted`` enums defined at
+    the top of the file's compile units, reading units only until all are
+    found; None if the file has no DWARF. ImportError without pyelftools."""
+    from elftools.elf.elffile import ELFFile
 
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(seconds)
+    elf = ELFFile(file)
+    debug = [s for s in elf.iter_sections() if s.name.startswith((".debug_", ".zdebug_"))]
+    if not any(s.name in (".debug_info", ".zdebug_info") for s in debug):
+        return None
+    for section in debug:  # data_size: inflated, as the compression header says (pyelftools inflates no more)
+        if section.name.startswith(".zdebug_"):
+            raise ValueError("GNU .zdebug compression is not read")
+        if section.data_size > SECTION_BYTES:
+            raise ValueError("%s holds %d bytes, over %d" % (section.name, section.data_size, SECTION_BYTES))
+    wanted = {name.encode("utf-8", "surrogateescape"): name for name in wanted}
+    found = {}
+    for unit in elf.get_dwarf_info().iter_CUs():
+        for die in unit.get_top_DIE().iter_children():
+            if die.tag != "DW_TAG_enumeration_type" or "DW_AT_declaration" in die.attributes:
+                continue
+            name = die.attributes.get("DW_AT_name")
+            enum = wanted.get(name.value) if name is not None else None
+            if enum is not None and enum not in found:
+                found[enum] = tuple(
+                    (text(child.attributes["DW_AT_name"].value), child.attributes["DW_AT_const_value"].value)
+                    for child in die.iter_children() if child.tag == "DW_TAG_enumerator")
+        if len(found) == len(wanted):
+            break
+    return found
+
+
+def confine(uid, gid):
+    """Give up root for good, and bound what parsing may cost."""
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+    ct.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+    resource.setrlimit(resource.RLIMIT_AS, (DWARF_MEMORY, DWARF_MEMORY))
+    resource.setrlimit(resource.RLIMIT_CPU, (DWARF_SECONDS, DWARF_SECONDS))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+
+
+def owner(pid):
+    """The traced process's (uid, gid), or nobody's for root's or none."""
     try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+        info = os.stat("/proc/%d" % pid)
+        if info.st_uid:
+            return info.st_uid, info.st_gid
+    except (OSError, TypeError):
+        pass
+    try:
+        import pwd
+        entry = pwd.getpwnam("nobody")
+        return entry.pw_uid, entry.pw_gid
+    except (ImportError, KeyError):
+        return 65534, 65534
+
+
+def read_enums(files, wanted, pid=None, seconds=DWARF_SECONDS):
+    """[(shown name, found or None, reason or None)] per file, read in a
+    child process: {enum: enumerators} of the wanted enums each file's DWARF
+    has, until all are found. A file not reached by the deadline has the
+    reason."""
+    opened, results = [], []
+    for shown, path in files:
+        try:
+            opened.append((shown, open_regular(path)))
+        except (OSError, ValueError) as exc:
+            opened.append((shown, "debug info of '%s' unusable: %s" % (shown, getattr(exc, "strerror", 0) or exc)))
+    uid, gid = owner(pid) if os.getuid() == 0 else (None, None)
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: no return from here
+        try:
+            os.close(reader)
+            if uid is not None:
+                confine(uid, gid)
+            missing = list(wanted)
+            for shown, file in opened:
+                if not missing or isinstance(file, str):
+                    continue
+                try:
+                    found = dwarf_enums(file, missing)
+                    report = {"found": found}
+                    missing = [e for e in missing if e not in (found or {})]
+                except ImportError:
+                    report = {"stop": "pyelftools is not installed for %s (Debian: python3-pyelftools)" % sys.executable}
+                    missing = []
+                except (Exception, MemoryError) as exc:
+                    report = {"error": str(exc) or type(exc).__name__}
+                os.write(writer, (json.dumps([shown, report]) + "\n").encode())
+        finally:
+            os._exit(0)
+    os.close(writer)
+    for _, file in opened:
+        if not isinstance(file, str):
+            file.close()
+    data, deadline = b"", time.monotonic() + seconds
+    while len(data) < DWARF_OUTPUT:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([reader], [], [], left)[0]:
+            break
+        chunk = os.read(reader, 65536)
+        if not chunk:
+            break
+        data += chunk
+    os.close(reader)
+    with_results = {}
+    for line in data[:DWARF_OUTPUT].decode("utf-8", "replace").splitlines():
+        try:
+            shown, report = json.loads(line)
+            with_results[shown] = report
+        except ValueError:
+            break  # a line cut by the output limit
+    os.kill(child, signal.SIGKILL)
+    os.waitpid(child, 0)
+    for shown, file in opened:
+        report = with_results.get(shown)
+        if isinstance(file, str):
+            results.append((shown, None, file))
+        elif report is None:
+            results.append((shown, None, "debug info of '%s' not read within %d s" % (shown, seconds)))
+        elif "stop" in report:
+            results.append((shown, None, report["stop"]))
+            break
+        elif "error" in report:
+            results.append((shown, None, "debug info of '%s' unusable: %s" % (shown, report["error"])))
+        elif report["found"] is None:
+            results.append((shown, None, "'%s' has no debug info" % shown))
+        else:
+            results.append((shown, report["found"], None))
+    return results
 
 
 def shown_names(enumerators, strip):
     """value -> printed name, as the generator makes the catalog's: the
-    prefix stripped, an alias keeping the first name."""
+    prefix stripped, an alias keeping the first name; escaped."""
     names = {}
     for name, value in enumerators:
-        names.setdefault(value, name[len(strip):] if strip and name.startswith(strip) and name != strip else name)
+        names.setdefault(value, printable(name[len(strip):] if strip and name.startswith(strip) and name != strip
+                                          else name))
     return names
 
 
 def traced_files(args, holders):
     """(shown name, path to open) of the files whose DWARF names the enums:
     the executable (-p) or BINARY, then the files holding the probes, each
-    once."""
+    once; names shown escaped."""
     files = []
     if args.pid is not None:
         exe = "/proc/%d/exe" % args.pid
@@ -464,42 +800,30 @@ def traced_files(args, holders):
             key = path
         if key not in seen:
             seen.add(key)
-            unique.append((shown, path))
+            unique.append((printable(shown), path))
     return unique
 
 
-def use_debug_info(tool, enums, files):
+def use_debug_info(tool, enums, files, pid=None, seconds=DWARF_SECONDS):
     """Each enum's names from the first file whose DWARF has it, put in
     the tool's tables; returns the stderr lines saying each one's source."""
     missing, reasons, by_file = list(enums), [], {}
-    for shown, path in files:
-        if not missing:
-            break
-        try:
-            found = dwarf_enums(path, missing)
-        except ImportError:
-            reasons.append("pyelftools is not installed for %s (Debian: python3-pyelftools)" % sys.executable)
-            break
-        except Exception as exc:  # damaged or unreadable: the catalog's names still trace
-            reasons.append("debug info of '%s' unusable: %s" % (shown, exc))
-            continue
-        if found is None:
-            reasons.append("'%s' has no debug info" % shown)
+    for shown, found, reason in read_enums(files, enums, pid, seconds) if enums else []:
+        if reason:
+            reasons.append(reason)
             continue
         for enum, enumerators in found.items():
-            names, _, strip = tool.enums[enum]
-            names.clear()
-            names.update(shown_names(enumerators, strip))
+            table = tool.enums[enum]
+            table["names"].clear()
+            table["names"].update(shown_names(enumerators, table["strip"]))
             missing.remove(enum)
-            differs = " (differs from the catalog's)" if names != tool.catalog_names[enum] else ""
+            differs = " (differs from the catalog's)" if table["names"] != table["catalog"] else ""
             by_file.setdefault(shown, []).append(enum + differs)
         if missing:
             reasons.append("not in the debug info of '%s'" % shown)
     lines = ["enum names from the debug info of '%s': %s" % (shown, ", ".join(done)) for shown, done in by_file.items()]
     why = "; ".join(reasons) or "no file to read"
     return lines + ["enum names of %s from the catalog (as the tool has them): %s" % (enum, why) for enum in missing]
-
-
 # --- attaching -----------------------------------------------------------
 
 class BccUsdt(ct.Structure):
@@ -608,43 +932,78 @@ class Target:
 
 # --- the run -------------------------------------------------------------
 
+def warn(message):
+    print("%s: %s" % (os.path.basename(sys.argv[0]), message), file=sys.stderr)
+
+
+def bind(tool, usdt, probes, spans, names):
+    """Bind the fields to the notes of the probes enabled (names: fn_name ->
+    probe); warn of an argument count other than the catalog's; returns
+    the note types and the spans whose probes and values are all there."""
+    types = note_types(usdt.get_text())
+    for found in usdt.enumerate_probes():
+        probe = tool.by_name.get(text(found.name))
+        if probe in names.values() and found.num_arguments != probe.nargs:
+            warn("warning: probe %s has %d arguments in '%s', the catalog %d: %s" % (
+                probe.name, found.num_arguments, printable(text(found.bin_path)), probe.nargs,
+                "values past its last print as ?" if found.num_arguments < probe.nargs else
+                "the catalog's are read by position"))
+    for probe in names.values():
+        for field in probe.fields:
+            field.bind(types.get(("probe_%d" % probe.number, field.arg)))
+    kept = []
+    for span in spans:
+        start, end = (tool.by_name[span.start], tool.by_name[span.end])
+        fields = [(f, start) for f, _ in span.keys] + [(f, end) for _, f in span.keys]
+        fields += [(f, start if at_start else end) for f, at_start in span.by]
+        for field, probe in fields:
+            field.bind(types.get(("probe_%d" % probe.number, field.arg)) if probe in names.values() else None)
+        if any(f.missing for f, _ in fields):
+            warn("warning: span %s not measured: its probes or their arguments are not all in the traced files"
+                 % span.name)
+        else:
+            kept.append(span)
+    return types, kept
+
+
 def main(tool, argv=None):
-    # Piped into head: end quietly, as a command line tool does.
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # piped into head: end quietly
     args = parse_args(tool, argv)
     if args.list:
         print(listing(tool))
         return 0
     probes, spans = selection(tool, args)
-    program = program_text(tool, args, spans)
     if not probes:
         return fail("no probe selected")
     if args.ebpf and args.pid is None and args.binary is None:
-        print(program)
+        print(program_text(tool, args, probes, spans))
         return 0
     try:
         from bcc import BPF, USDT
     except ImportError:
         return fail("cannot import bcc: install python3-bpfcc and run with /usr/bin/python3")
-    where = args.binary or "pid %d" % args.pid
+    where = printable(args.binary) if args.binary else "pid %d" % args.pid
     try:
         usdt = USDT(pid=args.pid, path=args.binary)
     except Exception as exc:  # BCC raises plain Exception for a bad pid or path
-        return fail("cannot read the probes of %s: %s" % (where, exc))
+        return fail("cannot read the probes of %s: %s" % (where, printable(str(exc))))
     names = {}
     for probe in probes:
-        fn_name = "probe_%d" % probe.number
         try:
-            usdt.enable_probe(probe="%s:%s" % (tool.provider, probe.name), fn_name=fn_name)
-            names[fn_name] = probe.name
+            usdt.enable_probe(probe="%s:%s" % (tool.provider, probe.name), fn_name="probe_%d" % probe.number)
+            names["probe_%d" % probe.number] = probe
         except Exception:
-            print("warning: probe %s not found in %s; not traced" % (probe.name, where), file=sys.stderr)
+            warn("warning: probe %s not found in %s; not traced" % (probe.name, where))
     if not names and args.pid is None:
         return fail("no probe could be enabled in %s: probes with semaphores (as the generated header "
-                    "makes them) are enabled only in a running process: give -p PID" % args.binary)
+                    "makes them) are enabled only in a running process: give -p PID" % where)
     if not names:
         return fail("none of the probes was found in %s" % where)
-    program = usdt.get_text() + program  # BCC's argument readers first
+    probes = list(names.values())
+    types, spans = bind(tool, usdt, probes, spans, names)
+    if args.hist and not spans:
+        return fail("no span has both its probes in %s" % where)
+    program = usdt.get_text() + program_text(tool, args, probes, spans, types)  # BCC's argument readers first
     if args.ebpf:
         print(program)
         return 0
@@ -652,9 +1011,10 @@ def main(tool, argv=None):
     if args.no_debug_info:
         sources = ["enum names of %s from the catalog (as the tool has them): --no-debug-info" % e for e in enums]
     else:
-        sources = use_debug_info(tool, enums, traced_files(args, {b for b, _, _, _ in usdt.enumerate_active_probes()}))
+        holders = {b for b, _, _, _ in usdt.enumerate_active_probes()}
+        sources = use_debug_info(tool, enums, traced_files(args, holders), args.pid)
     for line in sources:
-        print("%s: %s" % (os.path.basename(sys.argv[0]), line), file=sys.stderr)
+        warn(line)
     stop = Stop()  # from here, Ctrl-C ends the tool at its next turn, not inside BCC
     try:
         bpf = BPF(text=program)
@@ -662,11 +1022,11 @@ def main(tool, argv=None):
         return fail("cannot load the BPF program (root needed): %s" % exc)
     libbcc = Libbcc()
     try:
-        fds = attach(bpf, usdt, tool.provider, names, libbcc)
+        fds = attach(bpf, usdt, tool.provider, {n: p.name for n, p in names.items()}, libbcc)
     except AttachError as exc:
         return fail(str(exc))
     try:
-        return run(tool, args, bpf, [p for p in probes if "probe_%d" % p.number in names], spans, stop)
+        return run(tool, args, bpf, probes, spans, stop)
     finally:
         for fd in fds:
             libbcc.close_perf_event_fd(fd)
@@ -677,18 +1037,21 @@ def run(tool, args, bpf, probes, spans, stop):
     exit; print the summaries (each --interval and at the end)."""
     sys.stdout.reconfigure(line_buffering=True, errors="surrogateescape")
     emit = (lambda obj: print(json.dumps(obj))) if args.json else None
-    histograms = Histograms(spans, args.per_key, args.milliseconds) if args.hist else None
+    histograms = Histograms(tool, spans, args.per_key, args.milliseconds) if args.hist else None
     counts = Counters(bpf["counts"], len(tool.probes)) if args.count else None
     unmatched = Counters(bpf["unmatched"], len(tool.spans)) if args.hist else None
+    hits, reorder = [], None
+    if not (counts or histograms):
+        bind_events(probes)
 
-    def lost(count):
-        print("warning: lost %d events" % count, file=sys.stderr)
+        def out(hit):
+            print(hit_line(hit, args.json))
+            if args.timeline:
+                hits.append(hit)
 
-    if histograms:
-        bpf["span_events"].open_perf_buffer(lambda cpu, data, size: histograms.add(data), page_cnt=64, lost_cb=lost)
-    elif not counts:
-        bpf["events"].open_perf_buffer(lambda cpu, data, size: print(hit_line(tool, data, args.json)),
-                                       page_cnt=64, lost_cb=lost)
+        reorder = Reorder(out)
+        bpf["events"].open_perf_buffer(lambda cpu, data, size: reorder.add(decode(tool, data)), page_cnt=64,
+                                       lost_cb=lambda count: warn("warning: lost %d events" % count))
 
     def summary():
         if counts:
@@ -700,6 +1063,7 @@ def run(tool, args, bpf, probes, spans, stop):
             else:
                 print(format_counts(probes, taken))
         elif histograms:
+            histograms.read(bpf)
             taken = histograms.take()
             ends = {k: v for k, v in unmatched.take().items() if k in histograms.spans}
             if emit:
@@ -727,10 +1091,11 @@ def run(tool, args, bpf, probes, spans, stop):
     deadline = None if args.duration is None else now + args.duration
     next_summary = None if args.interval is None else now + args.interval
     while not stop.requested and not target.exited():
-        if counts:
-            time.sleep(POLL_MS / 1000)
-        else:
+        if reorder:
             bpf.perf_buffer_poll(timeout=POLL_MS)
+            reorder.due()
+        else:
+            time.sleep(POLL_MS / 1000)
         now = time.monotonic()
         if deadline is not None and now >= deadline:
             break
@@ -738,13 +1103,27 @@ def run(tool, args, bpf, probes, spans, stop):
             interval_begins()
             summary()
             next_summary += args.interval
-    if not counts:
+    if reorder:
         bpf.perf_buffer_poll(timeout=0)  # what arrived before the stop
+        reorder.release()
+        if reorder.late:
+            warn("warning: %d hits arrived over %d ms late and printed out of order"
+                 % (reorder.late, REORDER_NS // 1000000))
     if args.interval is not None:
         interval_begins()
     summary()
+    if args.timeline:
+        write_timeline(tool, args, hits)
     detach(bpf)
     return 0
+
+
+def write_timeline(tool, args, hits):
+    spans = [(s.name, s.start, s.end, [(a.label, b.label) for a, b in s.keys]) for s in tool.spans]
+    events = trace_events([(ts, tid, p.name, {l: j for l, _, j in v}) for ts, tid, p, v in hits], spans,
+                          args.pid or 0)
+    with open(args.timeline, "w") as file:
+        json.dump(events, file)
 
 
 def detach(bpf):
