@@ -1,31 +1,20 @@
 """The catalog-independent part of probegen's generated BCC tools.
 
-``probegen bcc`` writes one tool per catalog: its tables (PROVIDER, ENUMS,
-PROBES, SPANS, STRUCTS), then this module's source (with timeline.py's in
-place of its import), then ``main(Tool(...))``. The tool runs with the
-system's /usr/bin/python3, where BCC's binding lives and probegen need not
-be installed: this module imports only the standard library at load time
-(``bcc`` inside ``main``) and runs on Python 3.9 and later.
+A tool is its catalog's tables (PROVIDER, ENUMS, PROBES, SPANS, STRUCTS),
+then this module's source (timeline.py's in place of its import), then
+``main(Tool(...))``. It runs with the system's /usr/bin/python3, where BCC
+lives and probegen may not: this module imports only the standard library
+at load time (``bcc`` inside ``main``), on Python 3.9 and later.
 
-At start-up the tool enables the probes the traced files have, reads from
-BCC's argument readers the size each note gives each argument (BCC reads
-nothing into a variable of another size), and builds the BPF C of the mode
-chosen from the tables, by text substitution as BCC's own tools do: a line
-per hit (printed in timestamp order across CPUs), ``--count`` (counted in
-the kernel) or ``--hist`` (span starts kept in a BPF hash under their key;
-each end adds its duration's log2 slot to a BPF histogram).
-
-Enum names: the tables hold the catalog's, one version's; the traced
-files' DWARF gives the names the binary was built with, read by a child
-process that has given up root, within one deadline (``read_enums``).
-
-Attaching: BCC 0.26's binding calls libbcc's ``bpf_attach_uprobe`` without
-its last argument, so the kernel reads a garbage ``ref_ctr_offset`` and
-refuses the probe when bpftrace attached it with the right one. The tool
-attaches every location itself with the semaphore's file offset (0 without).
+At start-up the tool enables the probes the traced files have, takes from
+BCC's argument readers the size each note gives each argument, and builds
+the BPF C of the mode chosen from the tables, by text substitution as BCC's
+own tools do: a line per hit (in timestamp order across CPUs), ``--count``,
+or ``--hist`` (log2 histograms of span durations, kept in the kernel).
 """
 
 import argparse
+import contextlib
 import ctypes as ct
 import heapq
 import json
@@ -677,94 +666,73 @@ def confine(uid, gid):
 
 def owner(pid):
     """The traced process's (uid, gid), or nobody's for root's or none."""
-    try:
+    with contextlib.suppress(OSError, TypeError):
         info = os.stat("/proc/%d" % pid)
         if info.st_uid:
             return info.st_uid, info.st_gid
-    except (OSError, TypeError):
-        pass
+    import pwd
     try:
-        import pwd
-        entry = pwd.getpwnam("nobody")
-        return entry.pw_uid, entry.pw_gid
-    except (ImportError, KeyError):
+        return pwd.getpwnam("nobody")[2:4]
+    except KeyError:
         return 65534, 65534
 
 
 def read_enums(files, wanted, pid=None, seconds=DWARF_SECONDS):
-    """[(shown name, found or None, reason or None)] per file, read in a
-    child process: {enum: enumerators} of the wanted enums each file's DWARF
-    has, until all are found. A file not reached by the deadline has the
-    reason."""
-    opened, results = [], []
-    for shown, path in files:
+    """[(shown name, {enum: enumerators} or None, why not or None)] of the
+    files, in order, until the wanted enums are all found: parsed by a child
+    process, confined, within one deadline for them all."""
+    results = [[shown, None, "debug info of '%s' not read within %d s" % (shown, seconds)] for shown, _ in files]
+    opened = []
+    for result, (shown, path) in zip(results, files):
         try:
-            opened.append((shown, open_regular(path)))
+            opened.append(open_regular(path))
         except (OSError, ValueError) as exc:
-            opened.append((shown, "debug info of '%s' unusable: %s" % (shown, getattr(exc, "strerror", 0) or exc)))
-    uid, gid = owner(pid) if os.getuid() == 0 else (None, None)
+            opened.append(None)
+            result[2] = "debug info of '%s' unusable: %s" % (shown, getattr(exc, "strerror", None) or exc)
     reader, writer = os.pipe()
     child = os.fork()
-    if child == 0:  # the child: no return from here
+    if child == 0:  # no return from here
         try:
             os.close(reader)
-            if uid is not None:
-                confine(uid, gid)
+            if os.getuid() == 0:
+                confine(*owner(pid))
             missing = list(wanted)
-            for shown, file in opened:
-                if not missing or isinstance(file, str):
-                    continue
-                try:
-                    found = dwarf_enums(file, missing)
-                    report = {"found": found}
-                    missing = [e for e in missing if e not in (found or {})]
-                except ImportError:
-                    report = {"stop": "pyelftools is not installed for %s (Debian: python3-pyelftools)" % sys.executable}
-                    missing = []
-                except (Exception, MemoryError) as exc:
-                    report = {"error": str(exc) or type(exc).__name__}
-                os.write(writer, (json.dumps([shown, report]) + "\n").encode())
+            for number, ((shown, _), file) in enumerate(zip(files, opened)):
+                if missing and file is not None:
+                    found, why = parse_enums(shown, file, missing)
+                    missing = [] if why and "pyelftools" in why else [e for e in missing if e not in (found or {})]
+                    os.write(writer, (json.dumps([number, found, why]) + "\n").encode())
         finally:
             os._exit(0)
     os.close(writer)
-    for _, file in opened:
-        if not isinstance(file, str):
-            file.close()
+    for file in filter(None, opened):
+        file.close()
     data, deadline = b"", time.monotonic() + seconds
-    while len(data) < DWARF_OUTPUT:
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([reader], [], [], left)[0]:
-            break
+    while len(data) < DWARF_OUTPUT and select.select([reader], [], [], max(0, deadline - time.monotonic()))[0]:
         chunk = os.read(reader, 65536)
         if not chunk:
             break
         data += chunk
     os.close(reader)
-    with_results = {}
-    for line in data[:DWARF_OUTPUT].decode("utf-8", "replace").splitlines():
-        try:
-            shown, report = json.loads(line)
-            with_results[shown] = report
-        except ValueError:
-            break  # a line cut by the output limit
     os.kill(child, signal.SIGKILL)
     os.waitpid(child, 0)
-    for shown, file in opened:
-        report = with_results.get(shown)
-        if isinstance(file, str):
-            results.append((shown, None, file))
-        elif report is None:
-            results.append((shown, None, "debug info of '%s' not read within %d s" % (shown, seconds)))
-        elif "stop" in report:
-            results.append((shown, None, report["stop"]))
-            break
-        elif "error" in report:
-            results.append((shown, None, "debug info of '%s' unusable: %s" % (shown, report["error"])))
-        elif report["found"] is None:
-            results.append((shown, None, "'%s' has no debug info" % shown))
-        else:
-            results.append((shown, report["found"], None))
-    return results
+    for line in data[:DWARF_OUTPUT].splitlines():
+        with contextlib.suppress(ValueError, TypeError, IndexError):  # the last may be cut by the limit
+            number, found, why = json.loads(line)
+            results[number][1:] = [found, why]
+    last = next((n for n, r in enumerate(results) if r[2] and "pyelftools" in r[2]), len(results))
+    return [tuple(r) for r in results[:last + 1]]
+
+
+def parse_enums(shown, file, wanted):
+    """(found, why not) of one file, in the child."""
+    try:
+        found = dwarf_enums(file, wanted)
+        return (found, None) if found is not None else (None, "'%s' has no debug info" % shown)
+    except ImportError:
+        return None, "pyelftools is not installed for %s (Debian: python3-pyelftools)" % sys.executable
+    except (Exception, MemoryError) as exc:
+        return None, "debug info of '%s' unusable: %s" % (shown, str(exc) or type(exc).__name__)
 
 
 def shown_names(enumerators, strip):
@@ -902,32 +870,23 @@ def fail(message):
 
 
 class Stop:
-    """Set by Ctrl-C and SIGTERM; the loop ends at its next turn (an
-    exception raised inside BCC's ctypes callback would be swallowed)."""
-
-    def __init__(self):
-        self.requested = False
-        signal.signal(signal.SIGINT, self.handler)
-        signal.signal(signal.SIGTERM, self.handler)
-
-    def handler(self, signum, frame):
-        self.requested = True
-
-
-class Target:
-    """The traced process, to stop when it exits (its pidfd turns readable,
-    zombie or not); without -p there is none."""
+    """Set by Ctrl-C and SIGTERM (an exception raised inside BCC's ctypes
+    callback would be swallowed), and when the traced process exits (its
+    pidfd turns readable, zombie or not); the loop ends at its next turn."""
 
     def __init__(self, pid):
-        self.fd = None
-        if pid is not None and hasattr(os, "pidfd_open"):
-            try:
-                self.fd = os.pidfd_open(pid)
-            except OSError:
-                self.fd = None
+        self.signalled, self.fd = False, None
+        signal.signal(signal.SIGINT, self.handler)
+        signal.signal(signal.SIGTERM, self.handler)
+        with contextlib.suppress(OSError, AttributeError):
+            self.fd = os.pidfd_open(pid) if pid is not None else None
 
-    def exited(self):
-        return self.fd is not None and bool(select.select([self.fd], [], [], 0)[0])
+    def handler(self, signum, frame):
+        self.signalled = True
+
+    @property
+    def requested(self):
+        return self.signalled or (self.fd is not None and bool(select.select([self.fd], [], [], 0)[0]))
 
 
 # --- the run -------------------------------------------------------------
@@ -1015,7 +974,7 @@ def main(tool, argv=None):
         sources = use_debug_info(tool, enums, traced_files(args, holders), args.pid)
     for line in sources:
         warn(line)
-    stop = Stop()  # from here, Ctrl-C ends the tool at its next turn, not inside BCC
+    stop = Stop(args.pid)  # from here, Ctrl-C ends the tool at its next turn, not inside BCC
     try:
         bpf = BPF(text=program)
     except Exception as exc:
@@ -1079,7 +1038,6 @@ def run(tool, args, bpf, probes, spans, stop):
         else:
             print("[%s]" % stamp)
 
-    target = Target(args.pid)
     mode = ("counting hits" if counts else "%d span%s as histograms" % (len(spans), "s" * (len(spans) != 1))
             if histograms else "a line per hit")
     if emit:
@@ -1090,7 +1048,7 @@ def run(tool, args, bpf, probes, spans, stop):
     now = time.monotonic()
     deadline = None if args.duration is None else now + args.duration
     next_summary = None if args.interval is None else now + args.interval
-    while not stop.requested and not target.exited():
+    while not stop.requested:
         if reorder:
             bpf.perf_buffer_poll(timeout=POLL_MS)
             reorder.due()
