@@ -31,6 +31,7 @@ TEMPLATE = "bcc_tool.py.j2"
 # the 63 of bpftrace scripts are bpftrace's BPFTRACE_STRLEN default, while
 # BCC reads into per-CPU memory; 255 holds SPDK's NQNs (char[224]) whole.
 BCC_DEFAULT_MAX_LEN = 255
+ROW_WIDTH = 114  # a table row's longest one-line form (the tool's lines: 120)
 TIMELINE_IMPORT = "from probegen.runtime.timeline import trace_events  # a tool carries timeline.py's source here\n"
 
 
@@ -45,8 +46,8 @@ def field_format(field: Field, arg: Arg | None = None) -> str:
         return f"chars:{field.max_len}" if field.ctype.size > 0 else f"flex:{field.max_len}"
     if field.style is Style.POINTER:
         return "ptr"
-    if field.style is Style.ENUM:
-        return f"enum{bits}:{field.enum.name}"
+    if field.style is Style.ENUM:  # an integer printed by name
+        return f"{'s' if field.enum.signed else 'u'}{bits}:{field.enum.name}"
     return {Style.HEX: "x", Style.SIGNED: "s"}.get(field.style, "u") + str(bits)
 
 
@@ -55,7 +56,7 @@ def field_row(field: Field, arg: Arg | None) -> str:
     return repr((field.label, field.index, field_format(field, arg)) + ((member,) if member else ()))
 
 
-def _span_rows(catalog: Catalog, types: TypeSource | None) -> list[tuple[str, str]]:
+def _span_rows(catalog: Catalog, types: TypeSource | None) -> list[str]:
     def fmt(arg):
         return field_format(arg_fields(catalog, arg, types)[0], arg)
 
@@ -63,8 +64,14 @@ def _span_rows(catalog: Catalog, types: TypeSource | None) -> list[tuple[str, st
     for span in catalog.spans:
         keys = [(k.name, fmt(k.start), k.start.index, k.end.index) for k in span.key]
         by = [(b.name, fmt(b.arg), b.arg.index, "start" if b.at_start else "end") for b in span.by]
-        rows.append((repr((span.name, span.doc, span.start.name, span.end.name))[1:-1], f"{keys!r}, {by!r}"))
+        rows.append(_row(repr((span.name, span.doc, span.start.name, span.end.name))[1:-1], f"{keys!r}, {by!r}"))
     return rows
+
+
+def _row(head: str, rest: str) -> str:
+    """A table row, (head, rest), on one line if it fits, else on two."""
+    row = f"({head}, {rest})"
+    return row if len(row) <= ROW_WIDTH else f"({head},\n     {rest})"
 
 
 def _python_raw_text(c_text: str) -> str:
@@ -83,11 +90,11 @@ def render_tool(catalog: Catalog, types: TypeSource | None = None) -> str:
         args = line.probe.note_args
         fields = [field_row(f, args[f.index] if f.index < len(args) else None) for f in line.fields]
         head = repr((line.probe.name, line.probe.group, line.probe.doc, line.arg_count))[1:-1]
-        probes.append((head, fields))
+        probes.append(_row(head, f"[{', '.join(fields)}]"))
     enums = []
     for table in enum_tables(lines):
         decl = catalog.enum(table.name)
-        enums.append((repr(table.name), repr((decl.strip_prefix if decl else "", table.signed, dict(table.names)))))
+        enums.append((repr(table.name), repr((decl.strip_prefix if decl else "", dict(table.names)))))
     return render(
         TEMPLATE,
         catalog=catalog,

@@ -60,17 +60,17 @@ def printable(value):
 
 class Field:
     """One printed value: its label, the note argument holding it (0-based),
-    its format (KIND[BITS][:MORE]: "s32", "u8", "x64", "enum32:NAME", "ptr",
-    "str:MAX_LEN", or for a member "chars:SIZE", "flex:MAX_LEN") and, for a
-    struct member, (struct, member path)."""
+    its format ("s32", "u8", "x64", "s32:ENUM", "ptr", "str:MAX_LEN", or for
+    a member "chars:SIZE", "flex:MAX_LEN") and, for a struct member,
+    (struct, member path)."""
 
     def __init__(self, label, arg, fmt, member=None):
         self.label, self.arg, self.fmt, self.member = label, arg, fmt, member
         kind, bits, more = re.match(r"([a-z]+?)(\d*)(?::(.*))?$", fmt).groups()
-        self.kind = {"s": "int", "u": "int", "x": "hex"}.get(kind, kind)
-        self.max_len = int(more) if self.kind in ("str", "chars", "flex") else 0
-        self.enum = more if self.kind == "enum" else None
-        self.signed = kind == "s"  # the catalog's sign; an enum's is set from its table
+        self.max_len = int(more) if kind in ("str", "chars", "flex") else 0
+        self.enum = more if kind in ("s", "u") else None
+        self.kind = "enum" if self.enum else {"s": "int", "u": "int", "x": "hex"}.get(kind, kind)
+        self.signed = kind == "s"  # the catalog's sign
         self.bits = self.catalog_bits = int(bits or 64)
         self.missing = False
 
@@ -105,28 +105,21 @@ class Field:
         """C statements reading the value into ``dst`` (an event member)."""
         if note_type is None:
             return ""
-        head = "%s v = 0; bpf_usdt_readarg(%d, ctx, &v); " % (note_type, self.arg + 1)
+        d, at, pre = dst, "(void *)(unsigned long)v", ""
         if self.member:
             at = "&((%s *)(unsigned long)v)->%s" % self.member
             if self.kind == "str":  # a char pointer member: the pointer, then the string
-                body = ("u64 s = 0; bpf_probe_read_user(&s, sizeof(s), %s); "
-                        "if (bpf_probe_read_user_str(%s, sizeof(%s), (void *)s) < 0) %s[0] = 0;" % (at, dst, dst, dst))
-            elif self.kind == "chars":  # a char array: its bytes (no NUL needed), then one
-                body = "if (bpf_probe_read_user(%s, %d, %s) < 0) %s[0] = 0; %s[%d] = 0;" % (
-                    dst, self.max_len, at, dst, dst, self.max_len)
-            elif self.kind == "flex":
-                body = "if (bpf_probe_read_user_str(%s, sizeof(%s), %s) < 0) %s[0] = 0;" % (dst, dst, at, dst)
-            else:
-                body = ("__typeof__(((%s *)0)->%s) m = 0; bpf_probe_read_user(&m, sizeof(m), %s); %s = m;"
-                        % (self.member + (at, dst)))
+                pre, at = "u64 s = 0; bpf_probe_read_user(&s, sizeof(s), %s); " % at, "(void *)s"
+        if self.kind == "chars":  # a char array member: its bytes (it may have no NUL), then a NUL
+            body = f"if (bpf_probe_read_user({d}, {self.max_len}, {at}) < 0) {d}[0] = 0; {d}[{self.max_len}] = 0;"
         elif self.is_string:
-            body = "if (bpf_probe_read_user_str(%s, sizeof(%s), (void *)(unsigned long)v) < 0) %s[0] = 0;" % (
-                dst, dst, dst)
-        elif self.kind == "ptr":
-            body = "%s = v;" % dst
-        else:  # sign-extended or not from the note's width, as printed
-            body = "%s = (%s%d)v;" % (dst, "s" if self.signed else "u", self.bits)
-        return "{ " + head + body + " }"
+            body = f"if (bpf_probe_read_user_str({d}, sizeof({d}), {at}) < 0) {d}[0] = 0;"
+        elif self.member:
+            body = "__typeof__(((%s *)0)->%s) m = 0; bpf_probe_read_user(&m, sizeof(m), %s); %s = m;" % (
+                self.member + (at, d))
+        else:  # a pointer; an integer sign-extended or not from the note's width, as printed
+            body = f"{d} = v;" if self.kind == "ptr" else f"{d} = ({'s' if self.signed else 'u'}{self.bits})v;"
+        return "{ %s v = 0; bpf_usdt_readarg(%d, ctx, &v); %s%s }" % (note_type, self.arg + 1, pre, body)
 
     def value(self, raw, enums):
         """(text, JSON value) of the raw event member."""
@@ -146,12 +139,9 @@ class Field:
 
 
 class Probe:
-    def __init__(self, number, name, group, doc, nargs, fields, enums):
+    def __init__(self, number, name, group, doc, nargs, fields):
         self.number, self.name, self.group, self.doc, self.nargs = number, name, group, doc, nargs
         self.fields = [Field(*f) for f in fields]
-        for f in self.fields:
-            if f.enum:
-                f.signed = enums[f.enum]["signed"]
         self.event = None  # its ctypes struct, once bound to the traced files' notes
 
 
@@ -168,16 +158,12 @@ class Tool:
 
     def __init__(self, provider, description, enums, probes, spans, structs=""):
         self.provider, self.description, self.structs = provider, description, structs
-        # name -> {"names": value -> printed name, "catalog": the same, kept, "strip": prefix, "signed"}
-        self.enums = {name: {"names": dict(names), "catalog": dict(names), "strip": strip, "signed": signed}
-                      for name, (strip, signed, names) in enums.items()}
-        self.probes = [Probe(n, *p, self.enums) for n, p in enumerate(probes)]
+        # name -> {"names": value -> printed name, "catalog": the same, kept, "strip": prefix}
+        self.enums = {name: {"names": dict(names), "catalog": dict(names), "strip": strip}
+                      for name, (strip, names) in enums.items()}
+        self.probes = [Probe(n, *p) for n, p in enumerate(probes)]
         self.spans = [Span(n, *s) for n, s in enumerate(spans)]
         self.by_name = {p.name: p for p in self.probes}
-        for span in self.spans:
-            for field in [f for pair in span.keys for f in pair] + [f for f, _ in span.by]:
-                if field.enum:
-                    field.signed = self.enums[field.enum]["signed"]
 
 
 # --- options -------------------------------------------------------------
@@ -291,19 +277,9 @@ struct span_ID_key {
 struct span_ID_by {
 	BY_DECLS
 };
-struct span_ID_start {
-	u64 ns;
-	struct span_ID_by by;
-};
-struct span_ID_slot {
-	u64 slot;
-	struct span_ID_SLOTOF v;
-};
-struct span_ID_tmp {
-	struct span_ID_key key;
-	struct span_ID_start start;
-	struct span_ID_slot slot;
-};
+struct span_ID_start { u64 ns; struct span_ID_by by; };
+struct span_ID_slot { u64 slot; struct span_ID_SLOTOF v; };  /* a histogram's key */
+struct span_ID_tmp { struct span_ID_key key; struct span_ID_start start; struct span_ID_slot slot; };
 BPF_HASH(span_ID_starts, struct span_ID_key, struct span_ID_start, MAX_IN_FLIGHT);
 BPF_HISTOGRAM(span_ID_hist, struct span_ID_slot, MAX_HIST_KEYS);
 BPF_PERCPU_ARRAY(span_ID_buf, struct span_ID_tmp, 1);
@@ -554,8 +530,8 @@ def hit_line(hit, as_json):
 class Reorder:
     """Hits in timestamp order across CPUs (each CPU has its own perf
     buffer, read in turn): a hit is held until REORDER_NS after its
-    timestamp. One arriving later than that, when a later hit has printed,
-    prints at once and is counted as late (said at the end)."""
+    timestamp, at most REORDER_MAX of them (past that the oldest prints). One
+    arriving after a later hit printed prints at once, counted as late."""
 
     def __init__(self, out):
         self.out, self.held, self.order, self.printed, self.late = out, [], 0, 0, 0
@@ -563,22 +539,19 @@ class Reorder:
     def add(self, hit):
         if hit[0] < self.printed:
             self.late += 1
-            self.out(hit)
-            return
+            return self.out(hit)
         self.order += 1
         heapq.heappush(self.held, (hit[0], self.order, hit))
         if len(self.held) > REORDER_MAX:
-            self.release(len(self.held) - REORDER_MAX)
+            self.release(self.held[0][0])
 
-    def release(self, count=None, before=None):
-        while self.held and (count is None or count > 0) and (before is None or self.held[0][0] <= before):
-            ts, _, hit = heapq.heappop(self.held)
-            self.printed = max(self.printed, ts)
+    def release(self, before=float("inf")):
+        while self.held and self.held[0][0] <= before:
+            self.printed, _, hit = heapq.heappop(self.held)
             self.out(hit)
-            count = None if count is None else count - 1
 
     def due(self):
-        self.release(before=time.monotonic_ns() - REORDER_NS)  # bpf_ktime_get_ns is CLOCK_MONOTONIC
+        self.release(time.monotonic_ns() - REORDER_NS)  # bpf_ktime_get_ns is CLOCK_MONOTONIC
 
 
 def listing(tool):
@@ -749,27 +722,19 @@ def traced_files(args, holders):
     """(shown name, path to open) of the files whose DWARF names the enums:
     the executable (-p) or BINARY, then the files holding the probes, each
     once; names shown escaped."""
-    files = []
+    files = [(args.binary, args.binary)] if args.binary is not None else []
     if args.pid is not None:
         exe = "/proc/%d/exe" % args.pid
+        with contextlib.suppress(OSError):
+            files.insert(0, (os.readlink(exe), exe))
+    unique = {}
+    for shown, path in files + [(text(path), text(path)) for path in holders]:
         try:
-            files.append((os.readlink(exe), exe))
-        except OSError:
-            files.append((exe, exe))
-    if args.binary is not None:
-        files.append((args.binary, args.binary))
-    files += [(text(path), text(path)) for path in holders]
-    unique, seen = [], set()
-    for shown, path in files:
-        try:
-            info = os.stat(path)
-            key = (info.st_dev, info.st_ino)
+            key = os.stat(path)[1:3]  # inode, device
         except OSError:
             key = path
-        if key not in seen:
-            seen.add(key)
-            unique.append((printable(shown), path))
-    return unique
+        unique.setdefault(key, (printable(shown), path))
+    return list(unique.values())
 
 
 def use_debug_info(tool, enums, files, pid=None, seconds=DWARF_SECONDS):
@@ -811,19 +776,19 @@ class Libbcc:
     keeps its declarations."""
 
     def __init__(self, name="libbcc.so.0"):
-        self.lib = lib = ct.CDLL(name, use_errno=True)
-        self.attach_uprobe = lib.bpf_attach_uprobe
+        self.lib = ct.CDLL(name, use_errno=True)
+        self.callback = ct.CFUNCTYPE(None, ct.POINTER(BccUsdt))
         # int bpf_attach_uprobe(int progfd, enum bpf_probe_attach_type, const char *ev_name,
         #                       const char *binary_path, uint64_t offset, pid_t pid, uint32_t ref_ctr_offset)
-        self.attach_uprobe.argtypes = [ct.c_int, ct.c_int, ct.c_char_p, ct.c_char_p, ct.c_uint64, ct.c_int, ct.c_uint32]
-        self.attach_uprobe.restype = ct.c_int
-        self.close_perf_event_fd = lib.bpf_close_perf_event_fd
-        self.close_perf_event_fd.argtypes = [ct.c_int]
-        self.close_perf_event_fd.restype = ct.c_int
-        self.usdt_foreach = lib.bcc_usdt_foreach
-        self.callback = ct.CFUNCTYPE(None, ct.POINTER(BccUsdt))
-        self.usdt_foreach.argtypes = [ct.c_void_p, self.callback]
-        self.usdt_foreach.restype = None
+        self.attach_uprobe = self.declare("bpf_attach_uprobe", ct.c_int, ct.c_int, ct.c_int, ct.c_char_p,
+                                          ct.c_char_p, ct.c_uint64, ct.c_int, ct.c_uint32)
+        self.close_perf_event_fd = self.declare("bpf_close_perf_event_fd", ct.c_int, ct.c_int)
+        self.usdt_foreach = self.declare("bcc_usdt_foreach", None, ct.c_void_p, self.callback)
+
+    def declare(self, name, result, *arguments):
+        function = getattr(self.lib, name)
+        function.restype, function.argtypes = result, list(arguments)
+        return function
 
     def semaphore_offsets(self, context):
         """(binary path, provider, probe) -> the semaphore's file offset, 0 without one."""
@@ -837,13 +802,9 @@ class Libbcc:
         return found
 
 
-class AttachError(Exception):
-    pass
-
-
 def attach(bpf, usdt, provider, names, libbcc):
-    """Attach every enabled location of the probes; returns the perf event
-    fds. names: fn_name -> probe name."""
+    """Attach every enabled location of the probes (names: fn_name -> probe
+    name); returns the perf event fds, or an error."""
     from bcc import BPF
 
     offsets = libbcc.semaphore_offsets(usdt.get_context())
@@ -858,8 +819,8 @@ def attach(bpf, usdt, provider, names, libbcc):
         if fd < 0:
             for done in fds:
                 libbcc.close_perf_event_fd(done)
-            raise AttachError("cannot attach probe %s at %s:0x%x (semaphore offset 0x%x): %s"
-                              % (name, text(binary), address, ref_ctr_offset, os.strerror(ct.get_errno() or -fd)))
+            return "cannot attach probe %s at %s:0x%x (semaphore offset 0x%x): %s" % (
+                name, printable(text(binary)), address, ref_ctr_offset, os.strerror(ct.get_errno() or -fd))
         fds.append(fd)
     return fds
 
@@ -953,11 +914,10 @@ def main(tool, argv=None):
             names["probe_%d" % probe.number] = probe
         except Exception:
             warn("warning: probe %s not found in %s; not traced" % (probe.name, where))
-    if not names and args.pid is None:
-        return fail("no probe could be enabled in %s: probes with semaphores (as the generated header "
-                    "makes them) are enabled only in a running process: give -p PID" % where)
     if not names:
-        return fail("none of the probes was found in %s" % where)
+        return fail("none of the probes was found in %s" % where if args.pid is not None else
+                    "no probe could be enabled in %s: probes with semaphores (as the generated header "
+                    "makes them) are enabled only in a running process: give -p PID" % where)
     probes = list(names.values())
     types, spans = bind(tool, usdt, probes, spans, names)
     if args.hist and not spans:
@@ -980,10 +940,9 @@ def main(tool, argv=None):
     except Exception as exc:
         return fail("cannot load the BPF program (root needed): %s" % exc)
     libbcc = Libbcc()
-    try:
-        fds = attach(bpf, usdt, tool.provider, {n: p.name for n, p in names.items()}, libbcc)
-    except AttachError as exc:
-        return fail(str(exc))
+    fds = attach(bpf, usdt, tool.provider, {n: p.name for n, p in names.items()}, libbcc)
+    if isinstance(fds, str):
+        return fail(fds)
     try:
         return run(tool, args, bpf, probes, spans, stop)
     finally:
@@ -995,7 +954,6 @@ def run(tool, args, bpf, probes, spans, stop):
     """Collect until Ctrl-C, SIGTERM, --duration or the traced process's
     exit; print the summaries (each --interval and at the end)."""
     sys.stdout.reconfigure(line_buffering=True, errors="surrogateescape")
-    emit = (lambda obj: print(json.dumps(obj))) if args.json else None
     histograms = Histograms(tool, spans, args.per_key, args.milliseconds) if args.hist else None
     counts = Counters(bpf["counts"], len(tool.probes)) if args.count else None
     unmatched = Counters(bpf["unmatched"], len(tool.spans)) if args.hist else None
@@ -1012,36 +970,26 @@ def run(tool, args, bpf, probes, spans, stop):
         bpf["events"].open_perf_buffer(lambda cpu, data, size: reorder.add(decode(tool, data)), page_cnt=64,
                                        lost_cb=lambda count: warn("warning: lost %d events" % count))
 
-    def summary():
+    def summary(stamp=None):
+        if stamp:  # an --interval's summary begins
+            print(json.dumps({"type": "interval", "time": stamp}) if args.json else "[%s]" % stamp)
         if counts:
             taken = counts.take()
-            if emit:
-                for probe in probes:
-                    if taken[probe.number]:
-                        emit({"type": "hits", "probe": probe.name, "count": taken[probe.number]})
-            else:
-                print(format_counts(probes, taken))
+            objects = [{"type": "hits", "probe": p.name, "count": taken[p.number]} for p in probes if taken[p.number]]
+            shown = format_counts(probes, taken)
         elif histograms:
             histograms.read(bpf)
-            taken = histograms.take()
-            ends = {k: v for k, v in unmatched.take().items() if k in histograms.spans}
-            if emit:
-                for obj in histograms.json(taken, ends):
-                    emit(obj)
-            else:
-                print(histograms.text(taken, ends).lstrip("\n"))
-
-    def interval_begins():
-        stamp = time.strftime("%H:%M:%S")
-        if emit:
-            emit({"type": "interval", "time": stamp})
+            taken, ends = histograms.take(), {k: v for k, v in unmatched.take().items() if k in histograms.spans}
+            objects, shown = histograms.json(taken, ends), histograms.text(taken, ends).lstrip("\n")
         else:
-            print("[%s]" % stamp)
+            return
+        for line in [json.dumps(o) for o in objects] if args.json else [shown]:
+            print(line)
 
     mode = ("counting hits" if counts else "%d span%s as histograms" % (len(spans), "s" * (len(spans) != 1))
             if histograms else "a line per hit")
-    if emit:
-        emit({"type": "attached", "probes": len(probes)})
+    if args.json:
+        print(json.dumps({"type": "attached", "probes": len(probes)}))
     else:
         print("Tracing %d probe%s (%s): %s. Hit Ctrl-C to end."
               % (len(probes), "s" * (len(probes) != 1), tool.provider, mode))
@@ -1058,8 +1006,7 @@ def run(tool, args, bpf, probes, spans, stop):
         if deadline is not None and now >= deadline:
             break
         if next_summary is not None and now >= next_summary:
-            interval_begins()
-            summary()
+            summary(time.strftime("%H:%M:%S"))
             next_summary += args.interval
     if reorder:
         bpf.perf_buffer_poll(timeout=0)  # what arrived before the stop
@@ -1067,21 +1014,14 @@ def run(tool, args, bpf, probes, spans, stop):
         if reorder.late:
             warn("warning: %d hits arrived over %d ms late and printed out of order"
                  % (reorder.late, REORDER_NS // 1000000))
-    if args.interval is not None:
-        interval_begins()
-    summary()
+    summary(time.strftime("%H:%M:%S") if args.interval else None)
     if args.timeline:
-        write_timeline(tool, args, hits)
+        spans = [(s.name, s.start, s.end, [(a.label, b.label) for a, b in s.keys]) for s in tool.spans]
+        with open(args.timeline, "w") as file:
+            json.dump(trace_events([(ts, tid, p.name, {l: j for l, _, j in v}) for ts, tid, p, v in hits], spans,
+                                   args.pid or 0), file)
     detach(bpf)
     return 0
-
-
-def write_timeline(tool, args, hits):
-    spans = [(s.name, s.start, s.end, [(a.label, b.label) for a, b in s.keys]) for s in tool.spans]
-    events = trace_events([(ts, tid, p.name, {l: j for l, _, j in v}) for ts, tid, p, v in hits], spans,
-                          args.pid or 0)
-    with open(args.timeline, "w") as file:
-        json.dump(events, file)
 
 
 def detach(bpf):
