@@ -368,8 +368,8 @@ def program_text(tool, args, probes, spans, types=None):
             by = [(f, "t->%s.b%d" % ("start.by" if start else "slot.v", i))
                   for i, (f, at_start) in enumerate(s.by) if at_start == start and not (args.per_key and not start)]
             by = reads(probe, by, "\t\t\t" if start else "\t\t\t\t")
-            body = fill(SPAN_START_C if start else SPAN_END_C, BY_READS=by, UNIT_NS=UNITS[args.milliseconds][2], ID=s.number,
-                        SLOT_FROM="&t->key" if args.per_key else "&begun->by")
+            body = fill(SPAN_START_C if start else SPAN_END_C, BY_READS=by, ID=s.number,
+                        UNIT_NS=UNITS[args.milliseconds][2], SLOT_FROM="&t->key" if args.per_key else "&begun->by")
             blocks.setdefault(probe.number, []).append(fill(SPAN_BLOCK_C, BODY=body, ID=s.number, KEY_READS=keys
                                                             or "t->key.tid = bpf_get_current_pid_tgid();"))
     parts += ["int probe_%d(struct pt_regs *ctx)\n{\n\tint zero = 0;\n%s\treturn 0;\n}" % (n, "".join(b))
@@ -411,12 +411,10 @@ def format_histogram(unit, table):
 
 
 class Histograms:
-    """Span durations in log2 slots, per span and per value of its by (or
-    key) arguments, from the kernel's histograms; each take is the change
-    since the last one (the maps are never cleared: no count is lost
-    between a read and a clear)."""
+    """Span durations in log2 slots per span and by (or key) value, read from
+    the kernel's histograms as the change since the last read (never cleared)."""
 
-    def __init__(self, tool, spans, per_key, milliseconds, enums=None):
+    def __init__(self, tool, spans, per_key, milliseconds):
         self.tool, self.spans = tool, {s.number: s for s in spans}
         self.per_key = per_key
         self.unit, self.json_unit, self.divisor = UNITS[milliseconds]
@@ -477,8 +475,7 @@ class Histograms:
 
 
 class Counters:
-    """A kernel per-CPU array of running totals, reported as the change
-    since the last report."""
+    """A kernel per-CPU array of running totals, reported as the change since the last report."""
 
     def __init__(self, table, size):
         self.table = table
@@ -580,8 +577,7 @@ SECTION_BYTES = 256 << 20  # a debug section larger than this, inflated or not, 
 
 def printed_enums(probes, spans):
     """The enums the selected probes' lines (or spans' histograms) print."""
-    fields = ([f for s in spans for f in [k for k, _ in s.keys] + [b for b, _ in s.by]] if spans
-              else [f for p in probes for f in p.fields])
+    fields = [f for s in spans for f, _ in s.keys + s.by] if spans else [f for p in probes for f in p.fields]
     return list(dict.fromkeys(f.enum for f in fields if f.enum is not None))
 
 
@@ -837,13 +833,10 @@ class Stop:
 
     def __init__(self, pid):
         self.signalled, self.fd = False, None
-        signal.signal(signal.SIGINT, self.handler)
-        signal.signal(signal.SIGTERM, self.handler)
+        for number in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(number, lambda *_: setattr(self, "signalled", True))
         with contextlib.suppress(OSError, AttributeError):
             self.fd = os.pidfd_open(pid) if pid is not None else None
-
-    def handler(self, signum, frame):
-        self.signalled = True
 
     @property
     def requested(self):
