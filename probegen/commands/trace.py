@@ -53,6 +53,8 @@ def configure(parser):
                         help="with --hist/--count: print (and reset) every SECONDS")
     parser.add_argument("--duration", type=_seconds, metavar="SECONDS",
                         help="stop SECONDS after attaching, printing what was gathered")
+    parser.add_argument("--timeline", metavar="FILE",
+                        help="also write the hits and spans as Chrome trace-event JSON (Perfetto UI, chrome://tracing)")
     parser.add_argument("--no-debug-info", action="store_true",
                         help="print enum names as the script has them (the catalog's), not from the traced "
                              "binary's DWARF")
@@ -71,6 +73,8 @@ def run(args) -> int:
                          "(bpftrace allows one BEGIN and END per program)")
     if not summary and not args.scripts:
         raise InputError("probegen trace: error: nothing to trace: give bpftrace scripts, --hist or --count")
+    if args.timeline is not None and (args.json or summary):
+        raise InputError("probegen trace: error: --timeline needs every hit's line: scripts, without --json")
     if args.interval is not None and not summary:
         raise InputError("probegen trace: error: --interval applies to --hist and --count")
     from pathlib import Path
@@ -97,5 +101,30 @@ def run(args) -> int:
         from probegen.runtime.summary import JsonLines
 
         json_lines = JsonLines(catalog).convert
-    return trace.run(args.pid, args.scripts, args.output, scripts=texts, duration=args.duration,
-                     json_lines=json_lines, catalog=enums_of)
+    if args.timeline is None:
+        return trace.run(args.pid, args.scripts, args.output, scripts=texts, duration=args.duration,
+                         json_lines=json_lines, catalog=enums_of)
+    return _with_timeline(args.timeline, catalog, args.pid, lambda tap: trace.run(
+        args.pid, args.scripts, args.output, scripts=texts, duration=args.duration, catalog=enums_of, tap=tap))
+
+
+def _with_timeline(path, catalog, pid, run) -> int:
+    """run(tap) with the hits it prints written to ``path`` at the end, as
+    trace-event JSON (runtime/timeline.py; the BCC tool's --timeline)."""
+    import json
+    import os
+
+    from probegen.errors import InputError
+    from probegen.files.output import open_stream
+    from probegen.generators.lines import probe_line
+    from probegen.runtime.timeline import Recorder
+
+    if catalog is None:
+        raise InputError("probegen trace: error: --timeline needs the catalog (--catalog) to read the hits")
+    labels = {p.name: [f.label for f in probe_line(catalog, p).fields] for p in catalog.probes}
+    spans = [(s.name, s.start.name, s.end.name, [(k.start.name, k.end.name) for k in s.key]) for s in catalog.spans]
+    recorder = Recorder(labels, spans, pid)
+    status = run(recorder.tap)
+    with os.fdopen(open_stream(path), "w", encoding="utf-8") as file:
+        json.dump(recorder.events(), file)
+    return status

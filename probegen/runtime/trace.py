@@ -410,12 +410,13 @@ def find_bpftrace() -> str:
 
 
 def run(pid: int, paths=(), output: str | None = None, *, scripts=(), duration: int | None = None,
-        json_lines=None, catalog=None) -> int:
+        json_lines=None, catalog=None, tap=lambda lines: lines) -> int:
     """Trace until bpftrace ends (Ctrl-C, SIGTERM, ``duration`` seconds
     after attaching, or the process exits); returns bpftrace's exit status.
     ``scripts``: programs given as text, beside the files at ``paths``.
     ``json_lines``: bpftrace prints JSON (-f json) and each line it prints
-    goes through this function (line -> lines) on its way to the output."""
+    goes through this function (line -> lines) on its way to the output.
+    ``tap``: sees the joined lines (runtime/timeline.py's Recorder)."""
     if os.geteuid() != 0:
         raise InputError("probegen trace: error: bpftrace needs root: run as root (e.g. with sudo)")
     bpftrace = find_bpftrace()
@@ -446,7 +447,8 @@ def run(pid: int, paths=(), output: str | None = None, *, scripts=(), duration: 
             joiner = HitJoiner()
             argv = command(pid, file.name, None, bpftrace)
             child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True, errors="surrogateescape")
-            return _relay(child, lambda line: joiner.feed(line.rstrip("\n")), output_fd, joiner.finish)
+            return _relay(child, lambda line: tap(joiner.feed(line.rstrip("\n"))), output_fd,
+                          lambda: tap(joiner.finish()))
     finally:
         if output_fd is not None:
             os.close(output_fd)
