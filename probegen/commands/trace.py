@@ -122,7 +122,8 @@ def _with_timeline(path, catalog, pid, run) -> int:
     if catalog is None:
         raise InputError("probegen trace: error: --timeline needs the catalog (--catalog) to read the hits")
     labels = {p.name: [f.label for f in probe_line(catalog, p).fields] for p in catalog.probes}
-    spans = [(s.name, s.start.name, s.end.name, [(k.start.name, k.end.name) for k in s.key]) for s in catalog.spans]
+    spans = [(s.name, s.start.name, s.end.name, [(k.start.name, k.end.name) for k in s.key])
+             for s in catalog.spans if s.key]  # bpftrace's lines carry no thread to match the others by
     recorder = Recorder(labels, spans, pid)
     status = run(recorder.tap)
     with os.fdopen(open_stream(path), "w", encoding="utf-8") as file:

@@ -1,0 +1,78 @@
+"""Timelines (issue 24): hits and spans as Chrome trace-event JSON, from
+probegen trace (bpftrace) on tests/c/spans.c; the BCC tool's --timeline is
+checked in tests/test_bcc.py against a program with two threads."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+
+from helpers import CATALOGS, C_DIR, require_bpftrace
+from helpers.tracing import Process, build_program, probegen_argv
+from probegen.catalog import load_catalog
+from probegen.generators.bpftrace import render_files
+from probegen.runtime.timeline import Recorder, trace_events
+
+CATALOG = CATALOGS / "spans.yaml"
+STAMP = re.compile(r"^(\d+)\.(\d{6}): (\w+) (.*)$")
+
+
+def check_trace_events(document):
+    """What Perfetto UI, chrome://tracing and speedscope need of each event."""
+    assert set(document) == {"traceEvents", "displayTimeUnit"}
+    for event in document["traceEvents"]:
+        assert isinstance(event["name"], str) and isinstance(event["args"], dict)
+        assert isinstance(event["pid"], int) and isinstance(event["tid"], int) and event["ts"] >= 0
+        assert event["ph"] == "X" and event["dur"] >= 0 or event["ph"] == "i" and event["s"] == "t"
+    return json.loads(json.dumps(document))
+
+
+def test_spans_pair_by_key_or_by_thread():
+    spans = [("req", "start", "done", [("id", "req_id")]), ("work", "begin", "end", [])]
+    hits = [(1000, 1, "start", {"id": 7}), (2000, 1, "begin", {}), (2500, 2, "begin", {}),
+            (3000, 2, "done", {"req_id": 7}), (4000, 2, "end", {}), (9000, 1, "end", {}), (9500, 1, "done", {"req_id": 8})]
+    events = check_trace_events(trace_events(hits, spans, 5))["traceEvents"]
+    assert [(e["name"], e["ts"], e["tid"]) for e in events if e["ph"] == "i"] == [(h[2], h[0] / 1000, h[1]) for h in hits]
+    assert [(e["name"], e["ts"], e["dur"], e["tid"]) for e in events if e["ph"] == "X"] == [
+        ("req", 1.0, 2.0, 1), ("work", 2.5, 1.5, 2), ("work", 2.0, 7.0, 1)]  # an end without a start: no slice
+
+
+def test_probegen_trace_timeline_has_every_span_at_the_printed_times(tmp_path):
+    """probegen trace SCRIPT --timeline: a slice per request span from its
+    start's printed time to its end's; bpftrace's lines carry no thread, so
+    every event is on the process's track and spans by thread are left out."""
+    require_bpftrace()
+    catalog = load_catalog(CATALOG)
+    binary = build_program(C_DIR / "spans.c", CATALOG, "spans.h", tmp_path, defines=["SPANTEST_USDT"], extra=["-pthread"])
+    scripts = [f for f in render_files(catalog, tmp_path / "bt") if f.path.name == "req.bt"]
+    scripts[0].path.parent.mkdir(parents=True)
+    scripts[0].path.write_text(scripts[0].text)
+    timeline = tmp_path / "timeline.json"
+    program = Process([binary, "2"], stdin=True)
+    try:
+        program.wait_line("READY")
+        tracer = Process(probegen_argv("trace", program.pid, scripts[0].path, "--catalog", CATALOG,
+                                       "--timeline", timeline))
+        tracer.wait_line("Tracing ")
+        program.send("go\n")
+        program.wait_line("DONE")
+        assert program.proc.wait(60) == 0
+        assert tracer.stop(signal.SIGINT) == 0, tracer.stderr
+    finally:
+        program.kill()
+        tracer.kill()
+    tracer.drain()
+    events = check_trace_events(json.loads(timeline.read_text()))["traceEvents"]
+    hits = [(int(m[1]) * 1_000_000 + int(m[2]), m[3], m[4]) for m in map(STAMP.match, tracer.lines) if m]
+    assert [(int(e["ts"]), e["name"]) for e in events if e["ph"] == "i"] == [(us, probe) for us, probe, _ in hits]
+    starts = {re.search(r"\bid=(\d+)", rest)[1]: us for us, probe, rest in hits if probe == "req_start"}
+    ends = {re.search(r"\bid=(\d+)", rest)[1]: us for us, probe, rest in hits if probe == "req_done"}
+    slices = {(e["name"], e["args"]["id"]): e for e in events if e["ph"] == "X"}
+    paired = [i for i in ends if i in starts]
+    assert paired and {k for k in slices if k[0] == "request"} == {("request", int(i)) for i in paired}
+    for i in paired:
+        e = slices[("request", int(i))]
+        assert e["tid"] == e["pid"] == program.pid
+        assert e["ts"] == starts[i] and e["dur"] == ends[i] - starts[i]
+    assert not any(e["name"] == "work" for e in events if e["ph"] == "X")
