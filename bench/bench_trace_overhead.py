@@ -16,8 +16,13 @@ Cost per event = (loop time traced - loop time untraced) / hits; each
 configuration runs once per round, in turns, and keeps its median. Target:
 generated within 1.1x of hand-written.
 
-Needs root and bpftrace. Run: sudo .venv/bin/python bench/bench_trace_overhead.py
-                               [--iterations N] [--rounds N]
+--bcc: SPDK's BCC tool with --hist instead (the four spans the loop runs),
+as generated now (histograms kept in the kernel) against the tool of commit
+BCC_BEFORE (one perf event per finished span, summed in Python), read from
+git. Target: at most a third of the cost per span.
+
+Needs root and bpftrace (BCC for --bcc). Run: sudo .venv/bin/python bench/bench_trace_overhead.py
+                               [--iterations N] [--rounds N] [--bcc]
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ from probegen.generators import bpftrace, spans  # noqa: E402
 from probegen.generators.header import render_header  # noqa: E402
 
 TARGET = 1.1  # generated / hand-written
+BCC_TARGET = 1 / 3  # in-kernel histograms / an event per span
+BCC_BEFORE = "ab2b50a"  # the last commit whose BCC tool sent an event per span
 STUBS = REPO / "tests" / "c" / "stubs"
 CPUS = sorted(os.sched_getaffinity(0))
 PROGRAM_CPU = {CPUS[0]}
@@ -83,7 +90,24 @@ def scripts(tmp: Path) -> dict[str, Path]:
     return result
 
 
-def run_once(binary: Path, iterations: int, script: Path | None) -> tuple[int, int, str]:
+def bcc_tools(tmp: Path) -> dict[str, list[str]]:
+    """SPDK's BCC tool now and at BCC_BEFORE, each as argv before its -p PID."""
+    from probegen.generators import bcc
+
+    now, before = tmp / "spdk_now.py", tmp / "spdk_before.py"
+    now.write_text(bcc.render_tool(load_catalog(REPO / "probes.yaml")))
+    before.write_text(subprocess.run(["git", "show", f"{BCC_BEFORE}:scripts/bcc/spdk.py"], cwd=REPO, check=True,
+                                     capture_output=True, text=True).stdout)
+    return {"bcc before": ["/usr/bin/python3", str(before)], "bcc now": ["/usr/bin/python3", str(now)]}
+
+
+def tracer_argv(script, pid: int) -> list[str]:
+    if isinstance(script, list):  # a BCC tool
+        return [*script, "-p", str(pid), "--hist", *(f"--probe={p}" for p in FIRED)]
+    return [sys.executable, "-m", "probegen", "trace", str(pid), str(script)]
+
+
+def run_once(binary: Path, iterations: int, script) -> tuple[int, int, str]:
     """(hits, loop nanoseconds, what the tracer said about lost events).
     The tracer's lines are read as they come and dropped, as a terminal
     would take them (bpftrace holds back output to a file: no sign of its
@@ -94,7 +118,7 @@ def run_once(binary: Path, iterations: int, script: Path | None) -> tuple[int, i
     try:
         assert program.stdout.readline().strip() == "READY"
         if script is not None:
-            tracer = subprocess.Popen([sys.executable, "-m", "probegen", "trace", str(program.pid), str(script)],
+            tracer = subprocess.Popen(tracer_argv(script, program.pid),
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                       start_new_session=True, cwd=REPO, preexec_fn=lambda: _pin(TRACER_CPUS))
             attached = threading.Event()
@@ -140,6 +164,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=20000, help="loop iterations (8 hits each)")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--bcc", action="store_true", help="SPDK's BCC tool --hist, now and before (see above)")
     args = parser.parse_args()
     if os.geteuid() != 0 or shutil.which("bpftrace") is None:
         print("needs root and bpftrace", file=sys.stderr)
@@ -148,7 +173,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-trace-") as directory:
         tmp = Path(directory)
         binary = build(tmp)
-        configurations = {"untraced": None, **scripts(tmp)}
+        configurations = {"untraced": None, **(bcc_tools(tmp) if args.bcc else scripts(tmp))}
         loop_ns: dict[str, list[int]] = {label: [] for label in configurations}
         hits = 0
         notes = {}
@@ -164,6 +189,13 @@ def main() -> int:
     cost = {label: statistics.median(v) / hits - base for label, v in loop_ns.items() if label != "untraced"}
     print(f"{hits} hits a run ({args.iterations} iterations of 8 probes), median of {args.rounds} rounds; "
           f"untraced: {base:.0f} ns per hit")
+    if args.bcc:  # each span is two hits
+        for label, value in cost.items():
+            print(f"{label:<14} {2 * value:>8.0f} ns per span")
+        ratio = cost["bcc now"] / cost["bcc before"]
+        print(f"in-kernel / event per span: {ratio:.2f}x (target: at most {BCC_TARGET:.2f}x): "
+              f"{'met' if ratio <= BCC_TARGET else 'NOT met'}")
+        return 0
     print(f"{'script':<14} {'ns/hit traced':>14} {'cost ns/event':>14} {'vs hand-written':>16}")
     for label, value in cost.items():
         print(f"{label:<14} {value + base:>14.0f} {value:>14.0f} {value / cost['hand-written']:>15.2f}x")
