@@ -557,7 +557,7 @@ def test_a_binary_that_differs_from_the_catalog_prints_every_value_right(tmp_pat
     assert tracer_lines(tracer.lines) == expected_lines(program)  # in firing order, across the threads
     where = f"/proc/{program.pid}/root{binary}"
     assert tracer.stderr == [
-        f"pgmis.py: warning: probe never_here not found in pid {program.pid}; not traced",
+        f"pgmis.py: warning: not traced, not found in pid {program.pid}: never_here",
         f"pgmis.py: warning: probe ctrlr_destruct has 3 arguments in '{where}', the catalog 2: "
         "the catalog's are read by position",
         f"pgmis.py: enum names from the debug info of '{binary}': nvmf_tgt_state (differs from the catalog's)",

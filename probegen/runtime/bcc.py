@@ -900,13 +900,15 @@ def main(tool, argv=None):
         usdt = USDT(pid=args.pid, path=args.binary)
     except Exception as exc:  # BCC raises plain Exception for a bad pid or path
         return fail("cannot read the probes of %s: %s" % (where, printable(str(exc))))
-    names = {}
+    names, absent = {}, []
     for probe in probes:
         try:
             usdt.enable_probe(probe="%s:%s" % (tool.provider, probe.name), fn_name="probe_%d" % probe.number)
             names["probe_%d" % probe.number] = probe
         except Exception:
-            warn("warning: probe %s not found in %s; not traced" % (probe.name, where))
+            absent.append(probe.name)
+    if absent and names:
+        warn("warning: not traced, not found in %s: %s" % (where, ", ".join(absent)))
     if not names:
         return fail("none of the probes was found in %s" % where if args.pid is not None else
                     "no probe could be enabled in %s: probes with semaphores (as the generated header "

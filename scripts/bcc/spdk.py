@@ -196,6 +196,34 @@ def trace_events(hits, spans, pid):
                                    "pid": pid, "tid": begun[1], "args": begun[2]})
     return {"traceEvents": events, "displayTimeUnit": "ns"}
 
+
+class Recorder:
+    """Hits from the lines ``probegen trace`` prints (``SECONDS.MICROS: PROBE
+    label=value ...``): bpftrace's lines carry no thread, so all are on the
+    process's track. ``labels``: probe -> its values' labels, in order."""
+
+    def __init__(self, labels, spans, pid):
+        self.labels, self.spans, self.pid, self.hits = labels, spans, pid, []
+
+    def tap(self, lines):
+        for line in lines:
+            head, _, rest = line.partition(": ")
+            probe, _, rest = rest.partition(" ")
+            seconds, _, micros = head.partition(".")
+            if probe not in self.labels or not (seconds.isdigit() and micros.isdigit()):
+                continue
+            args, labels = {}, self.labels[probe]
+            for number, label in enumerate(labels):  # a value runs to the next label (strings hold spaces)
+                start = rest.find(label + "=") + len(label) + 1
+                end = rest.find(" " + labels[number + 1] + "=", start) if number + 1 < len(labels) else len(rest)
+                value = rest[start:end if end >= 0 else len(rest)]
+                args[label] = int(value) if value.lstrip("-").isdigit() else value
+            self.hits.append(((int(seconds) * 1000000 + int(micros)) * 1000, self.pid, probe, args))
+        return lines
+
+    def events(self):
+        return trace_events(self.hits, self.spans, self.pid)
+
 UNKNOWN = "UNKNOWN"  # an enum value without a name prints UNKNOWN(n)
 UNITS = {False: ("usecs", "us", 1000), True: ("msecs", "ms", 1000000)}  # by -m: text, JSON, ns per unit
 STARS = 40  # width of a histogram's distribution column
@@ -1067,13 +1095,15 @@ def main(tool, argv=None):
         usdt = USDT(pid=args.pid, path=args.binary)
     except Exception as exc:  # BCC raises plain Exception for a bad pid or path
         return fail("cannot read the probes of %s: %s" % (where, printable(str(exc))))
-    names = {}
+    names, absent = {}, []
     for probe in probes:
         try:
             usdt.enable_probe(probe="%s:%s" % (tool.provider, probe.name), fn_name="probe_%d" % probe.number)
             names["probe_%d" % probe.number] = probe
         except Exception:
-            warn("warning: probe %s not found in %s; not traced" % (probe.name, where))
+            absent.append(probe.name)
+    if absent and names:
+        warn("warning: not traced, not found in %s: %s" % (where, ", ".join(absent)))
     if not names:
         return fail("none of the probes was found in %s" % where if args.pid is not None else
                     "no probe could be enabled in %s: probes with semaphores (as the generated header "
