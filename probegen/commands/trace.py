@@ -104,28 +104,8 @@ def run(args) -> int:
     if args.timeline is None:
         return trace.run(args.pid, args.scripts, args.output, scripts=texts, duration=args.duration,
                          json_lines=json_lines, catalog=enums_of)
-    return _with_timeline(args.timeline, catalog, args.pid, lambda tap: trace.run(
+    from probegen.runtime.trace_timeline import with_timeline
+
+    return with_timeline(args.timeline, catalog, args.pid, lambda tap: trace.run(
         args.pid, args.scripts, args.output, scripts=texts, duration=args.duration, catalog=enums_of, tap=tap))
 
-
-def _with_timeline(path, catalog, pid, run) -> int:
-    """run(tap) with the hits it prints written to ``path`` at the end, as
-    trace-event JSON (runtime/timeline.py; the BCC tool's --timeline)."""
-    import json
-    import os
-
-    from probegen.errors import InputError
-    from probegen.files.output import open_stream
-    from probegen.generators.lines import probe_line
-    from probegen.runtime.timeline import Recorder
-
-    if catalog is None:
-        raise InputError("probegen trace: error: --timeline needs the catalog (--catalog) to read the hits")
-    labels = {p.name: [f.label for f in probe_line(catalog, p).fields] for p in catalog.probes}
-    spans = [(s.name, s.start.name, s.end.name, [(k.start.name, k.end.name) for k in s.key])
-             for s in catalog.spans if s.key]  # bpftrace's lines carry no thread to match the others by
-    recorder = Recorder(labels, spans, pid)
-    status = run(recorder.tap)
-    with os.fdopen(open_stream(path), "w", encoding="utf-8") as file:
-        json.dump(recorder.events(), file)
-    return status

@@ -141,14 +141,12 @@ class Field:
 class Probe:
     def __init__(self, number, name, group, doc, nargs, fields):
         self.number, self.name, self.group, self.doc, self.nargs = number, name, group, doc, nargs
-        self.fields = [Field(*f) for f in fields]
-        self.event = None  # its ctypes struct, once bound to the traced files' notes
+        self.fields = [Field(*f) for f in fields]  # self.event: its ctypes struct, from bind_events
 
 
 class Span:
     def __init__(self, number, name, doc, start, end, keys, by):
         self.number, self.name, self.doc, self.start, self.end = number, name, doc, start, end
-        # keys: (label, format, start argument, end argument); by: (label, format, argument, "start" or "end")
         self.keys = [(Field(label, a, fmt), Field(label, b, fmt)) for label, fmt, a, b in keys]
         self.by = [(Field(label, a, fmt), at == "start") for label, fmt, a, at in by]
 

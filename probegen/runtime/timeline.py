@@ -23,31 +23,3 @@ def trace_events(hits, spans, pid):
                     events.append({"name": name, "ph": "X", "ts": begun[0] / 1000, "dur": (ns - begun[0]) / 1000,
                                    "pid": pid, "tid": begun[1], "args": begun[2]})
     return {"traceEvents": events, "displayTimeUnit": "ns"}
-
-
-class Recorder:
-    """Hits from the lines ``probegen trace`` prints (``SECONDS.MICROS: PROBE
-    label=value ...``): bpftrace's lines carry no thread, so all are on the
-    process's track. ``labels``: probe -> its values' labels, in order."""
-
-    def __init__(self, labels, spans, pid):
-        self.labels, self.spans, self.pid, self.hits = labels, spans, pid, []
-
-    def tap(self, lines):
-        for line in lines:
-            head, _, rest = line.partition(": ")
-            probe, _, rest = rest.partition(" ")
-            seconds, _, micros = head.partition(".")
-            if probe not in self.labels or not (seconds.isdigit() and micros.isdigit()):
-                continue
-            args, labels = {}, self.labels[probe]
-            for number, label in enumerate(labels):  # a value runs to the next label (strings hold spaces)
-                start = rest.find(label + "=") + len(label) + 1
-                end = rest.find(" " + labels[number + 1] + "=", start) if number + 1 < len(labels) else len(rest)
-                value = rest[start:end if end >= 0 else len(rest)]
-                args[label] = int(value) if value.lstrip("-").isdigit() else value
-            self.hits.append(((int(seconds) * 1000000 + int(micros)) * 1000, self.pid, probe, args))
-        return lines
-
-    def events(self):
-        return trace_events(self.hits, self.spans, self.pid)

@@ -196,34 +196,6 @@ def trace_events(hits, spans, pid):
                                    "pid": pid, "tid": begun[1], "args": begun[2]})
     return {"traceEvents": events, "displayTimeUnit": "ns"}
 
-
-class Recorder:
-    """Hits from the lines ``probegen trace`` prints (``SECONDS.MICROS: PROBE
-    label=value ...``): bpftrace's lines carry no thread, so all are on the
-    process's track. ``labels``: probe -> its values' labels, in order."""
-
-    def __init__(self, labels, spans, pid):
-        self.labels, self.spans, self.pid, self.hits = labels, spans, pid, []
-
-    def tap(self, lines):
-        for line in lines:
-            head, _, rest = line.partition(": ")
-            probe, _, rest = rest.partition(" ")
-            seconds, _, micros = head.partition(".")
-            if probe not in self.labels or not (seconds.isdigit() and micros.isdigit()):
-                continue
-            args, labels = {}, self.labels[probe]
-            for number, label in enumerate(labels):  # a value runs to the next label (strings hold spaces)
-                start = rest.find(label + "=") + len(label) + 1
-                end = rest.find(" " + labels[number + 1] + "=", start) if number + 1 < len(labels) else len(rest)
-                value = rest[start:end if end >= 0 else len(rest)]
-                args[label] = int(value) if value.lstrip("-").isdigit() else value
-            self.hits.append(((int(seconds) * 1000000 + int(micros)) * 1000, self.pid, probe, args))
-        return lines
-
-    def events(self):
-        return trace_events(self.hits, self.spans, self.pid)
-
 UNKNOWN = "UNKNOWN"  # an enum value without a name prints UNKNOWN(n)
 UNITS = {False: ("usecs", "us", 1000), True: ("msecs", "ms", 1000000)}  # by -m: text, JSON, ns per unit
 STARS = 40  # width of a histogram's distribution column
@@ -336,14 +308,12 @@ class Field:
 class Probe:
     def __init__(self, number, name, group, doc, nargs, fields):
         self.number, self.name, self.group, self.doc, self.nargs = number, name, group, doc, nargs
-        self.fields = [Field(*f) for f in fields]
-        self.event = None  # its ctypes struct, once bound to the traced files' notes
+        self.fields = [Field(*f) for f in fields]  # self.event: its ctypes struct, from bind_events
 
 
 class Span:
     def __init__(self, number, name, doc, start, end, keys, by):
         self.number, self.name, self.doc, self.start, self.end = number, name, doc, start, end
-        # keys: (label, format, start argument, end argument); by: (label, format, argument, "start" or "end")
         self.keys = [(Field(label, a, fmt), Field(label, b, fmt)) for label, fmt, a, b in keys]
         self.by = [(Field(label, a, fmt), at == "start") for label, fmt, a, at in by]
 

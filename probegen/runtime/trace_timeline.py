@@ -1,0 +1,56 @@
+"""``probegen trace --timeline FILE``: the hits its scripts print, read
+back from their lines, and the catalog's spans between them, written as
+trace-event JSON by runtime/timeline.py (which the BCC tools carry too)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from probegen.errors import InputError
+from probegen.files.output import open_stream
+from probegen.generators.lines import probe_line
+from probegen.runtime.timeline import trace_events
+
+
+class Recorder:
+    """Hits from the lines ``probegen trace`` prints (``SECONDS.MICROS: PROBE
+    label=value ...``): bpftrace's lines carry no thread, so all are on the
+    process's track. ``labels``: probe -> its values' labels, in order."""
+
+    def __init__(self, labels, spans, pid):
+        self.labels, self.spans, self.pid, self.hits = labels, spans, pid, []
+
+    def tap(self, lines):
+        for line in lines:
+            head, _, rest = line.partition(": ")
+            probe, _, rest = rest.partition(" ")
+            seconds, _, micros = head.partition(".")
+            if probe not in self.labels or not (seconds.isdigit() and micros.isdigit()):
+                continue
+            args, labels = {}, self.labels[probe]
+            for number, label in enumerate(labels):  # a value runs to the next label (strings hold spaces)
+                start = rest.find(label + "=") + len(label) + 1
+                end = rest.find(" " + labels[number + 1] + "=", start) if number + 1 < len(labels) else len(rest)
+                value = rest[start:end if end >= 0 else len(rest)]
+                args[label] = int(value) if value.lstrip("-").isdigit() else value
+            self.hits.append(((int(seconds) * 1000000 + int(micros)) * 1000, self.pid, probe, args))
+        return lines
+
+    def events(self):
+        return trace_events(self.hits, self.spans, self.pid)
+
+
+def with_timeline(path, catalog, pid, run) -> int:
+    """run(tap) with the hits it prints written to ``path`` at the end, as
+    trace-event JSON (runtime/timeline.py; the BCC tool's --timeline)."""
+    if catalog is None:
+        raise InputError("probegen trace: error: --timeline needs the catalog (--catalog) to read the hits")
+    labels = {p.name: [f.label for f in probe_line(catalog, p).fields] for p in catalog.probes}
+    spans = [(s.name, s.start.name, s.end.name, [(k.start.name, k.end.name) for k in s.key])
+             for s in catalog.spans if s.key]  # bpftrace's lines carry no thread to match the others by
+    recorder = Recorder(labels, spans, pid)
+    status = run(recorder.tap)
+    with os.fdopen(open_stream(path), "w", encoding="utf-8") as file:
+        json.dump(recorder.events(), file)
+    return status
