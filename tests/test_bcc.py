@@ -577,3 +577,23 @@ def test_a_binary_that_differs_from_the_catalog_prints_every_value_right(tmp_pat
     assert [e["tid"] for e in slices] == tids and len(set(tids)) == 2
     for e, begin, end in zip(slices, begins, ends, strict=True):
         assert e["name"] == "busy" and int(e["ts"]) == begin and abs(e["ts"] + e["dur"] - end) <= 1
+
+
+def test_names_the_traced_process_chose_reach_the_terminal_escaped(tmp_path):
+    """An executable named with a terminal escape, a carriage return and a
+    forged CI annotation: stderr shows them escaped. (A newline in the name
+    BCC cannot trace: /proc/PID/maps shows it as \\012.)"""
+    from helpers import compile_c
+
+    require_bcc()
+    built = compile_c([C_DIR / "bcc_mismatch.c"], tmp_path / "built", extra=["-g", "-pthread"])
+    binary = tmp_path / "evil\x1b[2J\r::error::forged\x07"
+    built.rename(binary)
+    tool = write_tool(CATALOGS / "bcc_mismatch.yaml", tmp_path / "tools")
+    argv = lambda pid: [SYSTEM_PYTHON, tool, "-p", pid, "--probe", "tgt_state"]  # noqa: E731
+    _, tracers = run_traced([binary], {"bcc": argv}, count_done=lambda name, expected: 1)
+    stderr = tracers["bcc"].stderr
+    assert tracer_lines(tracers["bcc"].lines) == ["tgt_state state=FINI_STOP_LISTEN"]
+    shown = str(tmp_path).replace("\\", "\\\\") + "/evil\\x1b[2J\\r::error::forged\\x07"
+    assert stderr == [f"pgmis.py: enum names from the debug info of '{shown}': "
+                      "nvmf_tgt_state (differs from the catalog's)"]

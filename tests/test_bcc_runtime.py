@@ -149,7 +149,8 @@ def test_hit_line_text_and_json_agree(tool):
     obj = json.loads(bcc.hit_line(hit, True))
     assert obj == {"type": "hit", "probe": "req_start", "ts_ns": 12_345_678_901,
                    "args": {"id": 7, "kind": "WRITE", "tag": "tag-7"}}
-    assert bcc.hit_line(_hit(tool, probe, 0, f0=1, f1=9, f2=b""), False) == "0.000000: req_start id=1 kind=UNKNOWN(9) tag="
+    unnamed = _hit(tool, probe, 0, f0=1, f1=9, f2=b"")
+    assert bcc.hit_line(unnamed, False) == "0.000000: req_start id=1 kind=UNKNOWN(9) tag="
 
 
 def test_hits_print_in_timestamp_order_within_the_window(monkeypatch):

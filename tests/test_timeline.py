@@ -31,10 +31,11 @@ def check_trace_events(document):
 
 def test_spans_pair_by_key_or_by_thread():
     spans = [("req", "start", "done", [("id", "req_id")]), ("work", "begin", "end", [])]
-    hits = [(1000, 1, "start", {"id": 7}), (2000, 1, "begin", {}), (2500, 2, "begin", {}),
-            (3000, 2, "done", {"req_id": 7}), (4000, 2, "end", {}), (9000, 1, "end", {}), (9500, 1, "done", {"req_id": 8})]
+    hits = [(1000, 1, "start", {"id": 7}), (2000, 1, "begin", {}), (2500, 2, "begin", {}), (3000, 2, "done", {"req_id": 7}),
+            (4000, 2, "end", {}), (9000, 1, "end", {}), (9500, 1, "done", {"req_id": 8})]
     events = check_trace_events(trace_events(hits, spans, 5))["traceEvents"]
-    assert [(e["name"], e["ts"], e["tid"]) for e in events if e["ph"] == "i"] == [(h[2], h[0] / 1000, h[1]) for h in hits]
+    instants = [(e["name"], e["ts"], e["tid"]) for e in events if e["ph"] == "i"]
+    assert instants == [(h[2], h[0] / 1000, h[1]) for h in hits]
     assert [(e["name"], e["ts"], e["dur"], e["tid"]) for e in events if e["ph"] == "X"] == [
         ("req", 1.0, 2.0, 1), ("work", 2.5, 1.5, 2), ("work", 2.0, 7.0, 1)]  # an end without a start: no slice
 
@@ -45,7 +46,8 @@ def test_probegen_trace_timeline_has_every_span_at_the_printed_times(tmp_path):
     every event is on the process's track and spans by thread are left out."""
     require_bpftrace()
     catalog = load_catalog(CATALOG)
-    binary = build_program(C_DIR / "spans.c", CATALOG, "spans.h", tmp_path, defines=["SPANTEST_USDT"], extra=["-pthread"])
+    binary = build_program(C_DIR / "spans.c", CATALOG, "spans.h", tmp_path, defines=["SPANTEST_USDT"],
+                           extra=["-pthread"])
     scripts = [f for f in render_files(catalog, tmp_path / "bt") if f.path.name == "req.bt"]
     scripts[0].path.parent.mkdir(parents=True)
     scripts[0].path.write_text(scripts[0].text)

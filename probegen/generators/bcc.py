@@ -99,7 +99,8 @@ def render_tool(catalog: Catalog, types: TypeSource | None = None) -> str:
         TEMPLATE,
         catalog=catalog,
         provider=repr(catalog.provider),
-        description=repr(f"Trace the USDT probes of provider {catalog.provider}: a line per hit, counts, span histograms."),
+        description=repr(f"Trace the USDT probes of provider {catalog.provider}: "
+                         "a line per hit, counts, span histograms, timelines."),
         probes=probes,
         spans=_span_rows(catalog, types),
         enums=enums,

@@ -9,7 +9,7 @@
 # BPF C from the tables for the probes the traced files have.
 
 PROVIDER = 'spdk'
-DESCRIPTION = 'Trace the USDT probes of provider spdk: a line per hit, counts, span histograms.'
+DESCRIPTION = 'Trace the USDT probes of provider spdk: a line per hit, counts, span histograms, timelines.'
 
 # name: (prefix names read from the traced binary's DWARF print without, {value: printed name})
 ENUMS = {
