@@ -30,6 +30,7 @@ COMMANDS = {
     "verify": "probegen.commands.verify",
     "import": "probegen.commands.import_catalog",
     "docs": "probegen.commands.docs",
+    "dtrace": "probegen.commands.dtrace",
     "paths": "probegen.commands.paths",
     "schema": "probegen.commands.schema",
 }
@@ -72,10 +73,20 @@ def main(argv: list[str] | None = None) -> int:
     return _run(argv)
 
 
+def dtrace_main() -> int:
+    """probegen-dtrace: SystemTap's dtrace command line (probegen dtrace)."""
+    gc.disable()
+    return _run(["dtrace", *sys.argv[1:]])
+
+
 def _run(argv: list[str]) -> int:
     command = next((a for a in argv if not a.startswith("-")), None)
-    args = build_parser(command if command in COMMANDS else None).parse_args(argv)
     try:
+        if argv[:1] == ["dtrace"]:  # dtrace's own options, which argparse would misread
+            from probegen.commands import dtrace
+
+            return dtrace.main(argv[1:])
+        args = build_parser(command if command in COMMANDS else None).parse_args(argv)
         return args.run(args)
     except InputError as exc:
         print(exc, file=sys.stderr)

@@ -12,7 +12,7 @@ if [ "${1:-}" = "--test" ]; then
               linux-headers-amd64 dwarves gcc-aarch64-linux-gnu gcc-i686-linux-gnu valgrind
               gcc-arm-linux-gnueabihf gcc-s390x-linux-gnu gcc-powerpc64le-linux-gnu
               gcc-mips64el-linux-gnuabi64 gcc-riscv64-linux-gnu
-              python3-venv python3-pyelftools openjdk-17-jre-headless python3.11-minimal)
+              autoconf automake libtool python3-venv python3-pyelftools openjdk-17-jre-headless python3.11-minimal)
     missing=()
     for p in "${packages[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -19,6 +19,11 @@ HELP = "generate the C header of probe macros"
 
 
 def configure(parser):
+    # -h is dtrace's "write a header", which a build swapping dtrace for
+    # probegen passes: it must not print help and write nothing (--help does).
+    parser.conflict_handler = "resolve"
+    parser.add_argument("-h", dest="dtrace_h", action="store_true",
+                        help="accepted as `dtrace -h` takes it: write the header (help is --help)")
     add_catalog_argument(parser)
     parser.add_argument(
         "-o", "--output", metavar="FILE",

@@ -12,6 +12,7 @@ from probegen.catalog.names import (
     enabled_macro, local, no_semaphore_macro, semaphore as semaphore_name, typed_macro,
 )
 from probegen.catalog.ctype import system_headers
+from probegen.files import marker
 from probegen.files.output import GeneratedFile
 from probegen.generators.render import render
 
@@ -38,7 +39,10 @@ class ProbeMacros:
     passed_as_written: list  # style dtrace: the parameters, passed uncast (none in style probegen)
 
 
-def context(catalog: Catalog) -> dict:
+def context(catalog: Catalog, extern_semaphores: bool = False) -> dict:
+    """``extern_semaphores``: the header declares the semaphores and the
+    object `probegen dtrace -G` writes defines them (else each object file
+    carries a weak copy)."""
     header = catalog.header
     provider = catalog.provider
     # Style dtrace passes the arguments as dtrace -h's header does, uncast,
@@ -94,6 +98,7 @@ def context(catalog: Catalog) -> dict:
         "no_semaphore": no_semaphore_macro(header),
         "system_headers": sorted({"stdint.h", *system_headers(a.ctype for p in catalog.probes for a in p.args)}),
         "compat_arities": range(1, catalog.max_args + 1),
+        "extern_semaphores": extern_semaphores,
     }
 
 
@@ -102,8 +107,23 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(_IDENTIFIER.findall(text))
 
 
-def render_header(catalog: Catalog) -> str:
-    return render(TEMPLATE, **context(catalog))
+def render_header(catalog: Catalog, extern_semaphores: bool = False) -> str:
+    return render(TEMPLATE, **context(catalog, extern_semaphores))
+
+
+def semaphore_source(catalogs: list[Catalog]) -> str:
+    """C defining each semaphore of the catalogs once (what `dtrace -G`'s
+    object holds): hidden, so each binary or library keeps its own, in
+    .probes as <sys/sdt.h> expects. Names are checked C identifiers."""
+    lines = [marker.LINES["c"]]
+    for catalog in catalogs:
+        for probe in catalog.probes:
+            if catalog.has_semaphore(probe):
+                lines.append(f"__extension__ volatile unsigned short {semaphore_name(catalog.provider, probe.name)} "
+                             '__attribute__((visibility("hidden"), section(".probes"), used));')
+    if len(lines) == 1:
+        lines.append("typedef int probegen_no_semaphores;  /* ISO C wants a declaration */")
+    return "\n".join(lines) + "\n"
 
 
 def render_files(catalog: Catalog, output: Path) -> list[GeneratedFile]:

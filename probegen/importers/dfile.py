@@ -39,6 +39,8 @@ _TOKEN = re.compile(
     r"|(?P<ident>[A-Za-z_$][A-Za-z0-9_$]*)|(?P<number>[0-9][A-Za-z0-9_]*)"
     r"|(?P<punct>\.\.\.|[(){};,*:\[\]=])|(?P<other>.)"
 )
+_LINE_MARKER = re.compile(r"#\s*(?:line\s+)?([0-9]+)\b")
+_CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|else|endif)\b", re.M)
 _MAX_EXPANSION = 64  # nested #define expansions: far more than types need
 _MAX_EXPANDED = 100_000  # tokens from #define expansions: macros that double each other would never end
 
@@ -124,6 +126,9 @@ class _Lexer:
                     end += 1
                 directive = text[pos:end]
                 self.directive(directive, line, column, out)
+                marker = _LINE_MARKER.match(directive)
+                if marker:  # cpp's '# 12 "x.d"': the next line is line 12
+                    line = int(marker.group(1)) - 1 - directive.count("\n")
                 line += directive.count("\n")
                 if "\n" in directive:
                     line_start = pos + directive.rfind("\n") + 1
@@ -173,7 +178,7 @@ class _Lexer:
     def directive(self, text: str, line: int, column: int, out: list[Token]) -> None:
         body = re.sub(r"/\*.*?\*/|//.*", " ", text.replace("\\\n", " "), flags=re.S).strip()[1:].strip()
         word = re.match(r"[A-Za-z_]*", body).group()
-        if word in ("pragma", "include", "") or body.startswith("ident"):
+        if word in ("pragma", "include", "line", "") or body.startswith("ident"):
             return  # stability attributes, headers for cpp, a null directive
         if word == "undef":
             self.macros.pop(body[len(word):].strip(), None)
@@ -407,6 +412,8 @@ def read_provider_file(path) -> ProviderFile:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise InputError(printable(f"{path}:{line}: error: the file is not UTF-8 (byte 0x{data[exc.start]:02x})")) from None
+    if _CONDITIONAL.search(text):  # read as `dtrace -C` would: the branches cpp keeps
+        return preprocessed_provider_file(path, [])
     return parse_provider_file(text, str(path))
 
 
@@ -465,7 +472,8 @@ def catalogs_of(path, header_output=None) -> list:
     from probegen.errors import CatalogError
     from probegen.importers.binaries import render_catalog
 
-    source = read_provider_file(path)
+    source = path if isinstance(path, ProviderFile) else read_provider_file(path)
+    path = source.path
     catalogs = []
     for provider in source.providers:
         imported = imported_catalog(source, provider.name)
@@ -475,6 +483,29 @@ def catalogs_of(path, header_output=None) -> list:
             first = exc.diagnostics[0].message if exc.diagnostics else str(exc)
             raise InputError(printable(f"{path}: error: provider '{provider.name}': {first}")) from None
     return catalogs
+
+
+def preprocessed_provider_file(path, cpp_options: list[str]) -> ProviderFile:
+    """The file as `dtrace -C` reads it: through the C preprocessor ($CPP,
+    else cpp) with these -I and -D options; errors name the file's lines
+    (cpp's line markers are read as such)."""
+    import os
+    import shlex
+    import subprocess
+
+    from probegen.files.inputs import read_input
+
+    read_input(path, "provider file")  # the same checks and message as without -C
+    command = [*shlex.split(os.environ.get("CPP") or "cpp"), *cpp_options, "--", str(path)]
+    try:
+        result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InputError(printable(f"{path}: error: cannot run the C preprocessor ({command[0]}): {exc}")) from None
+    if result.returncode:
+        why = result.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise InputError(printable(f"{path}: error: the C preprocessor failed: {why[0] if why else result.returncode}"))
+    text = result.stdout.decode("utf-8", "replace")
+    return parse_provider_file(text, str(path))
 
 
 def is_provider_file(path) -> bool:

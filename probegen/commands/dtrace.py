@@ -1,0 +1,79 @@
+"""SystemTap's `dtrace` command line, as build systems run it: -h writes
+the header of a provider file, -G the object file that defines its
+semaphores. `./configure DTRACE=$(command -v probegen-dtrace)` or a meson
+native file with `dtrace = 'probegen-dtrace'` swaps probegen in.
+
+    probegen-dtrace -h -s FILE.d [-o FILE.h] [-C] [-I DIR] [-D NAME[=VALUE]]
+    probegen-dtrace -G -s FILE.d [-o FILE.o] [OBJECT...]
+
+-C runs the file through cpp ($CPP) first (a file with #if is, always);
+-G compiles with $CC (default gcc) and $CFLAGS, as SystemTap's does; the
+objects after -G are accepted and left alone, as SystemTap leaves them.
+-k, --types, -x OPTION, -32, -64, -fpic and -fPIC are accepted and do
+nothing, as with SystemTap; any other option is refused (exit 2).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from probegen.errors import InputError
+
+HELP = "SystemTap dtrace's -h and -G, for build systems that run $DTRACE (also: probegen-dtrace)"
+_IGNORED = {"-k", "--types", "-32", "-64", "-fpic", "-fPIC"}
+
+
+def configure(parser):
+    """Only for --help: `probegen dtrace` is given dtrace's own command line
+    (cli hands it over unparsed)."""
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv in (["--help"], ["-?"]):
+        print(__doc__.split("\n\n")[1].rstrip() + "\n", file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    options = _parse(argv)
+    from probegen.importers import dtrace as front
+
+    if options["mode"] == "-h":
+        front.write_header(options["source"], options["output"], options["cpp"])
+    else:
+        front.write_object(options["source"], options["output"], options["cpp"])
+    return 0
+
+
+def run(args) -> int:  # reached only through main
+    return main([])
+
+
+def _parse(argv: list[str]) -> dict:
+    modes, source, output, cpp, use_cpp = [], None, None, [], False
+    words = iter(argv)
+    for word in words:
+        if word in ("-h", "-G"):
+            modes.append(word)
+        elif word in ("-s", "-o", "-I", "-D", "-x"):
+            value = next(words, None)
+            if value is None:
+                raise InputError(f"probegen dtrace: error: {word} needs a value")
+            if word == "-s":
+                source = value
+            elif word == "-o":
+                output = value
+            elif word in ("-I", "-D"):
+                cpp += [word, value]
+        elif word.startswith(("-I", "-D")) and len(word) > 2:
+            cpp.append(word)
+        elif word == "-C":
+            use_cpp = True
+        elif word in _IGNORED:
+            pass
+        elif word.startswith("-"):
+            raise InputError(f"probegen dtrace: error: unsupported option {word!r} (supported: -h, -G, -s, -o, -C, "
+                             "-I, -D, -x, -k, --types, -32, -64, -fpic, -fPIC)")
+        # other words are the objects -G is given: SystemTap's -G leaves them alone
+    if len(set(modes)) != 1:
+        raise InputError("probegen dtrace: error: give one of -h (header) and -G (object file)")
+    if source is None:
+        raise InputError("probegen dtrace: error: no provider file: give -s FILE.d")
+    return {"mode": modes[0], "source": source, "output": output, "cpp": cpp if use_cpp else None}

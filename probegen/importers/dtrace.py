@@ -1,0 +1,68 @@
+"""What SystemTap's `dtrace -h` and `dtrace -G` make from a provider file:
+probegen's header (style dtrace, semaphores declared) and an object file
+defining each semaphore once, for the link."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+from pathlib import Path
+
+from probegen.errors import InputError, printable
+from probegen.files.output import GeneratedFile, write_if_changed
+from probegen.generators.header import render_header, semaphore_source
+from probegen.importers.dfile import catalogs_of, preprocessed_provider_file, read_provider_file
+
+
+def _catalogs(source, output, cpp):
+    provider_file = read_provider_file(source) if cpp is None else preprocessed_provider_file(source, cpp)
+    return catalogs_of(provider_file, header_output=output)
+
+
+def default_output(source, suffix: str) -> str:
+    """dtrace's default: the file's base name with the suffix, here."""
+    return Path(source).stem + suffix
+
+
+def write_header(source, output=None, cpp: list[str] | None = None) -> None:
+    """The build names the file, so it is replaced whoever wrote it (as
+    dtrace does); it is rewritten only when its text changes."""
+    output = output or default_output(source, ".h")
+    text = "\n".join(render_header(c, extern_semaphores=True) for c in _catalogs(source, output, cpp))
+    write_if_changed(GeneratedFile(Path(output), text))
+
+
+def write_object(source, output=None, cpp: list[str] | None = None) -> None:
+    """Compiled with $CC and $CFLAGS (SystemTap's -G reads them too: a -m32
+    build gets a 32-bit object); replaced only when its bytes change."""
+    output = output or default_output(source, ".o")
+    code = semaphore_source(_catalogs(source, output, cpp))
+    compiler = shlex.split(os.environ.get("CC") or "gcc")
+    flags = shlex.split(os.environ.get("CFLAGS", "").replace("\\\n", " "))
+    directory = os.path.dirname(os.path.abspath(output))
+    fd, temporary = tempfile.mkstemp(prefix=".probegen-dtrace.", suffix=".o", dir=directory)
+    os.close(fd)
+    try:
+        command = [*compiler, *flags, "-fPIC", "-c", "-x", "c", "-", "-o", temporary]
+        try:
+            result = subprocess.run(command, input=code.encode(), capture_output=True, timeout=300)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise InputError(printable(f"{output}: error: cannot run the compiler {compiler[0]!r}: {exc}")) from None
+        if result.returncode:
+            why = result.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise InputError(printable(f"{output}: error: {compiler[0]} failed: {why[-1] if why else result.returncode}"))
+        data = Path(temporary).read_bytes()
+        try:
+            if Path(output).read_bytes() == data:
+                return  # unchanged: the link is not redone
+        except OSError:
+            pass
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(temporary, 0o666 & ~mask)  # as the compiler would have made it
+        os.replace(temporary, output)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
