@@ -51,7 +51,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             sub.add_parser(name)
             continue
         module = importlib.import_module(module_name)
-        subparser = sub.add_parser(name, help=module.HELP, description=module.__doc__)
+        subparser = sub.add_parser(name, help=module.HELP, description=module.__doc__,
+                                   add_help=getattr(module, "ADD_HELP", True))
         module.configure(subparser)
         subparser.set_defaults(run=module.run)
     return parser

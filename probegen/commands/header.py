@@ -16,12 +16,13 @@ from probegen.generators.header import TEMPLATE, render_header
 from probegen.files.output import GeneratedFile, write_if_changed
 
 HELP = "generate the C header of probe macros"
+ADD_HELP = False  # -h is dtrace's (see configure)
 
 
 def configure(parser):
     # -h is dtrace's "write a header", which a build swapping dtrace for
     # probegen passes: it must not print help and write nothing (--help does).
-    parser.conflict_handler = "resolve"
+    parser.add_argument("--help", action="help", help="show this help message and exit")
     parser.add_argument("-h", dest="dtrace_h", action="store_true",
                         help="accepted as `dtrace -h` takes it: write the header (help is --help)")
     add_catalog_argument(parser)
