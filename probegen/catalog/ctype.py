@@ -77,6 +77,36 @@ _INTEGERS: dict[str, tuple[int, bool | None, bool]] = {
     "pid_t": (4, True, False),
     "uid_t": (4, False, False),
     "gid_t": (4, False, False),
+    # The rest of C's and POSIX's integer typedefs a .d file may name, as
+    # glibc defines them (pointer-sized: 'long' there, 4 bytes on i386).
+    "intmax_t": (8, True, False),
+    "uintmax_t": (8, False, False),
+    **{f"{s}int_least{w}_t": (w // 8, s == "", False) for s in ("", "u") for w in (8, 16, 32, 64)},
+    "int_fast8_t": (1, True, False),
+    "uint_fast8_t": (1, False, False),
+    **{f"{s}int_fast{w}_t": (8, s == "", w < 64) for s in ("", "u") for w in (16, 32, 64)},
+    **{f"u_int{w}_t": (w // 8, False, False) for w in (8, 16, 32, 64)},
+    "u_char": (1, False, False),
+    "u_short": (2, False, False),
+    "u_int": (4, False, False),
+    "u_long": (8, False, True),
+    "time_t": (8, True, True),
+    "clock_t": (8, True, True),
+    "suseconds_t": (8, True, True),
+    "useconds_t": (4, False, False),
+    "off64_t": (8, True, False),
+    "loff_t": (8, True, False),
+    "ino_t": (8, False, True),
+    "dev_t": (8, False, False),
+    "mode_t": (4, False, False),
+    "nlink_t": (8, False, True),
+    "id_t": (4, False, False),
+    "key_t": (4, True, False),
+    "socklen_t": (4, False, False),
+    "in_addr_t": (4, False, False),
+    "in_port_t": (2, False, False),
+    "sig_atomic_t": (4, True, False),
+    "wchar_t": (4, True, False),
 }
 
 # Other ways of writing the same integer types.
@@ -524,6 +554,14 @@ _DEFINING_HEADER = {
     "ssize_t": "sys/types.h", "off_t": "sys/types.h", "pid_t": "sys/types.h",
     "uid_t": "sys/types.h", "gid_t": "sys/types.h",
     "bool": "stdbool.h",
+    "intmax_t": "stdint.h", "uintmax_t": "stdint.h",
+    **{f"{s}int_{k}{w}_t": "stdint.h" for s in ("", "u") for k in ("least", "fast") for w in (8, 16, 32, 64)},
+    **{name: "sys/types.h" for name in ("u_int8_t", "u_int16_t", "u_int32_t", "u_int64_t", "u_char", "u_short",
+                                          "u_int", "u_long", "ino_t", "dev_t", "mode_t", "nlink_t", "id_t",
+                                          "key_t", "clock_t", "suseconds_t", "useconds_t", "time_t")},
+    "off64_t": "sys/types.h", "loff_t": "sys/types.h",
+    "socklen_t": "sys/socket.h", "in_addr_t": "netinet/in.h", "in_port_t": "netinet/in.h",
+    "sig_atomic_t": "signal.h", "wchar_t": "stddef.h",
 }
 
 

@@ -178,14 +178,11 @@ class _Lexer:
     def directive(self, text: str, line: int, column: int, out: list[Token]) -> None:
         body = re.sub(r"/\*.*?\*/|//.*", " ", text.replace("\\\n", " "), flags=re.S).strip()[1:].strip()
         word = re.match(r"[A-Za-z_]*", body).group()
-        if word in ("pragma", "include", "line", "") or body.startswith("ident"):
-            return  # stability attributes, headers for cpp, a null directive
         if word == "undef":
             self.macros.pop(body[len(word):].strip(), None)
             return
         if word != "define":
-            self.fail(line, column, f"#{word}: only #define, #undef, #include and #pragma are read "
-                                    "(probegen does not run the C preprocessor); write the provider without it")
+            return  # '# file: x.d' comments and the like, which dtrace -h skips too
         match = re.match(r"define\s+([A-Za-z_][A-Za-z0-9_]*)(\(?)(.*)", body, re.S)
         if not match:
             self.fail(line, column, "#define: expected a macro name")
@@ -337,8 +334,8 @@ class _Reader:
         except CTypeError as exc:
             hint = ""
             if "unknown type" in str(exc):
-                hint = (f"; define it in the file ('#define {texts[0]} unsigned int', which `dtrace -C` "
-                        f"would expand, or 'typedef unsigned int {texts[0]};')")
+                hint = (f"; declare it in the file with its real type ('typedef TYPE {texts[0]};', or "
+                        f"'#define {texts[0]} TYPE' as `dtrace -C` expands it)")
             self.fail(words[0], f"{where}: {str(exc).split(': declare it')[0]}{hint}")
         return DArg(spelling, name, self.loc(words[0]))
 
@@ -496,7 +493,7 @@ def preprocessed_provider_file(path, cpp_options: list[str]) -> ProviderFile:
     from probegen.files.inputs import read_input
 
     read_input(path, "provider file")  # the same checks and message as without -C
-    command = [*shlex.split(os.environ.get("CPP") or "cpp"), *cpp_options, "--", str(path)]
+    command = [*shlex.split(os.environ.get("CPP") or "cpp"), *cpp_options, str(path) if not str(path).startswith("-") else f"./{path}"]
     try:
         result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as exc:

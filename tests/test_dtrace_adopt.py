@@ -1,0 +1,122 @@
+"""probegen-dtrace in place of SystemTap's dtrace, in builds shaped like
+memcached's (autotools: $DTRACE -h, then -G over the objects, linked in)
+and GLib's (meson: find_program('dtrace'), two generators, the header
+rewritten to ship without semaphores), with no edit to the build files:
+the built binaries carry the same notes as with SystemTap's dtrace, and
+each semaphore once."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers import VENV_BIN, build_env, readelf_probes, require, require_sdt, run_cli
+
+ADOPT = Path(__file__).parent / "d" / "adopt"
+SOURCES = ["stdtypes.d", "stdtypes.c", "main.c"]
+PROBES = 5
+
+
+def probegen_dtrace() -> str:
+    return str(VENV_BIN / "probegen-dtrace")
+
+
+def notes(binary: Path) -> list[tuple]:
+    """What a tracer sees of each site: names, argument sizes and signs,
+    whether it names a semaphore."""
+    return sorted((p["provider"], p["name"], tuple(a.split("@")[0] for a in p["args"]), p["semaphore"] != 0)
+                  for p in readelf_probes(binary))
+
+
+def probes_section_size(binary: Path) -> int:
+    out = subprocess.run(["readelf", "-S", "-W", str(binary)], capture_output=True, text=True, check=True).stdout
+    line = next(l for l in out.splitlines() if " .probes " in l)
+    return int(line.split()[line.split().index(".probes") + 4], 16)
+
+
+def run(command, cwd: Path, **env) -> str:
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env={**build_env(), **env})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout + result.stderr
+
+
+def project(tmp_path: Path, shape: str, name: str) -> Path:
+    directory = tmp_path / name
+    shutil.copytree(ADOPT / shape, directory)
+    for source in SOURCES:
+        shutil.copy(ADOPT / source, directory)
+    return directory
+
+
+def autotools_build(tmp_path: Path, name: str, dtrace: str) -> Path:
+    directory = project(tmp_path, "autotools", name)
+    run(["autoreconf", "-i"], directory)
+    run(["./configure", f"DTRACE={dtrace}"], directory)
+    run(["make"], directory)
+    return directory
+
+
+def test_autotools_project_builds_unchanged(tmp_path):
+    require_sdt()
+    for tool, package in (("autoreconf", "autoconf"), ("automake", "automake"), ("make", "make")):
+        require(tool, package)
+    dtrace = require("dtrace", "systemtap-sdt-dev")
+    ours = autotools_build(tmp_path, "probegen", probegen_dtrace())
+    reference = autotools_build(tmp_path, "systemtap", dtrace)
+    assert notes(ours / "adopt") == notes(reference / "adopt")
+    assert len(notes(ours / "adopt")) == PROBES and all(n[3] for n in notes(ours / "adopt"))
+    assert probes_section_size(ours / "adopt") == 2 * PROBES
+    # Nothing changed: make does nothing, and -G keeps its object as it was.
+    stamp = (ours / "adopt_dtrace.o").stat().st_mtime_ns
+    (ours / "stdtypes.o").touch()
+    run(["make"], ours)
+    assert (ours / "adopt_dtrace.o").stat().st_mtime_ns == stamp
+    run(["./adopt"], ours)
+
+
+def test_meson_project_builds_unchanged(tmp_path):
+    require_sdt()
+    require("meson", pip="meson")
+    require("ninja", pip="ninja")
+    dtrace = require("dtrace", "systemtap-sdt-dev")
+    built = {}
+    for name, program in (("probegen", probegen_dtrace()), ("systemtap", dtrace)):
+        directory = project(tmp_path, "meson", name)
+        native = directory / "native.ini"
+        native.write_text(f"[binaries]\ndtrace = '{program}'\n")
+        run(["meson", "setup", "build", "--native-file", str(native)], directory)
+        run(["ninja", "-C", "build"], directory)
+        built[name] = directory / "build"
+    ours = notes(built["probegen"] / "libadopt.so")
+    assert ours == notes(built["systemtap"] / "libadopt.so")
+    assert len(ours) == PROBES and not any(n[3] for n in ours)  # GLib's rewrite: no semaphores at the sites
+    run([str(built["probegen"] / "adopt")], built["probegen"])
+
+
+def test_options_as_builds_pass_them(tmp_path, capsys):
+    """-C with -D picks a branch; unknown options and a missing -s are one
+    line and exit 2; the default output is the file's base name here."""
+    source = tmp_path / "cond.d"
+    source.write_text("#if defined(WITH_B)\nprovider p { probe b(int); };\n#else\n"
+                      "provider p { probe a(uintmax_t, time_t); };\n#endif\n")
+    assert run_cli(capsys, "dtrace", "-C", "-D", "WITH_B", "-h", "-s", source, "-o", tmp_path / "b.h")[0] == 0
+    assert "define P_B(" in (tmp_path / "b.h").read_text()
+    assert run_cli(capsys, "dtrace", "-h", "-s", source, "-o", tmp_path / "a.h", "-x", "nolibs", "--types")[0] == 0
+    assert "define P_A(" in (tmp_path / "a.h").read_text()
+    for argv in (["-h", "-q", "-s", source], ["-h"], ["-h", "-G", "-s", source], ["-s", source]):
+        code, out, err = run_cli(capsys, "dtrace", *argv)
+        assert (code, out, len(err.splitlines())) == (2, "", 1), (argv, err)
+    result = subprocess.run([probegen_dtrace(), "-G", "-s", str(source), "x.o"], cwd=tmp_path,
+                            capture_output=True, text=True)
+    assert result.returncode == 0 and (tmp_path / "cond.o").exists(), result.stderr
+
+
+def test_header_h_is_not_help(tmp_path, capsys):
+    """`probegen header -h -s F.d -o F.h`, a naive swap for dtrace, writes
+    the header (it used to print help, exit 0 and write nothing)."""
+    code, out, _ = run_cli(capsys, "header", "-h", "-s", ADOPT / "stdtypes.d", "-o", tmp_path / "s.h")
+    assert code == 0 and out == ""
+    assert "#define STDT_STORE(" in (tmp_path / "s.h").read_text()
