@@ -78,13 +78,16 @@ def test_unchanged_header_recompiles_nothing(project):
     catalog = project / "probes.yaml"
     mtimes = {o: o.stat().st_mtime_ns for o in (project / "build").glob("*.o")}
 
-    # Touched: probegen runs (the catalog is newer than the header), writes
-    # nothing, and make, seeing the header's old mtime, compiles nothing.
+    # Touched: probegen runs (the catalog is newer than the stamp), writes
+    # nothing, and make, seeing the header's old mtime, compiles nothing;
+    # the next make does nothing at all.
     touch(catalog)
     again = make(project, "CONFIG_USDT=y")
     assert "probegen header" in again.stdout
     assert compiled(again) == set()
     assert {o: o.stat().st_mtime_ns for o in mtimes} == mtimes
+    quiet = make(project, "CONFIG_USDT=y")
+    assert "probegen" not in quiet.stdout and compiled(quiet) == set()
 
     # A change only scripts and docs see: same header bytes, no compile.
     before = header.read_bytes()

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from probegen.files import depfile
-from probegen.commands import add_catalog_argument, add_force_argument
+from probegen.commands import add_catalog_argument, add_force_argument, add_stamp_argument, finish
 
 HELP = "generate the Markdown reference of every probe"
 
@@ -22,6 +22,7 @@ def configure(parser):
         help="Markdown file to write (default: the catalog's outputs.docs, else stdout; '-' for stdout)",
     )
     depfile.add_argument(parser)
+    add_stamp_argument(parser)
     add_force_argument(parser)
 
 
@@ -40,6 +41,5 @@ def run(args) -> int:
         return 0
     output = Path(output)
     write_if_changed(GeneratedFile(output, render_docs(catalog, output)), keep_foreign=not args.force)
-    if args.depfile:
-        depfile.write(args.depfile, output, args.catalog, TEMPLATE)
+    finish(args, output, args.catalog, TEMPLATE)
     return 0

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from probegen.files import depfile
 from probegen.catalog import load_catalog
-from probegen.commands import add_catalog_argument, add_force_argument
+from probegen.commands import add_catalog_argument, add_force_argument, add_stamp_argument, finish
 from probegen.errors import InputError
 from probegen.generators.header import TEMPLATE, render_header
 from probegen.files.output import GeneratedFile, write_if_changed
@@ -31,6 +31,7 @@ def configure(parser):
         help="header to write (default: the catalog's outputs.header; '-' for stdout)",
     )
     depfile.add_argument(parser)
+    add_stamp_argument(parser)
     add_force_argument(parser)
     parser.add_argument(
         "-s", "--provider-file", metavar="FILE.d",
@@ -63,8 +64,7 @@ def run(args) -> int:
         return 0
     output = Path(output)
     write_if_changed(GeneratedFile(output, render_header(catalog)), keep_foreign=not args.force)
-    if args.depfile:
-        depfile.write(args.depfile, output, args.catalog, TEMPLATE)
+    finish(args, output, args.catalog, TEMPLATE)
     return 0
 
 
@@ -83,7 +83,6 @@ def _from_provider_file(args) -> int:
         return 0
     output = Path(output)
     write_if_changed(GeneratedFile(output, "\n".join(render_header(c) for c in catalogs)), keep_foreign=not args.force)
-    if args.depfile:
-        depfile.write(args.depfile, output, args.provider_file, TEMPLATE)
+    finish(args, output, args.provider_file, TEMPLATE)
     return 0
 

@@ -15,7 +15,7 @@
 # Compile with -MMD -MP (and -include the .d files): then each object depends
 # on the header only if it includes it, and recompiles only when the header
 # really changed (probegen rewrites it only when its content changes; make
-# sees the old mtime).
+# sees the old mtime, and compares the catalog with a stamp beside it).
 #
 # It ships with probegen: `probegen paths --make` prints where, so a Makefile
 # can include it from there,
@@ -34,12 +34,17 @@ $(error probegen.mk: set PROBEGEN_HEADER to the header to generate before includ
 endif
 
 # Regenerate when the catalog or probegen's template (listed in the depfile)
-# is newer. When nothing changed in the output, the header keeps its mtime
-# and nothing recompiles.
-$(PROBEGEN_HEADER): $(PROBEGEN_CATALOG)
-	$(PROBEGEN) header --catalog $(PROBEGEN_CATALOG) -o $@ --depfile $@.d
+# is newer than the stamp. When nothing changed in the output, the header
+# keeps its mtime, so nothing recompiles, and the stamp is new, so the next
+# make does nothing. The header's empty recipe makes make look at its mtime
+# again (so what includes it recompiles only if it changed); a deleted header
+# makes the stamp out of date.
+$(PROBEGEN_HEADER).stamp: $(PROBEGEN_CATALOG) $(if $(wildcard $(PROBEGEN_HEADER)),,_probegen_always)
+	$(PROBEGEN) header --catalog $(PROBEGEN_CATALOG) -o $(PROBEGEN_HEADER) --stamp $@ --depfile $@.d
 
--include $(PROBEGEN_HEADER).d
+$(PROBEGEN_HEADER): $(PROBEGEN_HEADER).stamp ;
+
+-include $(PROBEGEN_HEADER).stamp.d
 
 # CONFIG_USDT=y (SPDK's configure --with-usdt writes it to its config) means
 # the enable macro is defined. It goes into a header rather than CFLAGS so
@@ -58,7 +63,7 @@ $(PROBEGEN_CONFIG_HEADER): _probegen_always
 	@printf '%s\n' '/* Written by probegen.mk: do not edit. */' '$(_probegen_config_line)' > $@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
 
-$(PROBEGEN_HEADER): | $(PROBEGEN_CONFIG_HEADER)
+$(PROBEGEN_HEADER).stamp: | $(PROBEGEN_CONFIG_HEADER)
 endif
 
 .PHONY: _probegen_always verify-probes
@@ -79,6 +84,6 @@ endif
 
 .PHONY: clean-probes
 clean-probes:
-	rm -f $(PROBEGEN_HEADER) $(PROBEGEN_HEADER).d $(PROBEGEN_CONFIG_HEADER)
+	rm -f $(PROBEGEN_HEADER) $(PROBEGEN_HEADER).stamp $(PROBEGEN_HEADER).stamp.d $(PROBEGEN_CONFIG_HEADER)
 
 .DEFAULT_GOAL := $(_probegen_default_goal)
