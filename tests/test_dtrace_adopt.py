@@ -105,7 +105,7 @@ def test_options_as_builds_pass_them(tmp_path, capsys):
     assert run_cli(capsys, "dtrace", "-C", "-D", "WITH_B", "-h", "-s", source, "-o", tmp_path / "b.h")[0] == 0
     assert "define P_B(" in (tmp_path / "b.h").read_text()
     assert run_cli(capsys, "dtrace", "-h", "-s", source, "-o", tmp_path / "a.h", "-x", "nolibs", "--types")[0] == 0
-    assert "define P_A(" in (tmp_path / "a.h").read_text()
+    assert "define P_A(" in (tmp_path / "a.h").read_text() and "P_B" not in (tmp_path / "a.h").read_text()
     for argv in (["-h", "-q", "-s", source], ["-h"], ["-h", "-G", "-s", source], ["-s", source]):
         code, out, err = run_cli(capsys, "dtrace", *argv)
         assert (code, out, len(err.splitlines())) == (2, "", 1), (argv, err)
@@ -120,3 +120,49 @@ def test_header_h_is_not_help(tmp_path, capsys):
     code, out, _ = run_cli(capsys, "header", "-h", "-s", ADOPT / "stdtypes.d", "-o", tmp_path / "s.h")
     assert code == 0 and out == ""
     assert "#define STDT_STORE(" in (tmp_path / "s.h").read_text()
+
+
+def build_direct(tmp_path: Path, without_semaphores: bool) -> Path:
+    """stdtypes.c built as the projects build it: probegen-dtrace -h (and,
+    as GLib does, the header rewritten to #undef _SDT_HAS_SEMAPHORES), -G,
+    the object linked in."""
+    tmp_path.mkdir()
+    subprocess.run([probegen_dtrace(), "-h", "-s", str(ADOPT / "stdtypes.d"), "-o", "stdtypes.h"], cwd=tmp_path, check=True)
+    subprocess.run([probegen_dtrace(), "-G", "-s", str(ADOPT / "stdtypes.d"), "-o", "sem.o"], cwd=tmp_path, check=True)
+    if without_semaphores:
+        header = tmp_path / "stdtypes.h"
+        header.write_text(header.read_text().replace("define _SDT_HAS_SEMAPHORES 1", "undef _SDT_HAS_SEMAPHORES"))
+    binary = tmp_path / "adopt"
+    subprocess.run(["gcc", "-O2", "-I", str(tmp_path), str(ADOPT / "stdtypes.c"), str(ADOPT / "main.c"),
+                    str(tmp_path / "sem.o"), "-o", str(binary)], check=True)
+    return binary
+
+
+def test_imported_provider_file_verifies_and_semaphore_finding_speaks_of_the_provider(tmp_path, capsys):
+    require_sdt()
+    catalog = tmp_path / "probes.yaml"
+    assert run_cli(capsys, "import", ADOPT / "stdtypes.d", "-o", catalog)[0] == 0
+    with_semaphores = build_direct(tmp_path / "with", False)
+    code, out, err = run_cli(capsys, "verify", "-c", catalog, with_semaphores)
+    assert code == 0, out + err
+    without = build_direct(tmp_path / "without", True)
+    code, out, err = run_cli(capsys, "verify", "-c", catalog, without)
+    assert code == 1 and "SPDK" not in out + err
+    findings = [line for line in out.splitlines() if "semaphore" in line]
+    assert len(findings) == 1 and str(without) in findings[0] and "'stdt'" in findings[0], out
+    assert run_cli(capsys, "verify", "-c", catalog, "--allow-missing-semaphores", without)[0] == 0
+
+
+@pytest.mark.parametrize("provider", ["stap", "dtrace"])
+def test_providers_named_like_the_tools(tmp_path, capsys, provider):
+    """Their guard (STAP_..._H, DTRACE_..._H) is no macro of <sys/sdt.h>."""
+    require_sdt()
+    source = tmp_path / "tool.d"
+    source.write_text(f"provider {provider} {{ probe go(int n); }};\n")
+    assert run_cli(capsys, "header", "-s", source, "-o", tmp_path / "tool_probes.h")[0] == 0
+    catalog = tmp_path / "probes.yaml"
+    assert run_cli(capsys, "import", source, "-o", catalog)[0] == 0
+    assert run_cli(capsys, "header", "-c", catalog, "-o", tmp_path / "probes.h")[0] == 0
+    call = tmp_path / "call.c"
+    call.write_text(f'#include "tool_probes.h"\n#include "probes.h"\nint main(void) {{ {provider.upper()}_GO(1); return 0; }}\n')
+    subprocess.run(["gcc", "-Wall", "-Werror", "-I", str(tmp_path), str(call), "-o", str(tmp_path / "call")], check=True)

@@ -37,7 +37,8 @@ PREDEFINED_MACROS = frozenset("linux unix i386 sun sparc mips vax m68k".split())
 # includes (<stdint.h>, <stddef.h>, <stdbool.h>, <sys/sdt.h>).
 _SYSTEM_MACRO_PATTERN = (
     r"(?:U?INT(?:8|16|32|64|PTR|MAX)|U?INT_(?:LEAST|FAST)(?:8|16|32|64)|PTRDIFF|SIG_ATOMIC|SIZE|WCHAR|WINT)"
-    r"_(?:MIN|MAX|WIDTH|C)|(?:STAP|DTRACE)_\w*|NULL|offsetof|bool|true|false"
+    r"_(?:MIN|MAX|WIDTH|C)|(?:STAP|DTRACE)_PROBE(?:[0-9]*|V|_ASM\w*)|STAP_SDT_\w*|STAP_HAS_SEMAPHORES"
+    r"|NULL|offsetof|bool|true|false"
 )
 _SYSTEM_MACRO = re.compile(_SYSTEM_MACRO_PATTERN)
 _SYSTEM_MACRO_LINE = re.compile(f"^(?:{_SYSTEM_MACRO_PATTERN})$", re.M)  # over names joined by newlines

@@ -33,7 +33,10 @@ from probegen.elf.argspec import Constant, NoteArg
 from probegen.elf.notes import Binary, BinaryProbe
 from probegen.errors import Location
 
-NO_USDT_HINT = "USDT is not configured in this build (for SPDK: ./configure --with-usdt)"
+def no_usdt_hint(catalog: Catalog) -> str:
+    """Why a binary has no notes; SPDK's configure switch only for SPDK's catalog."""
+    spdk = " (for SPDK: ./configure --with-usdt)" if catalog.provider == "spdk" else ""
+    return f"USDT is not configured in this build{spdk}"
 
 
 @dataclass(frozen=True, order=True)
@@ -160,7 +163,7 @@ def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bo
             continue
         if not binary.has_notes and not libraries_have_notes:
             add(Finding(Location(binary.path), f"no .note.stapsdt section: the binary has no USDT probes at all; "
-                        f"{NO_USDT_HINT}", "no-notes", binary=binary.path))
+                        f"{no_usdt_hint(catalog)}", "no-notes", binary=binary.path))
 
     for probe in catalog.probes:
         report.probes_checked += 1
@@ -261,10 +264,13 @@ def _check_semaphores(catalog: Catalog, binaries: list[Binary], found, add) -> N
         if not any_semaphore:
             sites = sum(len(addresses) for _, addresses in lacking)
             names = ", ".join(probe.name for probe, _ in lacking[:3]) + (", ..." if len(lacking) > 3 else "")
+            other = ("SPDK's own usdt.h defines none" if catalog.provider == "spdk" else
+                     "one with _SDT_HAS_SEMAPHORES undefined, as GLib's build makes dtrace -h's")
             add(Finding(Location(binary.path),
-                        f"binary {binary.path} has no probe semaphores: the catalog gives {len(lacking)} of its "
-                        f"probes one ({names}; {sites} site{'s' if sites != 1 else ''}) and none has it, so it was "
-                        "built with another header than the catalog's (SPDK's own usdt.h has none); pass "
+                        f"binary {binary.path}: no site of provider '{catalog.provider}' names a semaphore "
+                        f"({catalog.provider}_NAME_semaphore, which tracers raise while attached), but the catalog "
+                        f"gives {len(lacking)} of its probes one ({names}; {sites} site{'s' if sites != 1 else ''}): "
+                        f"it was built with another header than the catalog's ({other}); pass "
                         "--allow-missing-semaphores if that is expected", "semaphore", binary=binary.path))
             continue
         for probe, addresses in lacking:
