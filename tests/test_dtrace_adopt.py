@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import VENV_BIN, build_env, readelf_probes, require, require_sdt, run_cli
+from helpers import REPO, VENV_BIN, build_env, readelf_probes, require, require_sdt, run_cli
 
 ADOPT = Path(__file__).parent / "d" / "adopt"
 SOURCES = ["stdtypes.d", "stdtypes.c", "main.c"]
@@ -51,10 +51,17 @@ def project(tmp_path: Path, shape: str, name: str) -> Path:
     return directory
 
 
-def autotools_build(tmp_path: Path, name: str, dtrace: str) -> Path:
+def recipe(name: str) -> str:
+    """The fenced block after '<!-- recipe: NAME -->' in doc/build.md."""
+    text = (REPO / "doc" / "build.md").read_text()
+    block = text.split(f"<!-- recipe: {name} -->\n", 1)[1]
+    return block.split("\n", 1)[1].split("```", 1)[0]
+
+
+def autotools_build(tmp_path: Path, name: str, configure: str) -> Path:
     directory = project(tmp_path, "autotools", name)
     run(["autoreconf", "-i"], directory)
-    run(["./configure", f"DTRACE={dtrace}"], directory)
+    run(["sh", "-c", configure], directory)
     run(["make"], directory)
     return directory
 
@@ -64,8 +71,9 @@ def test_autotools_project_builds_unchanged(tmp_path):
     for tool, package in (("autoreconf", "autoconf"), ("automake", "automake"), ("make", "make")):
         require(tool, package)
     dtrace = require("dtrace", "systemtap-sdt-dev")
-    ours = autotools_build(tmp_path, "probegen", probegen_dtrace())
-    reference = autotools_build(tmp_path, "systemtap", dtrace)
+    ours = autotools_build(tmp_path, "probegen", recipe("autotools"))
+    assert "probegen-dtrace" in (ours / "Makefile").read_text()
+    reference = autotools_build(tmp_path, "systemtap", f"./configure --enable-dtrace DTRACE={dtrace}")
     assert notes(ours / "adopt") == notes(reference / "adopt")
     assert len(notes(ours / "adopt")) == PROBES and all(n[3] for n in notes(ours / "adopt"))
     assert probes_section_size(ours / "adopt") == 2 * PROBES
@@ -83,10 +91,10 @@ def test_meson_project_builds_unchanged(tmp_path):
     require("ninja", pip="ninja")
     dtrace = require("dtrace", "systemtap-sdt-dev")
     built = {}
-    for name, program in (("probegen", probegen_dtrace()), ("systemtap", dtrace)):
+    for name, native_file in (("probegen", recipe("meson native file")), ("systemtap", f"[binaries]\ndtrace = '{dtrace}'\n")):
         directory = project(tmp_path, "meson", name)
         native = directory / "native.ini"
-        native.write_text(f"[binaries]\ndtrace = '{program}'\n")
+        native.write_text(native_file)
         run(["meson", "setup", "build", "--native-file", str(native)], directory)
         run(["ninja", "-C", "build"], directory)
         built[name] = directory / "build"
