@@ -114,13 +114,16 @@ def test_three_architectures_together(built, tmp_path, capsys):
         assert code == 0, out
 
 
-def test_a_64_bit_import_does_not_fit_the_32_bit_binary(built, tmp_path, capsys):
-    """What importing the architectures together prevents: uint64_t from
-    x86_64 alone, and i686 passes 4-byte pointers."""
+def test_a_32_bit_import_does_not_fit_the_64_bit_binary(built, tmp_path, capsys):
+    """What importing the architectures together prevents: uint32_t from
+    i686 alone, and x86_64 passes 8-byte pointers. (The other way round,
+    i686's 4-byte pointers convert to a uint64_t as C converts them.)"""
     x86_64, i686 = binaries_for(built, "x86_64", "i686")
-    import_catalog(capsys, tmp_path / "rt.yaml", "rt", x86_64)
-    code, out = verify(capsys, tmp_path / "rt.yaml", i686)
-    assert code == 1 and "argument 0 'arg0': catalog says uint64_t (8 bytes, unsigned)" in out, out
+    import_catalog(capsys, tmp_path / "rt.yaml", "rt", i686)
+    code, out = verify(capsys, tmp_path / "rt.yaml", x86_64)
+    assert code == 1 and "argument 0 'arg0': catalog says uint32_t (4 bytes, unsigned)" in out, out
+    import_catalog(capsys, tmp_path / "rt64.yaml", "rt", x86_64)
+    assert verify(capsys, tmp_path / "rt64.yaml", i686)[0] == 0
 
 
 CATALOG = """\

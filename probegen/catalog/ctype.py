@@ -205,6 +205,15 @@ class CType:
             return False
         return self.signed is None or self.signed == signed
 
+    def promotes_from(self, size: int, signed: bool, pointer_size: int = 8) -> bool:
+        """Whether a narrower integer passed at a site converts to this
+        integer type without loss, as C converts it (a uint8_t to int, an
+        unsigned to uint64_t; a signed value only to a signed type): the
+        tracer reads the site's own size, so the value is the same."""
+        if self.kind is not Kind.INTEGER or size >= self.size_on(pointer_size):
+            return False
+        return not signed or self.signed is not False
+
     def holds_constant(self, value: int, pointer_size: int = 8) -> bool:
         """Whether a literal the compiler recorded can be an argument of this
         type: the note gives the literal's own type ('false' is the int 0,

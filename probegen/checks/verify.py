@@ -107,11 +107,11 @@ def _describe_type(arg: Arg, pointer_size: int) -> str:
 
 def _arg_matches(arg: NoteArg, ctype, pointer_size: int) -> bool:
     """Size and sign as the declared type's on this binary (a pointer,
-    size_t or long follows the binary's pointer size), or a literal the
-    type holds."""
+    size_t or long follows the binary's pointer size), a narrower integer
+    that converts to it as C converts it, or a literal the type holds."""
     if arg.floating:
         return False
-    if ctype.matches_note(arg.size, arg.signed, pointer_size):
+    if ctype.matches_note(arg.size, arg.signed, pointer_size) or ctype.promotes_from(arg.size, arg.signed, pointer_size):
         return True
     operand = arg.operand
     return getattr(operand, "kind", None) == "constant" and ctype.holds_constant(operand.value, pointer_size)
