@@ -1,6 +1,8 @@
 """Write a catalog from the probes found in binaries.
 
-Names come from the notes, as they are (sort__start, throw); argument
+With --from-d FILE.d, names, argument names and docs come from the
+provider file and types from what the binaries pass; each difference is a
+note on stderr, at the file's line. Without it, names come from the notes, as they are (sort__start, throw); argument
 types are inferred from each argument's size and sign at the sites that
 pass a variable (int32_t, uint64_t, ...; a literal does not vote); given
 binaries of both pointer sizes, pointer-wide arguments become void *
@@ -18,8 +20,9 @@ def configure(parser):
     parser.add_argument("binaries", nargs="*", metavar="BINARY",
                         help="ELF executables or shared libraries, or one SystemTap/DTrace provider file (NAME.d)")
     parser.add_argument("--from-d", metavar="FILE.d",
-                        help="import a SystemTap/DTrace provider file (what `dtrace -h -s` reads); "
-                        "a single argument ending in .d is read so too")
+                        help="import a SystemTap/DTrace provider file (what `dtrace -h -s` reads; a single "
+                        "argument ending in .d is read so too): names and docs from it; given binaries too, "
+                        "the argument types they pass, each difference noted")
     parser.add_argument("--provider", metavar="NAME",
                         help="the provider whose probes to import (needed for binaries, and for a "
                         "provider file declaring several)")
@@ -34,22 +37,16 @@ def run(args) -> int:
     from probegen.importers.binaries import import_catalog
 
     from probegen.importers.dfile import import_provider_file, is_provider_file
-    from probegen.errors import InputError
+    from probegen.errors import InputError, printable
 
     provider_file = args.from_d
     if provider_file is None and len(args.binaries) == 1 and is_provider_file(args.binaries[0]):
-        provider_file = args.binaries[0]
-    elif provider_file is not None and args.binaries:
-        raise InputError("import: error: give binaries or --from-d FILE.d, not both")
+        provider_file, args.binaries = args.binaries[0], []
     if provider_file is None and not args.binaries:
         raise InputError("import: error: give the binaries to import from, or a provider file (FILE.d)")
     if provider_file is None and args.provider is None:
         raise InputError("import: error: --provider NAME is needed to import from binaries")
     to_file = args.output not in (None, "-")
-    if provider_file is not None:
-        text = import_provider_file(provider_file, args.provider, Path(args.output).name if to_file else "probes.yaml")
-        return _write(text, args.output if to_file else None)
-
     binaries, failed = [], False
     for path in args.binaries:
         try:
@@ -59,6 +56,13 @@ def run(args) -> int:
             failed = True
     if failed:
         return 2
+    if provider_file is not None:
+        notes: list[str] = []
+        text = import_provider_file(provider_file, args.provider, Path(args.output).name if to_file else "probes.yaml",
+                                    binaries, notes)
+        for note in notes:
+            print(printable(note), file=sys.stderr)
+        return _write(text, args.output if to_file else None)
     text = import_catalog(binaries, args.provider, Path(args.output).name if to_file else "probes.yaml")
     return _write(text, args.output if to_file else None)
 

@@ -23,11 +23,15 @@ from probegen.catalog.ctype import integer_type, is_identifier
 from probegen.catalog.model import ARG0_CLOCK, ARG0_ZERO
 from probegen.elf.argspec import NoteArg
 from probegen.elf.notes import Binary, ProbeSite
-from probegen.errors import CatalogError, InputError
+from probegen.errors import CatalogError, InputError, printable
 
 TEMPLATE = "catalog.yaml.j2"
 
 Seen = tuple[ProbeSite, int]  # a site and its binary's pointer size
+
+
+class Disagreement(ValueError):
+    """Sites no one catalog can describe (binaries of different versions)."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,7 @@ class ImportedArg:
     name: str
     type: str
     note: str = ""  # why a person should look at it, if anything
+    doc: str = ""  # from a provider file's @param line
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,7 @@ class ImportedProbe:
     sites: int
     note: str = ""
     enabled_check: bool = False  # every site has a semaphore (a ticks probe gets one anyway)
+    doc: str = ""  # from a provider file's doc comment
 
 
 @dataclass(frozen=True)
@@ -118,16 +124,21 @@ def _variables_type(variables: list[tuple[NoteArg, int]], notes: list[str]) -> s
     if len({p for _, p in variables}) > 1 and all(a.size == p for a, p in variables):
         return "intptr_t" if signed_votes > len(variables) else "void *"
     counts = Counter(a.size for a, _ in variables)
-    size = max(counts, key=lambda s: (counts[s], s))
+    size = max(counts)  # narrower sites convert to it, as C converts them (verify accepts them)
     same = [a for a, _ in variables if a.size == size]
     if len(counts) > 1:
-        notes.append(f"sites disagree on the size: {', '.join(sorted({a.spec for a, _ in variables}))}")
+        notes.append(f"sites pass different sizes: {', '.join(sorted({a.spec for a, _ in variables}))}")
     signs = {a.signed for a in same}
-    if len(signs) > 1 and size == 1:
+    if len(signs) > 1 and size == 1 and not any(a.signed for a, _ in variables if a.size < size):
         return "char"
-    if len(signs) > 1:
-        notes.append(f"sites disagree on the sign: {', '.join(sorted({a.spec for a in same}))}")
-    return integer_type(size, sum(a.signed for a in same) * 2 >= len(same), exact=True)
+    signed = any(a.signed for a, _ in variables)
+    if signed and not all(a.signed for a in same) or len(signs) > 1:
+        # unsigned sites of the widest size and signed ones: a wider signed type holds both
+        if size == 8:
+            raise Disagreement(f"sites pass {', '.join(sorted({a.spec for a, _ in variables}))}: "
+                               "no integer type holds every one")
+        size *= 2
+    return integer_type(size, signed, exact=True)
 
 
 def _constants_type(constants: list[NoteArg]) -> str:
@@ -176,19 +187,28 @@ def infer_catalog(binaries: list[Binary], provider: str) -> ImportedCatalog:
                          f"{', '.join(b.path for b in binaries)}{listed}")
     ticks = _spdk_arg0(provider, sites)
     offset = 1 if ticks is not None else 0
-    probes = []
+    probes, disagreements = [], []
     for name, seen in sites.items():
         counts = Counter(len(s.args) for s, _ in seen)
-        count = counts.most_common(1)[0][0]
-        usable = [(s, p) for s, p in seen if len(s.args) == count]
+        if len(counts) > 1:
+            disagreements.append(f"probe '{name}': sites pass {' or '.join(map(str, sorted(counts)))} arguments")
+            continue
         args = []
-        for index in range(offset, count):
-            inferred = _infer_type([(s.args[index], p) for s, p in usable])
+        for index in range(offset, next(iter(counts))):
+            try:
+                inferred = _infer_type([(s.args[index], p) for s, p in seen])
+            except Disagreement as exc:
+                disagreements.append(f"probe '{name}' argument {index}: {exc}")
+                continue
             args.append(ImportedArg(f"arg{index}", inferred.type, inferred.note))
-        note = f"sites disagree on the argument count: {sorted(counts)}" if len(counts) > 1 else ""
         is_ticks = bool(ticks and ticks[name])
-        probes.append(ImportedProbe(name, tuple(args), is_ticks, len(seen), note,
+        probes.append(ImportedProbe(name, tuple(args), is_ticks, len(seen),
                                     enabled_check=not is_ticks and all(s.semaphore for s, _ in seen)))
+    if disagreements:
+        raise InputError(printable(
+            f"import: error: no catalog fits every site of {', '.join(b.path for b in binaries)} (binaries of "
+            f"different versions? import one version at a time): {'; '.join(disagreements[:5])}"
+            + (f"; and {len(disagreements) - 5} more" if len(disagreements) > 5 else "")))
     # The header gives semaphores to ticks and enabled_check probes: off when
     # no site has one (SPDK's own header), or a ticks probe's site lacks it.
     with_semaphore = any(s.semaphore for group in sites.values() for s, _ in group)

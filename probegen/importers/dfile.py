@@ -65,6 +65,8 @@ class DProbe:
     name: str
     args: tuple[DArg, ...]
     location: Location
+    doc: str = ""  # from a /** ... */ comment before it, @param lines taken out
+    param_docs: tuple[tuple[str, str], ...] = ()  # (name, doc) of its @param lines
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,7 @@ class _Lexer:
         self.text, self.path = text, path
         self.macros: dict[str, list[Token]] = {}
         self.expanded = 0
+        self.docs: dict[tuple[int, int], str] = {}  # (line, column) of a token -> the doc comment before it
 
     def fail(self, line: int, column: int, why: str):
         raise InputError(printable(f"{self.path}:{line}:{column}: error: {why}"))
@@ -111,6 +114,7 @@ class _Lexer:
     def tokens(self) -> list[Token]:
         out: list[Token] = []
         text, pos, line, line_start = self.text, 0, 1, 0
+        pending_doc = None
         at_line_start = True
         while pos < len(text):
             column = pos - line_start + 1
@@ -149,6 +153,8 @@ class _Lexer:
                 if end == -1:
                     self.fail(line, column, "unterminated comment /* (no */ before the end of the file)")
                 body = text[pos:end + 2]
+                if body.startswith("/**") and len(body) > 4:
+                    pending_doc = body  # a doc comment: the next token's (a probe's)
                 if "\n" in body:
                     line += body.count("\n")
                     line_start = pos + body.rfind("\n") + 1
@@ -156,6 +162,9 @@ class _Lexer:
                 continue
             if kind == "other":
                 self.fail(line, column, f"unexpected character {match.group()!r}")
+            if pending_doc is not None:
+                self.docs[(line, column)] = pending_doc
+                pending_doc = None
             self.emit(Token(match.group(), kind, line, column), out, frozenset())
             pos = match.end()
         out.append(Token("", "eof", line, len(text) - line_start + 1))
@@ -201,8 +210,9 @@ class _Lexer:
 class _Reader:
     """Recursive descent over the tokens."""
 
-    def __init__(self, tokens: list[Token], path: str):
+    def __init__(self, tokens: list[Token], path: str, docs: dict | None = None):
         self.tokens, self.path, self.pos = tokens, path, 0
+        self.docs = docs or {}
         self.typedefs: dict[str, str] = {}  # as written, for the catalog
         self.typedef_types: dict = {}  # name -> CType, for checking the types that use them
         self.tags: set[str] = set()  # typedef names of structs: usable behind a pointer
@@ -277,7 +287,8 @@ class _Reader:
         return DProvider(name.text, tuple(probes), self.loc(start))
 
     def probe(self) -> DProbe:
-        self.take()
+        keyword = self.take()
+        doc, params = _doc_comment(self.docs.get((keyword.line, keyword.column), ""))
         name = self.identifier("the probe's name")
         if name.text.startswith("__") or "$" in name.text:
             self.fail(name, f"probe '{name.text}': a probe name is a C identifier not starting with '__'")
@@ -288,7 +299,7 @@ class _Reader:
             self.expect("(", " of the translated argument types")
             self.parameters(name.text, check=False)
         self.expect(";", f" after probe '{name.text}'")
-        return DProbe(name.text, tuple(args), self.loc(name))
+        return DProbe(name.text, tuple(args), self.loc(name), doc, params)
 
     def parameters(self, probe: str, check: bool = True) -> list[DArg]:
         if self.peek().text == ")":
@@ -392,9 +403,29 @@ def _shown(token: Token) -> str:
     return "the end of the file" if token.kind == "eof" else f"'{token.text}'"
 
 
+def _doc_comment(comment: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """A Javadoc-style comment's text and its '@param NAME text' lines,
+    each as one line of words."""
+    lines = [re.sub(r"^\s*\*+ ?", "", line) for line in comment[3:-2].splitlines()]
+    text, params, current = [], [], None
+    for line in lines:
+        match = re.match(r"\s*@param\s+([A-Za-z_][A-Za-z0-9_]*)\s*(.*)", line)
+        if match:
+            current = [match.group(1), match.group(2)]
+            params.append(current)
+        elif re.match(r"\s*@", line):
+            current = None  # another tag (@return, @since): not carried
+        elif current is not None:
+            current[1] += " " + line
+        else:
+            text.append(line)
+    return " ".join(" ".join(text).split()), tuple((n, " ".join(d.split())) for n, d in params)
+
+
 def parse_provider_file(text: str, path: str) -> ProviderFile:
-    tokens = _Lexer(text, path).tokens()
-    reader = _Reader(tokens, path)
+    lexer = _Lexer(text, path)
+    tokens = lexer.tokens()
+    reader = _Reader(tokens, path, lexer.docs)
     providers = reader.file()
     return ProviderFile(path, tuple(providers), tuple(reader.typedefs.items()))
 
@@ -431,8 +462,8 @@ def imported_catalog(source: ProviderFile, provider_name: str | None = None):
             while name in names:
                 name += "_"
             names.add(name)
-            args.append(ImportedArg(name, arg.type))
-        probes.append(ImportedProbe(probe.name, tuple(args), ticks=False, sites=0))
+            args.append(ImportedArg(name, arg.type, doc=dict(probe.param_docs).get(arg.name or "", "")))
+        probes.append(ImportedProbe(probe.name, tuple(args), ticks=False, sites=0, doc=probe.doc))
     used = {word for probe in provider.probes for arg in probe.args for word in arg.type.split()}
     return ImportedCatalog(
         provider=provider.name, arg0=False, semaphores=True, probes=tuple(probes), sources=(source.path,),
@@ -441,18 +472,88 @@ def imported_catalog(source: ProviderFile, provider_name: str | None = None):
     )
 
 
+def merged_catalog(source: ProviderFile, provider_name, binaries) -> tuple:
+    """(ImportedCatalog, notes): names, argument names and docs from the
+    file, each argument's type from what the binaries pass (the file's,
+    where every site converts to it), and a note at the file's line for
+    each difference. The catalog passes verify on the binaries."""
+    import dataclasses
+
+    from probegen.importers.binaries import ImportedArg, ImportedProbe, infer_catalog
+
+    declared = imported_catalog(source, provider_name)
+    provider = source.provider(provider_name)
+    found = infer_catalog(binaries, declared.provider)
+    inferred = {p.name: p for p in found.probes}
+    typedefs: dict = {}
+    for name, spelling in source.typedefs:
+        typedefs[name] = parse_ctype(spelling, typedefs)
+    notes, probes = [], []
+    for probe, dprobe in zip(declared.probes, provider.probes):
+        where = f"{dprobe.location}: note: probe '{probe.name}'"
+        site = inferred.pop(probe.name, None)
+        if site is None:
+            notes.append(f"{where} has no site in the binaries: left out of the catalog")
+            continue
+        if len(site.args) != len(probe.args):
+            notes.append(f"{where}: the file gives {len(probe.args)} arguments, the binaries pass {len(site.args)}")
+        args = []
+        for index, passed in enumerate(site.args):
+            if index >= len(probe.args):
+                args.append(passed)
+                continue
+            arg, darg = probe.args[index], dprobe.args[index]
+            kind = _covers(arg.type, passed.type, typedefs)
+            if not kind:
+                notes.append(f"{darg.location}: note: probe '{probe.name}' argument {index} '{arg.name}': the file "
+                             f"says {arg.type}, the binaries pass {passed.type}{'; ' + passed.note if passed.note else ''}: "
+                             f"the catalog says {passed.type}")
+            args.append(dataclasses.replace(arg, type=arg.type if kind else passed.type, note=passed.note))
+        probes.append(dataclasses.replace(probe, args=tuple(args), sites=site.sites))
+    for site in inferred.values():
+        notes.append(f"{source.path}: note: probe '{site.name}' is in the binaries, not in the file: added with "
+                     "the types they pass")
+        probes.append(dataclasses.replace(site, enabled_check=False))
+    if declared.semaphores and not found.semaphores:
+        notes.append(f"{source.path}: note: no site in the binaries names a semaphore (a header with "
+                     "_SDT_HAS_SEMAPHORES undefined): the catalog says semaphores: false")
+    imported = dataclasses.replace(declared, probes=tuple(probes), semaphores=found.semaphores,
+                                   sources=(source.path, *found.sources))
+    return imported, notes
+
+
+def _covers(declared: str, passed: str, typedefs: dict) -> bool:
+    """Whether every site of an argument the binaries pass as ``passed``
+    (the widest type their sites convert to) is one of ``declared``."""
+    try:
+        want, got = parse_ctype(declared, typedefs), parse_ctype(passed)
+    except CTypeError:
+        return False
+    sizes = (4, 8) if got.pointer_sized else (8,)  # binaries of both pointer sizes, or one
+    return all(want.matches_note(got.size_on(p), bool(got.signed), p)
+               or want.promotes_from(got.size_on(p), bool(got.signed), p) for p in sizes)
+
+
 def _used_by(name: str, source: ProviderFile, used: set[str]) -> bool:
     """Whether a typedef the probes use is written with this one."""
     return any(name in spelling.split() for other, spelling in source.typedefs if other in used)
 
 
-def import_provider_file(path, provider_name: str | None = None, file_name: str = "probes.yaml") -> str:
-    """The catalog YAML of a provider file's provider, checked by the loader."""
+def import_provider_file(path, provider_name: str | None = None, file_name: str = "probes.yaml",
+                         binaries=(), notes: list | None = None) -> str:
+    """The catalog YAML of a provider file's provider, checked by the loader;
+    with binaries, their types (see merged_catalog; its notes are added to
+    ``notes``)."""
     from probegen.catalog.load import parse_catalog
     from probegen.errors import CatalogError
     from probegen.importers.binaries import render_catalog
 
-    imported = imported_catalog(read_provider_file(path), provider_name)
+    if binaries:
+        imported, found = merged_catalog(read_provider_file(path), provider_name, binaries)
+        if notes is not None:
+            notes.extend(found)
+    else:
+        imported = imported_catalog(read_provider_file(path), provider_name)
     text = render_catalog(imported)
     try:
         parse_catalog(text.encode("utf-8"), Path(file_name))
