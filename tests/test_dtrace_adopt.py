@@ -174,3 +174,57 @@ def test_providers_named_like_the_tools(tmp_path, capsys, provider):
     call = tmp_path / "call.c"
     call.write_text(f'#include "tool_probes.h"\n#include "probes.h"\nint main(void) {{ {provider.upper()}_GO(1); return 0; }}\n')
     subprocess.run(["gcc", "-Wall", "-Werror", "-I", str(tmp_path), str(call), "-o", str(tmp_path / "call")], check=True)
+
+
+def kv_binaries(tmp_path: Path) -> tuple[Path, Path]:
+    """kv.c (and kv2.c, its next version) built with probegen-dtrace -h/-G."""
+    source = ADOPT / "kv.d"
+    for mode, output in (("-h", "kv.h"), ("-G", "kv_probes.o")):
+        subprocess.run([probegen_dtrace(), mode, "-s", str(source), "-o", output], cwd=tmp_path, check=True)
+    built = []
+    for name in ("kv", "kv2"):
+        subprocess.run(["gcc", "-O2", "-I", str(tmp_path), str(ADOPT / f"{name}.c"), str(tmp_path / "kv_probes.o"),
+                        "-o", str(tmp_path / name)], check=True)
+        built.append(tmp_path / name)
+    return built[0], built[1]
+
+
+def test_import_from_d_takes_the_binaries_types(tmp_path, capsys):
+    """Names and docs from the .d, types from the binary, each difference
+    one note at its line in the .d, and the catalog verifies."""
+    require_sdt()
+    from probegen.catalog import load_catalog
+
+    kv, _ = kv_binaries(tmp_path)
+    catalog = tmp_path / "probes.yaml"
+    code, out, err = run_cli(capsys, "import", "--from-d", ADOPT / "kv.d", kv, "-o", catalog)
+    assert code == 0 and out == "", err
+    text = (ADOPT / "kv.d").read_text().splitlines()
+    notes = sorted((int(line.split(":")[1]), line.split(": note: ")[1].split(":")[0]) for line in err.splitlines())
+    assert all(": note: " in line for line in err.splitlines())
+    get = 1 + next(i for i, l in enumerate(text) if "probe get(" in l)
+    never = 1 + next(i for i, l in enumerate(text) if "probe never(" in l)
+    assert notes == [(get, "probe 'get' argument 1 'keylen'"), (get, "probe 'get' argument 2 'casid'"),
+                     (never, "probe 'never' has no site in the binaries")]
+    loaded = load_catalog(catalog)
+    get_probe = loaded.probe("get")
+    assert get_probe.doc == "Fired when a key is looked up."
+    assert [(a.name, a.doc) for a in get_probe.args] == [
+        ("key", "the key (not NUL-terminated)"), ("keylen", "the length of the key"), ("casid", "the CAS id")]
+    assert get_probe.args[0].ctype.spelling == "const char *"  # the file's type: every site is one
+    assert (get_probe.args[1].ctype.size, get_probe.args[2].ctype.signed) == (8, False)
+    code, out, err = run_cli(capsys, "verify", "-c", catalog, kv)
+    assert code == 0, out + err
+
+
+def test_import_of_two_versions_that_disagree_is_an_error(tmp_path, capsys):
+    require_sdt()
+    kv, kv2 = kv_binaries(tmp_path)
+    for argv in (["--provider", "kv"], ["--from-d", ADOPT / "kv.d"]):
+        code, out, err = run_cli(capsys, "import", *argv, kv, kv2, "-o", tmp_path / "probes.yaml")
+        assert (code, out, len(err.splitlines())) == (2, "", 1) and "'get'" in err, err
+        assert not (tmp_path / "probes.yaml").exists()
+    # One version at a time imports, and verifies.
+    for binary in (kv, kv2):
+        assert run_cli(capsys, "import", "--provider", "kv", binary, "-o", tmp_path / "one.yaml")[0] == 0
+        assert run_cli(capsys, "verify", "-c", tmp_path / "one.yaml", binary)[0] == 0
