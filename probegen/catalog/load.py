@@ -505,6 +505,7 @@ class _Builder:
 
     def build_args(self, node, typedefs, probe_name, first_index: int) -> list[Arg]:
         args: list[Arg] = []
+        lengths: list[tuple] = []  # (argument, the length it names, its node)
         if not isinstance(node, yaml.SequenceNode):
             return args
         for item in node.value:
@@ -542,12 +543,26 @@ class _Builder:
                     elif not BPFTRACE_KEYWORDS.isdisjoint(str(member_node.value).split(".")):
                         self.error(member_node, f"argument '{name}': member '{member_node.value}' has a bpftrace "
                                                 "keyword in its path; bpftrace scripts cannot name it")
+            length = self.get(fields, "length")
+            if length is not None and ctype.kind is not Kind.STRING:
+                self.error(fields["length"], f"argument '{name}': 'length' applies to strings (char pointers)")
+            elif length is not None:
+                lengths.append((name, length, fields["length"]))
             args.append(Arg(
                 name=name, ctype=ctype, location=self.loc(item), doc=str(self.get(fields, "doc", "")),
                 hex=hex_, max_len=int(max_len) if isinstance(max_len, (int, float)) else None, members=members,
+                length=length if isinstance(length, str) else None,
                 index=first_index + len(args),
                 member_locations=tuple(self.loc(n) for n in getattr(fields.get("members"), "value", ()) or ()),
             ))
+        by_name = {a.name: a for a in args}
+        for name, length, node in lengths:  # after the loop: a length may come later in the list
+            target = by_name.get(length)
+            if target is None or target.name == name or target.ctype.kind is not Kind.INTEGER:
+                what = ("no argument of the probe" if target is None else
+                        "the string itself" if target.name == name else f"a {target.ctype.kind.value}")
+                self.error(node, f"argument '{name}': 'length' names '{length}', {what}: name the integer "
+                                 f"argument of probe '{probe_name}' that holds the string's length")
         return args
 
     def check_references(self, probes: list[Probe], enums: list[EnumDecl]) -> None:

@@ -27,6 +27,7 @@ class Arg:
     doc: str = ""
     hex: bool = False  # print as hexadecimal (flags, masks)
     max_len: int | None = None  # bound for str() reads of string arguments
+    length: str | None = None  # a string that is not NUL-terminated: the integer argument holding its length
     members: tuple[str, ...] = ()  # members of the pointed-to struct to print
     index: int = 0  # N of argN: the position in the probe's note, as scripts read it
     passed: str | None = None  # SPDK's arg0: the C the macro passes itself (0, or the clock), no parameter

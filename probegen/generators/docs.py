@@ -56,9 +56,13 @@ def md_code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def _one_liner_value(arg: Arg) -> tuple[str, str]:
+def _one_liner_value(arg: Arg, probe: Probe) -> tuple[str, str]:
     """printf conversion and expression for one argument in a one-liner."""
     index, style = f"arg{arg.index}", style_of(arg.ctype, arg.hex)
+    if style is Style.STRING and arg.length:
+        # Not NUL-terminated: exactly its length in bytes, with the bytes
+        # that are not printable escaped (one line per hit).
+        return "%r", f"buf({index}, arg{next(a.index for a in probe.args if a.name == arg.length)})"
     if style is Style.STRING:
         # str(p, n) with n above bpftrace's BPFTRACE_STRLEN (64) prints
         # 63 characters all the same: the note under the table says so.
@@ -71,7 +75,7 @@ def _one_liner_value(arg: Arg) -> tuple[str, str]:
 
 
 def one_liner(catalog: Catalog, probe: Probe) -> str:
-    values = [_one_liner_value(arg) for arg in probe.args]
+    values = [_one_liner_value(arg, probe) for arg in probe.args]
     fmt = " ".join([probe.name] + [f"{arg.name}={conv}" for arg, (conv, _) in zip(probe.args, values)])
     exprs = "".join(f", {expr}" for _, expr in values)
     return (f"bpftrace -e 'usdt:{PLACEHOLDER}:{catalog.provider}:{probe.name} "
@@ -85,7 +89,8 @@ def context(catalog: Catalog, output: Path | None = None) -> dict:
             "index": arg.index,
             "name": "" if arg.passed else arg.name,  # SPDK's arg0 is no parameter of the macro
             "type": arg.ctype.name,  # a typedef shows as the catalog wrote it
-            "doc": arg.doc,
+            # a string with a length is that many bytes, not NUL-terminated
+            "doc": f"{arg.doc} ({arg.length} bytes, not NUL-terminated)".lstrip() if arg.length else arg.doc,
         } for arg in probe.note_args]
         probes.append({"probe": probe, "args": args, "one_liner": one_liner(catalog, probe)})
     return {

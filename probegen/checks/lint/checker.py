@@ -250,7 +250,25 @@ class Checker:
             self.report(line, column, f"str() of {value.describe}, which is not a string: "
                         f"print it with {suggest(value)}", "str-of-non-string")
             return Value(f"str({value.expression or '...'})", text=True)
+        problem = self.unbounded(node, value)
+        if problem:
+            line, column = _start(node)
+            self.report(line, column, problem, "str-without-length")
         return Value(f"{value.describe} read by str()", text=True)
+
+    def unbounded(self, node: syntax.Call, value: Value) -> str | None:
+        """A string the catalog gives a length (not NUL-terminated, as a
+        key and its length) read without that length: str() runs past it."""
+        match = _ARG.match(value.expression or "")
+        if not match or self.probe is None or int(match.group(1)) >= len(self.probe.note_args):
+            return None
+        arg = self.probe.note_args[int(match.group(1))]
+        length = next((a for a in self.probe.args if a.name == arg.length), None)
+        if length is None or len(node.args) > 1 and getattr(node.args[1], "name", None) == f"arg{length.index}":
+            return None
+        return (f"str({value.expression}) of '{arg.name}', which is not NUL-terminated: its length is "
+                f"'{length.name}' (arg{length.index}); print buf({value.expression}, arg{length.index}) with %r, "
+                f"or str({value.expression}, arg{length.index})")
 
     def printf(self, node: syntax.Call, values: list):
         if not node.args or not isinstance(node.args[0], syntax.Str):
