@@ -113,13 +113,19 @@ function(probegen_add_header name)
     message(FATAL_ERROR "probegen_add_header(${name}): ${error}")
   endif()
 
-  add_custom_command(OUTPUT "${output}"
-    COMMAND "${PROBEGEN_EXECUTABLE}" header --catalog "${catalog}" -o "${output}" --depfile "${output}.d"
+  # The rule's output is a stamp, touched on every run, and the header a
+  # byproduct that keeps its mtime when unchanged: then neither generator
+  # reruns probegen after a touch of the catalog (make compared the header's
+  # old mtime with the catalog's) and nothing recompiles.
+  add_custom_command(OUTPUT "${output}.stamp"
+    BYPRODUCTS "${output}"
+    COMMAND "${PROBEGEN_EXECUTABLE}" header --catalog "${catalog}" -o "${output}"
+            --stamp "${output}.stamp" --depfile "${output}.stamp.d"
     DEPENDS "${catalog}"
-    DEPFILE "${output}.d"
+    DEPFILE "${output}.stamp.d"
     COMMENT "probegen: generating ${arg_OUTPUT}"
     VERBATIM)
-  add_custom_target(${name}_generate DEPENDS "${output}")
+  add_custom_target(${name}_generate DEPENDS "${output}.stamp")
 
   add_library(${name} INTERFACE)
   # Followed transitively: every target linking ${name} builds after the header exists.
