@@ -203,12 +203,14 @@ def test_schema_and_loader_know_the_same_keys(tmp_path):
     probe_keys = set(schema["properties"]["probes"]["items"]["properties"])
     arg_keys = set(schema["properties"]["probes"]["items"]["properties"]["args"]["items"]["properties"])
     assert probe_keys == {"name", "group", "doc", "ticks", "enabled_check", "args"}
-    assert arg_keys == {"name", "type", "doc", "hex", "max_len", "members"}
+    assert arg_keys == {"name", "type", "doc", "hex", "max_len", "length", "members"}
     full = yaml.safe_load((REPO / "probes.yaml").read_text())
     full["probes"][0]["args"][1]["doc"] = "first argument"
     full["probes"].append({"name": "extra", "group": "g", "doc": "d", "enabled_check": True, "args": [
-        {"name": "s", "type": "char *", "max_len": 32}, {"name": "q", "type": "struct q *", "members": ["qid"]}]})
+        {"name": "s", "type": "char *", "max_len": 32, "length": "n"}, {"name": "n", "type": "size_t"},
+        {"name": "q", "type": "struct q *", "members": ["qid"]}]})
     path = write(tmp_path, json.dumps(full))
     jsonschema.validate(full, schema)
-    assert load_catalog(path).probe("extra").args[1].members == ("qid",)
+    assert load_catalog(path).probe("extra").args[2].members == ("qid",)
+    assert load_catalog(path).probe("extra").args[0].length == "n"
     assert load_catalog(path).probe("extra").enabled_check

@@ -139,8 +139,8 @@ def test_import_errors_exit_2(tmp_path, capsys):
     code, _, err = run_cli(capsys, "import", bad)
     assert code == 2
     assert err.startswith(f"{bad}:2:11: error: probe 'a': argument 1: unknown type 'Oid'")
-    code, _, err = run_cli(capsys, "import", "--from-d", bad, "some-binary")
-    assert code == 2 and "not both" in err
+    code, _, err = run_cli(capsys, "import", "--from-d", tmp_path / "two.d", tmp_path / "missing-binary")
+    assert code == 2 and len(err.splitlines()) == 1 and "missing-binary" in err  # --from-d takes binaries now
     code, _, err = run_cli(capsys, "import", "some-binary")
     assert code == 2 and "--provider NAME is needed" in err
     two = tmp_path / "two.d"
