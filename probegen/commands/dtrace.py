@@ -30,7 +30,8 @@ def configure(parser):
 
 def main(argv: list[str]) -> int:
     if not argv or argv in (["--help"], ["-?"]):
-        print(__doc__.split("\n\n")[1].rstrip() + "\n", file=sys.stdout if argv else sys.stderr)
+        print(f"usage: probegen dtrace (or probegen-dtrace) -h|-G -s FILE.d [-o FILE] [-C] [-I DIR] "
+              f"[-D NAME[=VALUE]] [OBJECT...]\n\n{__doc__}", file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
     options = _parse(argv)
     from probegen.importers import dtrace as front
