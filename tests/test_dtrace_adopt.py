@@ -228,3 +228,28 @@ def test_import_of_two_versions_that_disagree_is_an_error(tmp_path, capsys):
     for binary in (kv, kv2):
         assert run_cli(capsys, "import", "--provider", "kv", binary, "-o", tmp_path / "one.yaml")[0] == 0
         assert run_cli(capsys, "verify", "-c", tmp_path / "one.yaml", binary)[0] == 0
+
+
+def test_float_and_double_as_sdt_passes_them(tmp_path, capsys):
+    """probegen-dtrace reads them as dtrace does (notes '8f@', '4f@'); a
+    catalog cannot hold them, and import says so at their place."""
+    require_sdt()
+    dtrace = require("dtrace", "systemtap-sdt-dev")
+    source = tmp_path / "fl.d"
+    source.write_text("provider fl {\n\tprobe go(double d, float f, const double c, int n);\n};\n")
+    calls = tmp_path / "fl.c"
+    calls.write_text('#include "fl.h"\nint main(int argc, char **argv)\n{\n\t(void)argv;\n'
+                     "\tdouble d = argc * 1.5;\n\tfloat f = argc * 2.5f;\n\tFL_GO(d, f, d, argc);\n\treturn 0;\n}\n")
+    built = {}
+    for name, tool in (("probegen", probegen_dtrace()), ("systemtap", dtrace)):
+        directory = tmp_path / name
+        directory.mkdir()
+        for mode, output in (("-h", "fl.h"), ("-G", "fl.o")):
+            subprocess.run([tool, mode, "-s", str(source), "-o", output], cwd=directory, check=True)
+        built[name] = directory / "fl"
+        subprocess.run(["gcc", "-O2", "-Wall", "-Werror", "-I", str(directory), str(calls), str(directory / "fl.o"),
+                        "-o", str(built[name])], check=True)
+    assert notes(built["probegen"]) == notes(built["systemtap"])
+    assert notes(built["probegen"])[0][2][:3] == ("8f", "4f", "8f")
+    code, out, err = run_cli(capsys, "import", source)
+    assert (code, out, len(err.splitlines())) == (2, "", 1) and err.startswith(f"{source}:2:11: error:"), err

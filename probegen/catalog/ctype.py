@@ -43,6 +43,7 @@ class Kind(enum.Enum):
     STRING = "string"  # char pointers: scripts read them with str()
     POINTER = "pointer"
     FUNCTION_POINTER = "function pointer"
+    FLOAT = "floating-point"  # only in headers made from .d files (floating_type): no catalog holds one
 
 
 # Integer spellings -> (size on LP64, signed, follows the pointer size).
@@ -520,6 +521,16 @@ def parse_ctype(text: str, typedefs: dict[str, CType] | None = None) -> CType:
         return dataclasses.replace(typedefs[words[0]], alias=words[0])
     _check_base(base, words, typedefs, spelling, pointer=False)
     raise CTypeError(f"unsupported type '{spelling}'")
+
+
+def floating_type(text: str) -> CType | None:
+    """float or double (qualified or not), as <sys/sdt.h> passes them
+    (notes like '8f@%rax'), for a header made from a .d file; else None.
+    Catalogs refuse them: bpftrace and BCC cannot read them."""
+    words = [w for w in _type_tokens(text) if w not in _QUALIFIERS]
+    if words in (["float"], ["double"]):
+        return CType(_normalise(_type_tokens(text)), Kind.FLOAT, 4 if words == ["float"] else 8, True)
+    return None
 
 
 def _check_base(base, words, typedefs, spelling, pointer):

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from probegen.catalog.ctype import CTypeError, is_identifier, parse_ctype
+from probegen.catalog.ctype import CTypeError, floating_type, integer_type, is_identifier, parse_ctype
 from probegen.errors import InputError, Location, printable
 
 # Words that are part of a type, never an argument's name.
@@ -340,6 +340,8 @@ class _Reader:
         texts = [("char *" if t == "string" else t) for t in texts] + ["*"] * stars
         spelling = re.sub(r"\*\s+(?=\*)", "*", " ".join(texts))
         where = f"probe '{probe}': argument {index}"
+        if floating_type(spelling):
+            return DArg(spelling, name, self.loc(words[0]))  # for the header: a catalog refuses it
         try:
             parse_ctype(spelling, self.typedef_types)
         except CTypeError as exc:
@@ -445,8 +447,11 @@ def read_provider_file(path) -> ProviderFile:
     return parse_provider_file(text, str(path))
 
 
-def imported_catalog(source: ProviderFile, provider_name: str | None = None):
-    """The ImportedCatalog (what `probegen import` renders) of one provider."""
+def imported_catalog(source: ProviderFile, provider_name: str | None = None, floats: bool = False):
+    """The ImportedCatalog (what `probegen import` renders) of one provider.
+    ``floats``: float and double arguments get an integer of their size in
+    their place (for the header; catalogs_of puts them back), else each is
+    an error at its place."""
     from probegen.importers.binaries import ImportedArg, ImportedCatalog, ImportedProbe
 
     provider = source.provider(provider_name)
@@ -454,6 +459,12 @@ def imported_catalog(source: ProviderFile, provider_name: str | None = None):
     for probe in provider.probes:
         args, names = [], set()
         for index, arg in enumerate(probe.args):
+            floating = floating_type(arg.type)
+            if floating and not floats:
+                raise InputError(printable(
+                    f"{arg.location}: error: probe '{probe.name}': argument {index + 1}: floating-point type "
+                    f"'{arg.type}' is not supported in a catalog: bpftrace and BCC cannot read floating-point USDT "
+                    "arguments (probegen header -s and probegen-dtrace read the file as it is)"))
             # The file's name where it can name a catalog argument, else argN
             # (N as bpftrace numbers it).
             name = arg.name
@@ -462,7 +473,8 @@ def imported_catalog(source: ProviderFile, provider_name: str | None = None):
             while name in names:
                 name += "_"
             names.add(name)
-            args.append(ImportedArg(name, arg.type, doc=dict(probe.param_docs).get(arg.name or "", "")))
+            spelling = integer_type(floating.size, False, exact=True) if floating else arg.type
+            args.append(ImportedArg(name, spelling, doc=dict(probe.param_docs).get(arg.name or "", "")))
         probes.append(ImportedProbe(probe.name, tuple(args), ticks=False, sites=0, doc=probe.doc))
     used = {word for probe in provider.probes for arg in probe.args for word in arg.type.split()}
     return ImportedCatalog(
@@ -574,9 +586,10 @@ def catalogs_of(path, header_output=None) -> list:
     path = source.path
     catalogs = []
     for provider in source.providers:
-        imported = imported_catalog(source, provider.name)
+        imported = imported_catalog(source, provider.name, floats=True)
         try:
-            catalogs.append(parse_catalog(render_catalog(imported).encode("utf-8"), Path(str(path)), header_output))
+            catalog = parse_catalog(render_catalog(imported).encode("utf-8"), Path(str(path)), header_output)
+            catalogs.append(_with_floats(catalog, provider))
         except CatalogError as exc:
             first = exc.diagnostics[0].message if exc.diagnostics else str(exc)
             raise InputError(printable(f"{path}: error: provider '{provider.name}': {first}")) from None
@@ -604,6 +617,20 @@ def preprocessed_provider_file(path, cpp_options: list[str]) -> ProviderFile:
         raise InputError(printable(f"{path}: error: the C preprocessor failed: {why[0] if why else result.returncode}"))
     text = result.stdout.decode("utf-8", "replace")
     return parse_provider_file(text, str(path))
+
+
+def _with_floats(catalog, provider: DProvider):
+    """The catalog with the file's float and double arguments back in place
+    of the integers that stood in for them (the header only names their
+    types in comments: dtrace style passes arguments as written)."""
+    import dataclasses
+
+    probes = []
+    for probe, dprobe in zip(catalog.probes, provider.probes):
+        args = tuple(dataclasses.replace(arg, ctype=floating_type(darg.type)) if floating_type(darg.type) else arg
+                     for arg, darg in zip(probe.args, dprobe.args))
+        probes.append(dataclasses.replace(probe, args=args) if args != probe.args else probe)
+    return dataclasses.replace(catalog, probes=tuple(probes))
 
 
 def is_provider_file(path) -> bool:
