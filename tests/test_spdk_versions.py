@@ -114,7 +114,7 @@ def test_cli_text_report(catalog, builds, capsys):
     lines = out.splitlines()
     assert code == 1 and lines[-1].startswith("verify: 5 findings in 1 binary")
     semaphore_lines = [line for line in lines if "semaphore" in line]
-    assert len(semaphore_lines) == 1 and semaphore_lines[0].startswith(f"{binary}: error: binary {binary} has no probe")
+    assert len(semaphore_lines) == 1 and semaphore_lines[0].startswith(f"{binary}: error: binary {binary}: no site")
     # nvmf_tgt_resume_polling, the fourth, is not in this older build at all.
     assert "the catalog gives 3 of its probes one (nvmf_ctrlr_destruct, nvmf_poll_group_add_qpair, " \
            "nvmf_subsystem_add_host; 3 sites)" in semaphore_lines[0]
