@@ -539,17 +539,16 @@ def test_a_sweeping_run_leaves_a_temporary_alone_until_its_rename(tmp_path, monk
     exactly that moment."""
     from probegen.files import output
 
-    real_replace = os.replace
+    real_rename = os.rename
     sweeps = []
+    sweep = ("import sys; from probegen.files import output, place; "
+             "output._sweep(place.locate(sys.argv[1] + '/x', create=False))")
 
-    def replace_after_a_sweep(source, destination):
-        sweep = subprocess.run(
-            [sys.executable, "-c", "import sys; from probegen.files import output; output._sweep(sys.argv[1])", str(tmp_path)],
-            capture_output=True, text=True)
-        sweeps.append(sweep)
-        return real_replace(source, destination)
+    def rename_after_a_sweep(*args, **kwargs):
+        sweeps.append(subprocess.run([sys.executable, "-c", sweep, str(tmp_path)], capture_output=True, text=True))
+        return real_rename(*args, **kwargs)
 
-    monkeypatch.setattr(output.os, "replace", replace_after_a_sweep)
+    monkeypatch.setattr(output.os, "rename", rename_after_a_sweep)
     target = tmp_path / "probes.md"
     assert output.write_if_changed(output.GeneratedFile(target, "probes\n"))
     assert [s.returncode for s in sweeps] == [0], [s.stderr for s in sweeps]

@@ -41,8 +41,15 @@ def read_head(path) -> bytes | None:
     """The first bytes of a regular file (links followed), or None when
     there is no such file or it is not a regular file (a device or a FIFO
     is written in place and not ours to judge)."""
+    return read_head_at(None, path, follow=True)
+
+
+def read_head_at(dir_fd, name, follow: bool = False) -> bytes | None:
+    """read_head for ``name`` in the directory ``dir_fd`` (a link at the
+    end not followed unless ``follow``)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        fd = os.open(name, flags, dir_fd=dir_fd)
     except OSError:
         return None
     try:
@@ -53,13 +60,6 @@ def read_head(path) -> bytes | None:
         return None
     finally:
         os.close(fd)
-
-
-def is_foreign(path) -> bool:
-    """True when a regular file exists at ``path`` without the marker:
-    writing there would destroy someone else's file."""
-    head = read_head(path)
-    return head is not None and not has_marker(head)
 
 
 def leftovers(directories, produced) -> list[Path]:
@@ -93,16 +93,22 @@ def leftovers(directories, produced) -> list[Path]:
 
 def remove_generated(path) -> bool:
     """Remove a generated file (checked for the marker once more, right
-    before); True if removed. Never removes a file without the marker."""
-    head = read_head(path)
-    if head is None or not has_marker(head) or os.path.islink(path):
-        return False
+    before, through the descriptor of its directory, opened as outputs are:
+    probegen.files.place); True if removed. Never removes a file without the
+    marker, nor a symbolic link."""
+    from probegen.files.output import UnwritableOutput
+    from probegen.files.place import Refused, locate
+
     try:
-        os.unlink(path)
+        with locate(path, create=False) as place:
+            head = read_head_at(place.dir_fd, place.name)
+            if place.proc or head is None or not has_marker(head):
+                return False
+            os.unlink(place.name, dir_fd=place.dir_fd)
     except FileNotFoundError:
         return False
+    except Refused as exc:
+        raise UnwritableOutput(path, str(exc)) from None
     except OSError as exc:
-        from probegen.files.output import UnwritableOutput
-
         raise UnwritableOutput(path, f"cannot remove this file, no longer generated: {exc.strerror}") from None
     return True

@@ -13,9 +13,10 @@ What an output path names decides how it is written:
   a FIFO that no process reads is refused instead of waited on;
 - a symbolic link, at the end of the path or in its directories: followed
   (the link stays, its target is written) when the link is owned by the
-  user running probegen or by root. A link owned by anyone else is refused:
-  in a shared directory it would let its owner choose which file root
-  overwrites;
+  user running probegen or by root; a directory another user can change is
+  refused unless sticky (probegen.files.place). Everything is done relative
+  to the final directory's descriptor, opened link by link, so swapping
+  the path afterwards changes nothing;
 - a directory, a block device or a socket: refused.
 
 Every failure is one line naming the path (exit 2).
@@ -35,6 +36,7 @@ their pids or pid namespaces).
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -42,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probegen.errors import InputError, printable
+from probegen.files.place import MakeDirectoryError, Place, Refused, locate
 
 
 @dataclass(frozen=True)
@@ -66,19 +69,42 @@ def is_current(file: GeneratedFile) -> bool:
     """True when the file on disk has exactly this content (and mode).
     Only a regular file can be: a FIFO or a device is not read (it could
     block, or never end)."""
-    from probegen.files.inputs import UnreadableInput, open_seekable
-
     try:
-        stream, size = open_seekable(file.path, "generated file")
-    except UnreadableInput:
+        with locate(file.path, create=False) as place:
+            return _is_current_at(place, file)
+    except (Refused, OSError):
+        return False
+
+
+def _is_current_at(place: Place, file: GeneratedFile) -> bool:
+    if place.proc or place.info is None or not stat.S_ISREG(place.info.st_mode):
         return False
     try:
-        with stream:
-            if size != len(file.data) or stream.read(size + 1) != file.data:
-                return False
-        return not file.executable or os.access(file.path, os.X_OK)
+        fd = os.open(place.name, _READ_FLAGS, dir_fd=place.dir_fd)
     except OSError:
         return False
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size != len(file.data):
+            return False
+        if file.executable and not info.st_mode & stat.S_IXUSR:
+            return False
+        return _read_up_to(fd, len(file.data) + 1) == file.data
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+def _read_up_to(fd: int, limit: int) -> bytes:
+    chunks, total = [], 0
+    while total < limit and (chunk := os.read(fd, min(limit - total, 1 << 20))):
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
 
 
 class ForeignFile(UnwritableOutput):
@@ -98,12 +124,25 @@ class ForeignFile(UnwritableOutput):
 def refuse_foreign(files: list[GeneratedFile]) -> None:
     """ForeignFile naming the first path that holds a regular file without
     probegen's marker. Callers check every file before writing any, so a
-    refused run changes nothing."""
-    from probegen.files.marker import is_foreign
-
-    foreign = [f.path for f in files if is_foreign(f.path)]
+    refused run changes nothing; the write checks again, on the descriptor."""
+    foreign = [f.path for f in files if _is_foreign(f.path)]
     if foreign:
         raise ForeignFile(foreign[0], len(foreign) - 1)
+
+
+def _is_foreign(path) -> bool:
+    try:
+        with locate(path, create=False) as place:
+            return _is_foreign_at(place)
+    except (Refused, OSError):
+        return False  # refused or failing: the write says why
+
+
+def _is_foreign_at(place: Place) -> bool:
+    from probegen.files.marker import has_marker, read_head_at
+
+    head = read_head_at(place.dir_fd, place.name)
+    return head is not None and not has_marker(head)
 
 
 def write_if_changed(file: GeneratedFile, keep_foreign: bool = False) -> bool:
@@ -112,18 +151,21 @@ def write_if_changed(file: GeneratedFile, keep_foreign: bool = False) -> bool:
     generated outputs, unless --force), ForeignFile when a regular file
     without probegen's marker is there."""
     try:
-        target, info, in_place = _target(file.path)
-        if in_place or (info is not None and not stat.S_ISREG(info.st_mode)):
-            _write_in_place(file.path, target, info, file.data)
+        with locate(file.path, create=True) as place:
+            info = place.info
+            if place.proc or (info is not None and not stat.S_ISREG(info.st_mode)):
+                _write_in_place(file.path, place, file.data)
+                return True
+            _sweep(place)
+            if _is_current_at(place, file):
+                return False
+            if keep_foreign and _is_foreign_at(place):
+                raise ForeignFile(file.path)
+            _replace(place, file.data, file.executable)
             return True
-        _sweep(os.path.dirname(target) or ".")
-        if is_current(file):
-            return False
-        if keep_foreign:
-            refuse_foreign([file])
-        _replace(target, file.data, file.executable)
-        return True
-    except _MakeDirectoryError as exc:
+    except Refused as exc:
+        raise UnwritableOutput(file.path, str(exc)) from None
+    except MakeDirectoryError as exc:
         raise UnwritableOutput(file.path, f"cannot create directory {exc.filename}: {exc.strerror}") from None
     except _TemporaryError as exc:
         raise UnwritableOutput(file.path, f"cannot create a file in {exc.filename}: {exc.strerror}") from None
@@ -133,33 +175,27 @@ def write_if_changed(file: GeneratedFile, keep_foreign: bool = False) -> bool:
 
 def open_stream(path) -> int:
     """A descriptor for output that another program streams (bpftrace -o),
-    for a path checked as write_if_changed checks it: links owned by another
-    user refused, devices and FIFOs opened in place, other special files
-    refused. A regular file is truncated, not replaced. The caller passes
-    the descriptor on, so the program never opens the user's path itself."""
+    for a path checked as write_if_changed checks it. Devices and FIFOs are
+    opened in place, other special files refused; a regular file is created
+    or truncated through the directory's descriptor, not replaced. The
+    caller passes the descriptor on, so the program never opens the path."""
     try:
-        target, info, in_place = _target(path)
-        if info is not None:
-            mode = info.st_mode
-            if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
-                raise UnwritableOutput(path, f"is {_kind(mode)}; not writing to it")
-            fd = _standard_stream(info)
-            if fd is not None:
-                return os.dup(fd)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_NOCTTY | os.O_NONBLOCK
-        if not in_place:  # the path was resolved link by link: its end is no link
-            flags |= os.O_NOFOLLOW
-        try:
-            fd = os.open(target, flags, 0o666)
-        except OSError as exc:
-            if exc.errno == 6:  # ENXIO
-                raise UnwritableOutput(path, "no process reads this FIFO") from None
-            raise
-        opened = os.fstat(fd)
-        if stat.S_ISREG(opened.st_mode):
-            os.ftruncate(fd, 0)
-        os.set_blocking(fd, True)
-        return fd
+        with locate(path, create=True) as place:
+            if place.info is not None:
+                _check_kind(path, place.info.st_mode)
+                fd = _standard_stream(place.info)
+                if fd is not None:
+                    return os.dup(fd)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC
+            fd = _open_in_place(path, place, flags | (0 if place.proc else os.O_NOFOLLOW), 0o666)
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                os.ftruncate(fd, 0)
+            os.set_blocking(fd, True)
+            return fd
+    except Refused as exc:
+        raise UnwritableOutput(path, str(exc)) from None
+    except MakeDirectoryError as exc:
+        raise UnwritableOutput(path, f"cannot create directory {exc.filename}: {exc.strerror}") from None
     except OSError as exc:
         raise UnwritableOutput(path, f"cannot write: {exc.strerror or exc}") from None
 
@@ -178,53 +214,9 @@ def stale(files: list[GeneratedFile]) -> list[Path]:
     return [f.path for f in files if not is_current(f)]
 
 
-# --- What a path leads to ---------------------------------------------------
-
-_MAX_LINKS = 40
-
-
-def _target(path) -> tuple[str, os.stat_result | None, bool]:
-    """(the absolute path a write lands on, its status or None if it does
-    not exist yet, whether to write it in place). The path is resolved one
-    component at a time, so that every symbolic link on the way, in the
-    directories as at the end, is checked for its owner before it is
-    followed. A link inside /proc at the end (where /dev/stdout and
-    /dev/fd/N lead) names an open file: written in place, not replaced."""
-    shown = os.fspath(path)
-    current = "/" if shown.startswith("/") else os.getcwd()
-    pending = shown.split("/")[::-1]  # components still to resolve, next last
-    links = 0
-    info = os.lstat(current)
-    while pending:
-        part = pending.pop()
-        if part in ("", "."):
-            continue
-        if part == "..":
-            current = os.path.dirname(current)
-            info = os.lstat(current)
-            continue
-        candidate = os.path.join(current, part)
-        try:
-            info = os.lstat(candidate)
-        except FileNotFoundError:
-            return os.path.normpath(os.path.join(candidate, *reversed(pending))), None, False
-        if not stat.S_ISLNK(info.st_mode):
-            current = candidate
-            continue
-        if info.st_uid not in (0, os.geteuid()):
-            which = "is" if candidate == os.path.abspath(shown) else f"leads to {candidate}, which is"
-            raise UnwritableOutput(path, f"{which} a symbolic link owned by another user (uid {info.st_uid}); "
-                                   "not writing through it")
-        if current.startswith("/proc/") and not any(pending):
-            return candidate, os.stat(candidate), True
-        links += 1
-        if links > _MAX_LINKS:
-            raise UnwritableOutput(path, "too many levels of symbolic links")
-        target = os.readlink(candidate)
-        if target.startswith("/"):
-            current = "/"
-        pending.extend(target.split("/")[::-1])
-    return current, info, False
+def _check_kind(shown, mode: int) -> None:
+    if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
+        raise UnwritableOutput(shown, f"is {_kind(mode)}; not writing to it")
 
 
 def _kind(mode: int) -> str:
@@ -239,33 +231,43 @@ def _kind(mode: int) -> str:
 
 # --- Writing in place: devices, FIFOs, open files ---------------------------
 
-def _write_in_place(shown, target: str, info: os.stat_result, data: bytes) -> None:
-    mode = info.st_mode
-    if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISREG(mode)):
-        raise UnwritableOutput(shown, f"is {_kind(mode)}; not writing to it")
-    fd = _standard_stream(info)
+def _write_in_place(shown, place: Place, data: bytes) -> None:
+    _check_kind(shown, place.info.st_mode)
+    fd = _standard_stream(place.info)
     if fd is not None:
         _write_fully(fd, data)
         return
-    # Non-blocking open: a FIFO without a reader fails (ENXIO) instead of
-    # hanging. A regular file here was reached through /proc: truncated.
+    # A regular file here was reached through /proc: truncated.
     flags = os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC | os.O_NONBLOCK
-    if stat.S_ISREG(mode):
-        flags |= os.O_TRUNC
+    if place.proc:
+        flags |= os.O_TRUNC if stat.S_ISREG(place.info.st_mode) else 0
+    else:
+        flags |= os.O_NOFOLLOW
+    fd = _open_in_place(shown, place, flags)
     try:
-        fd = os.open(target, flags)
-    except OSError as exc:
-        if exc.errno == 6 and stat.S_ISFIFO(mode):  # ENXIO
-            raise UnwritableOutput(shown, "no process reads this FIFO") from None
-        raise
-    try:
-        opened = os.fstat(fd)
-        if stat.S_IFMT(opened.st_mode) != stat.S_IFMT(mode):
+        if stat.S_IFMT(os.fstat(fd).st_mode) != stat.S_IFMT(place.info.st_mode):
             raise UnwritableOutput(shown, "changed while being opened; not writing to it")
         os.set_blocking(fd, True)
         _write_fully(fd, data)
     finally:
         os.close(fd)
+
+
+def _open_in_place(shown, place: Place, flags: int, mode: int = 0o666) -> int:
+    """Non-blocking open: a FIFO without a reader fails (ENXIO) instead of
+    hanging. A /proc link is followed: it names one of our open files."""
+    try:
+        fd = os.open(place.name, flags, mode, dir_fd=place.dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise UnwritableOutput(shown, "no process reads this FIFO") from None
+        raise
+    try:
+        _check_kind(shown, os.fstat(fd).st_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _standard_stream(info: os.stat_result) -> int | None:
@@ -292,25 +294,16 @@ def _write_fully(fd: int, data: bytes) -> None:
 
 # --- Atomic replacement of regular files ------------------------------------
 
-class _MakeDirectoryError(OSError):
-    pass
-
-
 class _TemporaryError(OSError):
     pass
 
 
-def _replace(target: str, data: bytes, executable: bool) -> None:
-    directory = os.path.dirname(target) or "."
-    try:
-        os.makedirs(directory, exist_ok=True)
-    except OSError as exc:
-        raise _MakeDirectoryError(exc.errno, exc.strerror, exc.filename or directory) from None
+def _replace(place: Place, data: bytes, executable: bool) -> None:
     umask = os.umask(0)
     os.umask(umask)
     mode = (0o777 if executable else 0o666) & ~umask | stat.S_IRUSR
     with _removed_on_signal():
-        fd, temporary = _create_temporary(directory, os.path.basename(target))
+        fd, temporary = _create_temporary(place)
         try:
             # The descriptor (and so the lock) is kept until the rename: a
             # run sweeping this directory takes an unlocked temporary for a
@@ -318,42 +311,44 @@ def _replace(target: str, data: bytes, executable: bool) -> None:
             try:
                 _write_fully(fd, data)
                 os.fsync(fd)
-                os.fchmod(fd, mode)  # on the descriptor: the name could be swapped for a link
-                os.replace(temporary, target)
+                os.fchmod(fd, mode)
+                os.rename(temporary, place.name, src_dir_fd=place.dir_fd, dst_dir_fd=place.dir_fd)
             finally:
                 os.close(fd)
         except BaseException:
-            _unlink_quietly(temporary)
+            _unlink_quietly(place.dir_fd, temporary)
             raise
         finally:
-            _live_temporaries.discard(temporary)
+            _live_temporaries.discard((place.dir_fd, temporary))
 
 
-_live_temporaries: set[str] = set()
+# (directory descriptor, name): the descriptor stays open while its temporary lives.
+_live_temporaries: set[tuple[int, str]] = set()
 _TEMPORARY_TAG = ".probegen-"
 # Keeps ".NAME.probegen-PID-RANDOM.tmp" within the 255 bytes of a file name.
 _NAME_ROOM = 120
 
 
-def _create_temporary(directory: str, name: str) -> tuple[int, str]:
+def _create_temporary(place: Place) -> tuple[int, str]:
     """A new temporary beside the target, open, locked, and registered for
     removal on a signal. Registered before it exists, so that no instant
     leaves it unregistered."""
     import fcntl
 
-    stem = name.encode()[:_NAME_ROOM].decode(errors="ignore")
+    stem = place.name.encode()[:_NAME_ROOM].decode(errors="ignore")
     while True:
-        temporary = os.path.join(directory, f".{stem}{_TEMPORARY_TAG}{os.getpid()}-{os.urandom(6).hex()}.tmp")
-        _live_temporaries.add(temporary)
+        temporary = f".{stem}{_TEMPORARY_TAG}{os.getpid()}-{os.urandom(6).hex()}.tmp"
+        _live_temporaries.add((place.dir_fd, temporary))
         try:
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                         dir_fd=place.dir_fd)
         except OSError as exc:
-            _live_temporaries.discard(temporary)
-            if exc.errno == 17:  # EEXIST: that name is taken, draw another
+            _live_temporaries.discard((place.dir_fd, temporary))
+            if exc.errno == errno.EEXIST:  # that name is taken, draw another
                 continue
-            raise _TemporaryError(exc.errno, exc.strerror, directory) from None
+            raise _TemporaryError(exc.errno, exc.strerror, place.directory) from None
         except BaseException:
-            _live_temporaries.discard(temporary)
+            _live_temporaries.discard((place.dir_fd, temporary))
             raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -363,10 +358,10 @@ def _create_temporary(directory: str, name: str) -> tuple[int, str]:
             return fd, temporary
         # Another run swept it in the instant before it was locked: start again.
         os.close(fd)
-        _live_temporaries.discard(temporary)
+        _live_temporaries.discard((place.dir_fd, temporary))
 
 
-_swept: set[str] = set()
+_swept: set[tuple[int, int]] = set()
 _TEMPORARY_NAME = re.compile(r"\..+\.probegen-[0-9]+-[0-9a-f]{12}\.tmp", re.DOTALL)
 
 
@@ -375,43 +370,44 @@ def is_temporary_name(name: str) -> bool:
     return _TEMPORARY_TAG in name and _TEMPORARY_NAME.fullmatch(name) is not None
 
 
-def _sweep(directory: str) -> None:
-    """Remove temporaries of our naming left by killed runs: owned by this
-    user and not locked by a live process. Once per directory per run."""
-    key = os.path.abspath(directory)
-    if key in _swept:
+def _sweep(place: Place) -> None:
+    """Remove temporaries of our naming left by killed runs in the place's
+    directory (by its descriptor): owned by this user and not locked by a
+    live process. Once per directory per run."""
+    here = os.fstat(place.dir_fd)
+    if (here.st_dev, here.st_ino) in _swept:
         return
-    _swept.add(key)
+    _swept.add((here.st_dev, here.st_ino))
     import fcntl
 
     try:
-        names = os.listdir(directory)
+        names = os.listdir(place.dir_fd)
     except OSError:
         return
     for name in names:
         if not is_temporary_name(name):
             continue
-        path = os.path.join(directory, name)
         try:
-            info = os.lstat(path)
-            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
-                continue
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC,
+                         dir_fd=place.dir_fd)
         except OSError:
             continue
         try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+                continue
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: a live run is writing it
-            if os.path.samestat(os.fstat(fd), os.lstat(path)):
-                os.unlink(path)
+            if os.path.samestat(info, os.stat(name, dir_fd=place.dir_fd, follow_symlinks=False)):
+                os.unlink(name, dir_fd=place.dir_fd)
         except OSError:
             pass
         finally:
             os.close(fd)
 
 
-def _unlink_quietly(path: str) -> None:
+def _unlink_quietly(dir_fd: int, name: str) -> None:
     try:
-        os.unlink(path)
+        os.unlink(name, dir_fd=dir_fd)
     except OSError:
         pass
 
@@ -448,8 +444,8 @@ class _removed_on_signal:
     def _on_signal(self, signum, frame):
         import signal
 
-        for temporary in list(_live_temporaries):
-            _unlink_quietly(temporary)
+        for dir_fd, temporary in list(_live_temporaries):
+            _unlink_quietly(dir_fd, temporary)
         previous = self.previous.pop(signum)
         signal.signal(signum, previous)
         if callable(previous):

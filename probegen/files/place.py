@@ -1,0 +1,155 @@
+"""Where an output lands: a directory descriptor and a name in it.
+
+The path is walked from ``/`` (a relative one from the working directory's
+physical path), one component at a time, each directory opened with
+O_NOFOLLOW relative to the one before. Everything after (reading the old
+file, creating the temporary, renaming it) is done relative to the final
+directory's descriptor, so another user swapping a directory of the path for
+a link after the walk changes nothing.
+
+On the walk:
+
+- a symbolic link is followed only when owned by the user running probegen
+  or by root: anyone else's would let them choose which file root writes;
+- a directory that another user can write (owned by another user, writable
+  by others, or by a group that is not ours) is refused, unless it is sticky
+  (``/tmp``), where no one can rename or remove another's entries; and the
+  final directory must be ours or root's, as a sticky one's entries are
+  their owner's to move;
+- a missing directory is created (mode 0777 less the umask) when writing;
+- a link inside /proc at the end (where /dev/stdout and /dev/fd/N lead)
+  names an open file: ``proc`` is set, and it is written in place.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from dataclasses import dataclass
+
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_MAX_LINKS = 40
+
+
+class Refused(Exception):
+    """The path may not be written; the message says why (after 'error: ')."""
+
+
+class MakeDirectoryError(OSError):
+    pass
+
+
+@dataclass
+class Place:
+    dir_fd: int                     # the final directory, checked
+    directory: str                  # its path, for messages and sweeping
+    name: str                       # the last component
+    info: os.stat_result | None     # lstat of dir/name, None when missing
+    proc: bool = False              # a /proc link to an open file: written in place
+
+    def close(self) -> None:
+        os.close(self.dir_fd)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+
+def locate(path, create: bool) -> Place:
+    """The checked place for ``path``. Refused for a path probegen must not
+    write through; FileNotFoundError for a missing directory when not
+    ``create``; MakeDirectoryError when one cannot be made; OSError else."""
+    shown = os.fspath(path)
+    absolute = shown if shown.startswith("/") else os.path.join(os.getcwd(), shown)
+    pending = absolute.split("/")[::-1]  # components still to walk, next last
+    fd, current, links = os.open("/", DIR_FLAGS), "/", 0
+    try:
+        while True:
+            while pending and pending[-1] in ("", "."):
+                pending.pop()
+            if not pending:
+                raise Refused("is a directory; not writing to it")
+            part = pending.pop()
+            last = not any(p not in ("", ".") for p in pending)
+            if part == "..":
+                if last:
+                    raise Refused("is a directory; not writing to it")
+                fd, current = _enter(fd, "..", os.path.dirname(current), shown), os.path.dirname(current)
+                continue
+            candidate = os.path.join(current, part)
+            try:
+                info = os.stat(part, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                if last:
+                    return _final(fd, current, part, None, shown)
+                if not create:
+                    raise
+                try:
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                except FileExistsError:
+                    pass  # made meanwhile: opened and checked like any other
+                except OSError as exc:
+                    raise MakeDirectoryError(exc.errno, exc.strerror, candidate) from None
+                info = os.stat(part, dir_fd=fd, follow_symlinks=False)
+            if stat.S_ISLNK(info.st_mode):
+                if info.st_uid not in (0, os.geteuid()):
+                    which = "is" if candidate == os.path.normpath(absolute) else f"leads to {candidate}, which is"
+                    raise Refused(f"{which} a symbolic link owned by another user (uid {info.st_uid}); "
+                                  "not writing through it")
+                if last and current.startswith("/proc/"):
+                    return _final(fd, current, part, os.stat(part, dir_fd=fd), shown, proc=True)
+                links += 1
+                if links > _MAX_LINKS:
+                    raise Refused("too many levels of symbolic links")
+                target = os.readlink(part, dir_fd=fd)
+                if target.startswith("/"):
+                    os.close(fd)
+                    fd, current = os.open("/", DIR_FLAGS), "/"
+                pending.extend(target.split("/")[::-1])
+                continue
+            if last:
+                return _final(fd, current, part, info, shown)
+            if not stat.S_ISDIR(info.st_mode):
+                raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), candidate)
+            fd, current = _enter(fd, part, candidate, shown), candidate
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _enter(fd: int, part: str, path: str, shown: str) -> int:
+    """Open ``part`` of the directory ``fd`` (which is closed) and check
+    that no other user can change what is in it."""
+    try:
+        inner = os.open(part, DIR_FLAGS, dir_fd=fd)
+    finally:
+        os.close(fd)
+    try:
+        info = os.fstat(inner)
+        if others_can_write(info) and not info.st_mode & stat.S_ISVTX:
+            raise Refused(f"passes through {path}, which {_who(info)} can write; not writing through it")
+    except BaseException:
+        os.close(inner)
+        raise
+    return inner
+
+
+def _final(fd: int, directory: str, name: str, info, shown: str, proc: bool = False) -> Place:
+    here = os.fstat(fd)
+    if here.st_uid not in (0, os.geteuid()):
+        raise Refused(f"would be written in {directory}, which belongs to uid {here.st_uid}; not writing there")
+    return Place(fd, directory, name, info, proc)
+
+
+def others_can_write(info: os.stat_result) -> bool:
+    return (info.st_uid not in (0, os.geteuid()) or bool(info.st_mode & stat.S_IWOTH)
+            or bool(info.st_mode & stat.S_IWGRP) and info.st_gid != os.getegid())
+
+
+def _who(info: os.stat_result) -> str:
+    if info.st_uid not in (0, os.geteuid()):
+        return f"its owner (uid {info.st_uid})"
+    return "every user" if info.st_mode & stat.S_IWOTH else f"group {info.st_gid}"
