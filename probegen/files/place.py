@@ -77,7 +77,7 @@ def locate(path, create: bool) -> Place:
             if part == "..":
                 if last:
                     raise Refused("is a directory; not writing to it")
-                fd, current = _enter(fd, "..", os.path.dirname(current), shown), os.path.dirname(current)
+                fd, current = _enter(fd, "..", os.path.dirname(current)), os.path.dirname(current)
                 continue
             candidate = os.path.join(current, part)
             try:
@@ -114,19 +114,16 @@ def locate(path, create: bool) -> Place:
                 return _final(fd, current, part, info, shown)
             if not stat.S_ISDIR(info.st_mode):
                 raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), candidate)
-            fd, current = _enter(fd, part, candidate, shown), candidate
+            fd, current = _enter(fd, part, candidate), candidate
     except BaseException:
         os.close(fd)
         raise
 
 
-def _enter(fd: int, part: str, path: str, shown: str) -> int:
-    """Open ``part`` of the directory ``fd`` (which is closed) and check
-    that no other user can change what is in it."""
-    try:
-        inner = os.open(part, DIR_FLAGS, dir_fd=fd)
-    finally:
-        os.close(fd)
+def _enter(fd: int, part: str, path: str) -> int:
+    """Open ``part`` of the directory ``fd`` and check that no other user
+    can change what is in it; ``fd`` is closed once that succeeds."""
+    inner = os.open(part, DIR_FLAGS, dir_fd=fd)
     try:
         info = os.fstat(inner)
         if others_can_write(info) and not info.st_mode & stat.S_ISVTX:
@@ -134,6 +131,7 @@ def _enter(fd: int, part: str, path: str, shown: str) -> int:
     except BaseException:
         os.close(inner)
         raise
+    os.close(fd)
     return inner
 
 
