@@ -46,9 +46,9 @@ def test_failed_write_leaves_the_old_file(tmp_path, monkeypatch):
     target = tmp_path / "out.h"
     write_if_changed(GeneratedFile(target, "old\n"))
 
-    def broken_replace(src, dst):
+    def broken_rename(*args, **kwargs):
         raise OSError("disk full")
-    monkeypatch.setattr(os, "replace", broken_replace)
+    monkeypatch.setattr(os, "rename", broken_rename)
     with pytest.raises(UnwritableOutput, match="disk full"):
         write_if_changed(GeneratedFile(target, "new\n"))
     assert target.read_text() == "old\n"
