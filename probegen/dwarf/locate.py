@@ -40,12 +40,13 @@ class DebugInfo:
 
 
 def build_id(elf: ELFFile) -> str | None:
-    """The GNU build id as lowercase hex, or None."""
+    """The GNU build id as lowercase hex, or None. The owner is checked:
+    a probe note (owner stapsdt) has type 3 too."""
     for section in elf.iter_sections():
         if section.header.sh_type != "SHT_NOTE":
             continue
         for note in section.iter_notes():
-            if note["n_type"] == "NT_GNU_BUILD_ID":
+            if note["n_name"] == "GNU" and note["n_type"] == "NT_GNU_BUILD_ID" and isinstance(note["n_desc"], str):
                 return note["n_desc"]
     return None
 
