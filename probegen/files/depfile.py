@@ -11,25 +11,30 @@ from __future__ import annotations
 import os
 
 
-def escape(path: str) -> str:
-    """A path as one word of a make rule (ninja's depfile parser agrees).
+# Characters make and ninja read differently whatever the escape (checked
+# with GNU make 4.3 and ninja 1.11): make starts a recipe at ';' (even
+# after a backslash) and expands '*?[' as globs, or '%' as a pattern in a
+# target, unless backslashed, while ninja splits at an unescaped ';*?' and
+# keeps the backslash of a backslashed ';', '*', '?', '[' or '%' in the name.
+_NO_ESCAPE = ";%*?[\\"
 
-    make has no way to write a newline (or other control character) in a
-    name: one would end the rule, and a following tab start a recipe that
-    make runs. Such a path is refused, as is one that is not UTF-8."""
+
+def escape(path: str) -> str:
+    """A path as one word of a make rule, read alike by ninja.
+
+    A control character would end the rule (and a tab start a recipe);
+    the characters of _NO_ESCAPE have no form both read alike. Such a path
+    is refused, as is one that is not UTF-8. ' ', '#' and ':' are
+    backslashed, '$' doubled."""
     from probegen.errors import InputError, printable
 
     if any(ord(c) < 0x20 or ord(c) == 0x7F or 0xD800 <= ord(c) <= 0xDFFF for c in path):
         raise InputError(f"{printable(path)}: error: a depfile cannot name a path with control characters")
-    out = []
-    for char in path:
-        if char in " #":
-            out.append("\\" + char)
-        elif char == "$":
-            out.append("$$")
-        else:
-            out.append(char)
-    return "".join(out)
+    bad = sorted({c for c in path if c in _NO_ESCAPE})
+    if bad:
+        raise InputError(f"{printable(path)}: error: a depfile cannot name a path with {' '.join(bad)} "
+                         "(make and ninja read it differently; rename the file)")
+    return "".join("\\" + c if c in " #:" else "$$" if c == "$" else c for c in path)
 
 
 def template_path(template: str) -> str:
