@@ -14,7 +14,7 @@ import importlib
 import sys
 
 from probegen import __version__
-from probegen.errors import InputError
+from probegen.errors import InputError, printable_lines
 
 # name -> module; order is the order of --help.
 COMMANDS = {
@@ -90,7 +90,7 @@ def _run(argv: list[str]) -> int:
         args = build_parser(command if command in COMMANDS else None).parse_args(argv)
         return args.run(args)
     except InputError as exc:
-        print(exc, file=sys.stderr)
+        print(printable_lines(str(exc)), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130

@@ -35,13 +35,30 @@ class Diagnostic(namedtuple("Diagnostic", "location message severity rule", defa
 
 
 def printable(text: str) -> str:
-    """Text for one line of a terminal: messages quote catalog strings and
-    file names, whose newlines or escape sequences would forge lines or
-    drive the terminal; those are shown as escapes."""
+    """Text for one line of a terminal or a CI log: messages quote catalog
+    strings and file names, whose newlines or escape sequences would forge
+    lines or drive the terminal; those are shown as escapes. So is the
+    first ':' of a line starting '::', which GitHub Actions would run as a
+    workflow command (a file named '::error::x')."""
+    text = escape_controls(text)
+    start = len(text) - len(text.lstrip(" "))
+    if text.startswith("::", start):
+        text = f"{text[:start]}\\x3a{text[start + 1:]}"
+    return text
+
+
+def escape_controls(text: str) -> str:
+    """Every character that is not printable as an escape: text inside a
+    line (printable() is for a whole line)."""
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
                    for c in text)
+
+
+def printable_lines(text: str) -> str:
+    """printable() for each line of a message of several lines."""
+    return "\n".join(map(printable, text.split("\n")))
 
 
 class InputError(Exception):

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from probegen.catalog.model import Arg, Catalog, Probe
 from probegen.elf.argspec import Constant, NoteArg
 from probegen.elf.notes import Binary, BinaryProbe
-from probegen.errors import Location
+from probegen.errors import Location, printable
 
 def no_usdt_hint(catalog: Catalog) -> str:
     """Why a binary has no notes; SPDK's configure switch only for SPDK's catalog."""
@@ -49,7 +49,7 @@ class Finding:
     binary: str | None = None
 
     def __str__(self) -> str:
-        return f"{self.location}: error: {self.message}"
+        return printable(f"{self.location}: error: {self.message}")
 
 
 @dataclass
@@ -372,15 +372,17 @@ def report_junit(report: Report, errors=()) -> str:
         "errors": str(len(errors)), "skipped": "0",
     })
     for classname, name, findings, error in cases:
-        case = ET.SubElement(suite, "testcase", {"classname": classname, "name": name})
+        # printable(): names and messages quote file names, and control
+        # characters are not allowed in XML 1.0.
+        case = ET.SubElement(suite, "testcase", {"classname": classname, "name": printable(name)})
         if findings:
             failure = ET.SubElement(case, "failure", {
-                "message": findings[0].message if len(findings) == 1 else f"{len(findings)} findings",
+                "message": printable(findings[0].message) if len(findings) == 1 else f"{len(findings)} findings",
                 "type": ",".join(sorted({f.check for f in findings})),
             })
             failure.text = "\n".join(map(str, findings))
         if error:
-            ET.SubElement(case, "error", {"message": error, "type": "input"})
+            ET.SubElement(case, "error", {"message": printable(error), "type": "input"})
     root = ET.Element("testsuites")
     root.append(suite)
     ET.indent(root)

@@ -63,10 +63,10 @@ def run(args) -> int:
                 "which removes it)", Location(shown_path(path), 0)))
         emit(render(outcome, args.format), args.output)
     if out_of_date or leftovers:
-        print(summary, file=sys.stderr)
+        print(printable(summary), file=sys.stderr)
         return 1
     if args.format == "text":
-        print(summary)  # the other formats carry it
+        print(printable(summary))  # the other formats carry it
     return 0
 
 

@@ -26,7 +26,7 @@ def configure(parser):
 def run(args) -> int:
     from probegen.catalog import load_catalog
     from probegen.commands.scripts import binary_types
-    from probegen.errors import InputError
+    from probegen.errors import InputError, printable
     from probegen.generators import sync_outputs
 
     catalog = load_catalog(args.catalog)
@@ -36,5 +36,5 @@ def run(args) -> int:
         raise InputError(f"{args.catalog}: error: the catalog configures no outputs (add an 'outputs:' section)")
     if not args.quiet:
         for state, path in changes:
-            print(f"{state:9} {os.path.relpath(path)}")
+            print(printable(f"{state:9} {os.path.relpath(path)}"))
     return 0

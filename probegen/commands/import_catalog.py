@@ -37,7 +37,7 @@ def run(args) -> int:
     from probegen.importers.binaries import import_catalog
 
     from probegen.importers.dfile import import_provider_file, is_provider_file
-    from probegen.errors import InputError, printable
+    from probegen.errors import InputError, printable, printable_lines
 
     provider_file = args.from_d
     if provider_file is None and len(args.binaries) == 1 and is_provider_file(args.binaries[0]):
@@ -52,7 +52,7 @@ def run(args) -> int:
         try:
             binaries.append(read_binary(path, pipe_ok=True))
         except ElfError as exc:
-            print(exc, file=sys.stderr)
+            print(printable_lines(str(exc)), file=sys.stderr)
             failed = True
     if failed:
         return 2

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import sys
 
+from probegen.errors import printable, printable_lines
+
 from probegen.commands import add_catalog_argument
 from probegen.reports import add_format_arguments
 
@@ -45,11 +47,11 @@ def run(args) -> int:
         if types is not None:
             types.close()
     for error in report.errors:
-        print(error, file=sys.stderr)
+        print(printable_lines(str(error)), file=sys.stderr)
     if args.format == "text":
         for finding in report.findings:
             print(finding)
-        print(report.summary())
+        print(printable(report.summary()))
     else:
         from probegen.reports import LEVELS, Outcome, Result, emit, problem_of, render
 

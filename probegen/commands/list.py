@@ -21,9 +21,11 @@ def configure(parser):
 def run(args) -> int:
     import json
     import sys
+
     from dataclasses import replace
 
     from probegen.elf import ElfError, read_binary
+    from probegen.errors import printable_lines
     from probegen.elf.listing import listing_json, listing_text
 
     binaries, errors = [], []
@@ -32,7 +34,7 @@ def run(args) -> int:
             binary = read_binary(path, pipe_ok=True)
         except ElfError as exc:
             errors.append(exc)
-            print(exc, file=sys.stderr)
+            print(printable_lines(str(exc)), file=sys.stderr)
             continue
         if args.provider:
             binary = replace(binary, probes=tuple(p for p in binary.probes if p.provider == args.provider))

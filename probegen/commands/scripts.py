@@ -50,7 +50,7 @@ def run(args, kind: str, render_files) -> int:
 
 def write_scripts(args, kind: str, render_files, types) -> int:
     from probegen.catalog import load_catalog
-    from probegen.errors import InputError
+    from probegen.errors import InputError, printable
     from probegen.files.output import refuse_foreign, write_if_changed
     from probegen.generators import require_types_for_members
 
@@ -68,5 +68,5 @@ def write_scripts(args, kind: str, render_files, types) -> int:
     for file in files:
         written = write_if_changed(file, not args.force)
         if not args.quiet:
-            print(f"{'wrote' if written else 'unchanged':9} {os.path.relpath(file.path)}")
+            print(printable(f"{'wrote' if written else 'unchanged':9} {os.path.relpath(file.path)}"))
     return 0

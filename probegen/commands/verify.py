@@ -43,13 +43,14 @@ def run(args) -> int:
     import sys
 
     from probegen.elf import read_binaries
+    from probegen.errors import printable
     from probegen.reports import emit, load_catalog_reported
     from probegen.checks.verify import report_json, report_junit, verify_absent, verify_binaries
 
     catalog = load_catalog_reported(args, "verify")
     reading = read_binaries(args.binaries, follow=args.follow, lib_dirs=args.lib_dir)
     for message in reading.messages:
-        print(message, file=sys.stderr)
+        print(printable(message), file=sys.stderr)
     binaries, errors = reading.binaries, reading.errors
     if not binaries:
         if args.format in ("sarif", "github"):  # the report CI expects, with why nothing was checked
@@ -69,7 +70,7 @@ def run(args) -> int:
     if args.format == "text":
         for finding in report.findings:
             print(finding)
-        print(report.summary() + (f"; {len(errors)} file(s) could not be read" if errors else ""))
+        print(printable(report.summary() + (f"; {len(errors)} file(s) could not be read" if errors else "")))
     elif args.format == "json":
         import json
 

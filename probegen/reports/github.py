@@ -11,7 +11,7 @@ line and cannot start a command of its own.
 
 from __future__ import annotations
 
-from probegen.errors import Location, printable
+from probegen.errors import Location, escape_controls, printable
 from probegen.reports import Outcome, shown_path
 
 COMMANDS = {"error": "error", "warning": "warning", "note": "notice"}
@@ -21,7 +21,7 @@ def escape_data(text: str) -> str:
     escaped = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
     # Other control characters would reach the log as they are (escape
     # sequences drive the terminals logs are read in).
-    return printable(escaped)
+    return escape_controls(escaped)
 
 
 def escape_property(text: str) -> str:

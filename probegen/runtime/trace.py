@@ -45,7 +45,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from probegen.errors import InputError
+from probegen.errors import InputError, printable
 from probegen.files.inputs import read_input
 from probegen.files.output import open_stream
 from probegen.generators.escape import printf_literal
@@ -383,7 +383,7 @@ def _program(pid: int, scripts: list[Script], duration: int | None = None, catal
 
         texts, messages = for_process(catalog, pid, holders, texts)
         for message in messages:
-            print(message, file=sys.stderr)
+            print(printable(message), file=sys.stderr)
     program = combine(scripts, texts) + header(scripts, wanted)
     if duration is not None:
         # Timed from the attach (bpftrace starts intervals after BEGIN),
