@@ -45,14 +45,15 @@ def selected(hook: dict, staged: list[str]) -> list[str]:
     return [f for f in staged if files.search(f) and not exclude.search(f)]
 
 
-def run_hook(hook_id: str, repo: Path, staged: list[str], args: list[str] = ()) -> subprocess.CompletedProcess | None:
-    """None when pre-commit would skip the hook (no file selected)."""
+def run_hook(hook_id: str, repo: Path, staged: list[str], args: list[str] | None = None) -> subprocess.CompletedProcess | None:
+    """None when pre-commit would skip the hook (no file selected). ``args``
+    replace the hook's own, as a project's configuration does."""
     hook = HOOKS[hook_id]
     assert hook["language"] == "python"  # pre-commit installs this package; its probegen is the venv's
     files = selected(hook, staged)
     if not files and not hook.get("always_run", False):
         return None
-    command = [*shlex.split(hook["entry"]), *hook.get("args", []), *args]
+    command = [*shlex.split(hook["entry"]), *(hook.get("args", []) if args is None else args)]
     if hook.get("pass_filenames", True):
         command += files
     return subprocess.run(command, cwd=repo, env=build_env(), capture_output=True, text=True)
@@ -124,8 +125,22 @@ def test_lint_hook_fails_on_a_broken_script(repo):
 
     # A script that does not parse, and a catalog passed through args.
     (repo / "tools" / "lost.bt").write_text("usdt:./shop:shop:order_placed { printf(\n")
-    result = run_hook("probegen-lint", repo, ["tools/lost.bt"], args=["--catalog", "probes.yaml"])
+    result = run_hook("probegen-lint", repo, ["tools/lost.bt"], args=["--catalog", "probes.yaml", "--"])
     assert result.returncode == 2 and "tools/lost.bt:" in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize("args", [None, ["--catalog", "probes.yaml", "--format", "json", "--"]])
+def test_lint_hook_takes_no_staged_name_for_an_option(repo, args):
+    """A staged script named like an option is linted: it neither escapes
+    the lint nor names where the report is written."""
+    (repo / "scripts" / "good.bt").write_text(CLEAN_SCRIPT)
+    (repo / "-oscripts" / "good.bt").parent.mkdir()
+    (repo / "-oscripts" / "good.bt").write_text(BROKEN_SCRIPT)
+    (repo / "-oscripts.bt").write_text(BROKEN_SCRIPT)
+    result = run_hook("probegen-lint", repo, ["-oscripts.bt", "-oscripts/good.bt"], args=args)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "order_lost" in result.stdout and "-oscripts/good.bt" in result.stdout
+    assert (repo / "scripts" / "good.bt").read_text() == CLEAN_SCRIPT
 
 
 def test_hooks_through_pre_commit_try_repo(repo, tmp_path_factory):
