@@ -20,12 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probegen.catalog.ctype import integer_type, is_identifier
-from probegen.catalog.model import ARG0_CLOCK, ARG0_ZERO
+from probegen.catalog.model import ARG0_CLOCK, ARG0_ZERO, SDT_MAX_ARGS
 from probegen.elf.argspec import NoteArg
 from probegen.elf.notes import Binary, ProbeSite
 from probegen.errors import CatalogError, InputError, printable
 
 TEMPLATE = "catalog.yaml.j2"
+# Longer provider and probe names are no real program's (a crafted note or
+# .d file's), and each costs every reader and every output line.
+MAX_NAME = 255
 
 Seen = tuple[ProbeSite, int]  # a site and its binary's pointer size
 
@@ -185,6 +188,8 @@ def infer_catalog(binaries: list[Binary], provider: str) -> ImportedCatalog:
         listed = f"; providers found: {', '.join(found)}" if found else "; the binaries have no USDT probes"
         raise InputError(f"import: error: no probes of provider '{provider}' in "
                          f"{', '.join(b.path for b in binaries)}{listed}")
+    for name, seen in sites.items():  # bounds before the per-argument work
+        check_bounds(name, max(len(s.args) for s, _ in seen))
     ticks = _spdk_arg0(provider, sites)
     offset = 1 if ticks is not None else 0
     probes, disagreements = [], []
@@ -222,6 +227,37 @@ def infer_catalog(binaries: list[Binary], provider: str) -> ImportedCatalog:
     )
 
 
+def check_bounds(name: str, args: int) -> None:
+    """InputError for a probe the catalog would refuse for its size."""
+    if len(name) > MAX_NAME:
+        raise InputError(printable(f"import: error: probe '{name[:40]}...' has a name of {len(name)} characters; "
+                                   f"at most {MAX_NAME} are allowed"))
+    if args > SDT_MAX_ARGS:
+        raise InputError(printable(f"import: error: probe '{name}' has {args} arguments; <sys/sdt.h> passes "
+                                   f"at most {SDT_MAX_ARGS}"))
+
+
+def checked_text(imported: ImportedCatalog, file_name: str) -> str:
+    """The catalog's YAML, rendered once its probes are within bounds and
+    loaded back (CatalogError if the loader refuses it): never one the
+    other commands refuse, for its size either."""
+    from probegen.catalog.load import parse_catalog
+    from probegen.files.inputs import TEXT_LIMIT
+
+    if len(imported.provider) > MAX_NAME:
+        raise InputError(f"import: error: a provider name of {len(imported.provider)} characters; "
+                         f"at most {MAX_NAME} are allowed")
+    for probe in imported.probes:
+        check_bounds(probe.name, len(probe.args))
+    text = render_catalog(imported)
+    size = len(text.encode("utf-8"))
+    if size > TEXT_LIMIT:
+        raise InputError(f"import: error: the catalog would be {size} bytes; probegen reads catalogs of at most "
+                         f"{TEXT_LIMIT >> 20} MiB")
+    parse_catalog(text.encode("utf-8"), Path(file_name))
+    return text
+
+
 def render_catalog(imported: ImportedCatalog) -> str:
     from probegen.generators.render import render
 
@@ -230,12 +266,8 @@ def render_catalog(imported: ImportedCatalog) -> str:
 
 def import_catalog(binaries: list[Binary], provider: str, file_name: str = "probes.yaml") -> str:
     """The catalog YAML for one provider's probes, checked by the loader."""
-    from probegen.catalog.load import parse_catalog
-
-    text = render_catalog(infer_catalog(binaries, provider))
     try:
-        parse_catalog(text.encode("utf-8"), Path(file_name))
+        return checked_text(infer_catalog(binaries, provider), file_name)
     except CatalogError as exc:
         first = exc.diagnostics[0].message if exc.diagnostics else str(exc)
         raise InputError(f"import: error: the probes of '{provider}' cannot form a catalog: {first}") from None
-    return text

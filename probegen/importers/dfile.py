@@ -556,9 +556,8 @@ def import_provider_file(path, provider_name: str | None = None, file_name: str 
     """The catalog YAML of a provider file's provider, checked by the loader;
     with binaries, their types (see merged_catalog; its notes are added to
     ``notes``)."""
-    from probegen.catalog.load import parse_catalog
     from probegen.errors import CatalogError
-    from probegen.importers.binaries import render_catalog
+    from probegen.importers.binaries import checked_text
 
     if binaries:
         imported, found = merged_catalog(read_provider_file(path), provider_name, binaries)
@@ -566,13 +565,11 @@ def import_provider_file(path, provider_name: str | None = None, file_name: str 
             notes.extend(found)
     else:
         imported = imported_catalog(read_provider_file(path), provider_name)
-    text = render_catalog(imported)
     try:
-        parse_catalog(text.encode("utf-8"), Path(file_name))
+        return checked_text(imported, file_name)
     except CatalogError as exc:
         first = exc.diagnostics[0].message if exc.diagnostics else str(exc)
         raise InputError(printable(f"{path}: error: provider '{imported.provider}' cannot form a catalog: {first}")) from None
-    return text
 
 
 def catalogs_of(path, header_output=None) -> list:
