@@ -13,7 +13,9 @@ Every refusal is one ``UnreadableInput`` line naming the path (exit 2).
 
 from __future__ import annotations
 
+import io
 import os
+import re
 import stat
 from typing import BinaryIO, Callable
 
@@ -73,6 +75,9 @@ def _open(path, what: str, pipe_ok: bool, missing: str | None = None) -> tuple[B
     For a regular file the size is known and nothing is read yet; for a
     pipe the size is None and the first bytes, already taken from the
     pipe, come before what the stream still holds."""
+    held = _held_descriptor(path)
+    if held is not None:
+        return held, os.fstat(held.fileno()).st_size, b""
     try:
         mode = os.stat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):
@@ -95,6 +100,60 @@ def _open(path, what: str, pipe_ok: bool, missing: str | None = None) -> tuple[B
     except BaseException:
         os.close(fd)
         raise
+
+
+_HELD = re.compile(r"/proc/self/fd/([0-9]+)")
+
+
+def _held_descriptor(path):
+    """A regular file this process holds open, named /proc/self/fd/N, read
+    through that descriptor rather than opened again: a process that gave
+    up root (probegen.files.unprivileged) could not open a root-only file
+    its parent opened for it. Reads are positional, so that several streams
+    over one descriptor keep their own offsets."""
+    match = _HELD.fullmatch(str(path))
+    if match is None:
+        return None
+    fd = int(match[1])
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None  # a pipe or a device: opened by name, as any other
+        return io.BufferedReader(_PositionalReader(os.dup(fd)))
+    except OSError:
+        return None
+
+
+class _PositionalReader(io.RawIOBase):
+    def __init__(self, fd: int):
+        self.fd, self.position = fd, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def readinto(self, buffer) -> int:
+        data = os.pread(self.fd, len(buffer), self.position)
+        buffer[:len(data)] = data
+        self.position += len(data)
+        return len(data)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self.position, 2: os.fstat(self.fd).st_size}[whence]
+        self.position = max(0, base + offset)
+        return self.position
+
+    def tell(self) -> int:
+        return self.position
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self.fd)
+        super().close()
 
 
 def _first_bytes(path, fd: int) -> bytes:

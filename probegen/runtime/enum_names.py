@@ -165,27 +165,76 @@ def rewrite(text: str, catalog: Catalog, sources: EnumSources) -> str:
     return forms.pattern.sub(replace, text)
 
 
-def for_process(catalog: Catalog, pid: int, holders: dict, texts: list[str]) -> tuple[list[str], list[str]]:
+def for_process(catalog: Catalog, pid: int, holders: dict, texts: list[str],
+                deadline: float | None = None) -> tuple[list[str], list[str]]:
     """(the scripts' texts with the enum maps of the traced files' DWARF,
     messages saying where each enum's names came from). Read are the files
-    holding the scripts' probes, the executable first, each through
-    /proc/PID/map_files as trace reads their notes."""
+    holding the scripts' probes, the executable first, each opened by root
+    through /proc/PID/map_files as trace opens them for their notes, and
+    parsed in a child without root (probegen.files.unprivileged), by
+    ``deadline``. Should that fail, the scripts keep the catalog's names."""
+    from probegen.files.unprivileged import Unprivileged, deadline_in, run_unprivileged
     from probegen.runtime import trace
 
     enums = mapped_enums(catalog, texts)
     if not enums:
         return texts, []
     files = [trace.mapped_files(pid)[0], *holders.values()]
-    descriptors = []
+    descriptors, opened = [], []
     try:
-        opened = []
         for mapped in dict.fromkeys(files):
-            fd = trace._open_mapped(pid, mapped)
+            fd = trace.open_for_reading(pid, mapped)
             if fd is not None:
                 descriptors.append(fd)
                 opened.append((trace.shown(mapped.name), f"/proc/self/fd/{fd}"))
-        sources = from_debug_info(catalog, enums, opened)
+        found = run_unprivileged(_plain_sources, catalog, enums, opened,
+                                 deadline=deadline or deadline_in(trace.STARTUP_SECONDS),
+                                 what=f"reading enum names from the debug info of process {pid}'s files",
+                                 modules=_READER_MODULES)
+        sources = _checked_sources(found, enums, {shown for shown, _ in opened})
+    except Unprivileged as exc:
+        sources = EnumSources(from_script={enum: str(exc) for enum in enums})
     finally:
         for fd in descriptors:
             os.close(fd)
     return [rewrite(text, catalog, sources) for text in texts], sources.messages(catalog)
+
+
+# What the child runs with (imported before it gives up root).
+_READER_MODULES = ("elftools", "probegen.elf", "probegen.dwarf", "probegen.generators.typesource",
+                   "probegen.generators.lines")
+
+
+def _plain_sources(catalog: Catalog, enums: list[str], opened) -> dict:
+    """In the child: from_debug_info as plain data."""
+    sources = from_debug_info(catalog, enums, opened)
+    return {"binary": {enum: [shown, [list(row) for row in table.names]]
+                       for enum, (shown, table) in sources.from_binary.items()},
+            "script": sources.from_script}
+
+
+def _checked_sources(found, enums: list[str], shown_names: set[str]) -> EnumSources:
+    """EnumSources from the child's answer, each part checked: the child
+    read hostile data, and what it says is data, never trusted as code."""
+    from probegen.files.unprivileged import Unprivileged
+
+    sources = EnumSources()
+    try:
+        for enum, (shown, rows) in found["binary"].items():
+            names = tuple((value, name) for value, name in rows)
+            if (enum not in enums or shown not in shown_names or not names
+                    or not all(type(v) is int and isinstance(n, str) for v, n in names)
+                    or len({v for v, _ in names}) != len(names)):
+                raise ValueError(enum)
+            sources.from_binary[enum] = (shown, EnumTable(enum, names, any(v < 0 for v, _ in names)))
+        for enum, why in found["script"].items():
+            if enum not in enums or not isinstance(why, str):
+                raise ValueError(enum)
+            sources.from_script[enum] = why
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise Unprivileged("probegen: error: the enum names read from debug info are not what probegen "
+                           "asked for") from None
+    for enum in enums:
+        if enum not in sources.from_binary and enum not in sources.from_script:
+            sources.from_script[enum] = "no file to read"
+    return sources

@@ -202,36 +202,76 @@ def _open_mapped(pid: int, mapped: MappedFile) -> int | None:
     return None
 
 
-def _probes_in(pid: int, mapped: MappedFile) -> set[tuple[str, str]]:
-    from probegen.elf.notes import ElfError, read_binary
-
+def open_for_reading(pid: int, mapped: MappedFile) -> int | None:
+    """A descriptor reading the mapped file (a regular file), opened here,
+    by root, for a child without root to read (/proc/self/fd/N)."""
     fd = _open_mapped(pid, mapped)
     if fd is None:
-        return set()
+        return None
     try:
-        return {probe.key for probe in read_binary(f"/proc/self/fd/{fd}").probes}
-    except ElfError:
-        return set()  # not an ELF file (locale archive, data file)
+        return os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return None
     finally:
         os.close(fd)
 
 
-def probe_holders(pid: int, wanted) -> dict[tuple[str | None, str], MappedFile]:
+# Seconds for everything read from the traced process's files at start-up
+# (notes, then enum names), by children without root (files/unprivileged).
+STARTUP_SECONDS = 30
+
+
+def probe_holders(pid: int, wanted, deadline: float | None = None) -> dict[tuple[str | None, str], MappedFile]:
     """For each (provider or None, name) in ``wanted``, the first mapped
-    file holding that probe. Files are read only until all are found."""
+    file holding that probe. Root opens the files; their notes are parsed
+    in one child without root (probegen.files.unprivileged), which reads
+    them only until all are found."""
+    from probegen.files.unprivileged import deadline_in, run_unprivileged
+
+    files, descriptors = [], []
+    try:
+        for mapped in mapped_files(pid):
+            fd = open_for_reading(pid, mapped)
+            if fd is not None:
+                files.append(mapped)
+                descriptors.append(fd)
+        found = run_unprivileged(_holders_in, [f"/proc/self/fd/{fd}" for fd in descriptors],
+                                 sorted(wanted, key=lambda key: (key[0] or "", key[1])),
+                                 deadline=deadline or deadline_in(STARTUP_SECONDS),
+                                 what=f"reading the probe notes of process {pid}'s files",
+                                 modules=("elftools", "probegen.elf"))
+    finally:
+        for fd in descriptors:
+            os.close(fd)
     holders: dict[tuple[str | None, str], MappedFile] = {}
-    missing = set(wanted)
-    for mapped in mapped_files(pid):
+    for item in found if isinstance(found, list) else ():  # the child's answer is checked, not trusted
+        if (isinstance(item, list) and len(item) == 3 and isinstance(item[0], int) and 0 <= item[0] < len(files)
+                and (item[1] is None or isinstance(item[1], str)) and isinstance(item[2], str)
+                and (item[1], item[2]) in wanted):
+            holders.setdefault((item[1], item[2]), files[item[0]])
+    return holders
+
+
+def _holders_in(paths: list[str], wanted: list) -> list[list]:
+    """In the child: [index of the file, provider or None, name] for the
+    first file of ``paths`` holding each wanted probe."""
+    from probegen.elf.notes import ElfError, read_binary
+
+    missing = {tuple(key) for key in wanted}
+    found = []
+    for index, path in enumerate(paths):
         if not missing:
             break
-        probes = _probes_in(pid, mapped)
+        try:
+            probes = {probe.key for probe in read_binary(path).probes}
+        except ElfError:
+            continue  # not an ELF file (locale archive, data file)
         names = {name for _, name in probes}
-        for key in list(missing):
-            provider, name = key
+        for provider, name in list(missing):
             if (provider, name) in probes or (provider is None and name in names):
-                holders[key] = mapped
-                missing.discard(key)
-    return holders
+                found.append([index, provider, name])
+                missing.discard((provider, name))
+    return found
 
 
 def true_name(pid: int, mapped: MappedFile) -> bytes:
@@ -366,8 +406,11 @@ def _program(pid: int, scripts: list[Script], duration: int | None = None, catal
     """``catalog``: the enum name maps of its enums in the scripts are
     filled from the traced files' debug info where they have it
     (runtime/enum_names.py); where the names came from goes to stderr."""
+    from probegen.files.unprivileged import deadline_in
+
+    deadline = deadline_in(STARTUP_SECONDS)  # one for every file read at start-up
     wanted = set().union(*(wanted_probes(s) for s in scripts))
-    holders = probe_holders(pid, wanted) if wanted else {}
+    holders = probe_holders(pid, wanted, deadline) if wanted else {}
     exe_cache: list[str] = []
 
     def exe_target() -> str:
@@ -381,7 +424,7 @@ def _program(pid: int, scripts: list[Script], duration: int | None = None, catal
 
         from probegen.runtime.enum_names import for_process
 
-        texts, messages = for_process(catalog, pid, holders, texts)
+        texts, messages = for_process(catalog, pid, holders, texts, deadline)
         for message in messages:
             print(printable(message), file=sys.stderr)
     program = combine(scripts, texts) + header(scripts, wanted)

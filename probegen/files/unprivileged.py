@@ -1,0 +1,197 @@
+"""Parsing what another user chose, without root and within bounds.
+
+`probegen trace` runs as root and reads files the traced process chose (its
+executable, the libraries it maps, their debug info). Root only opens them;
+``run_unprivileged`` runs the parsing function in a forked child that:
+
+- gives up root for good (every group dropped, real, effective and saved
+  ids set to ``nobody``, or to the uid asked for) and sets
+  PR_SET_NO_NEW_PRIVS, so no setuid program gives it back;
+- has limits: address space (``memory``), CPU time, no file written
+  (RLIMIT_FSIZE 0, and the cache off), no core dump, and dies with its
+  parent;
+- returns its result as JSON through a pipe, read up to ``output`` bytes,
+  never unpickled: the child may have been taken over by the data it read,
+  so what comes back is plain data its caller checks.
+
+The parent waits until ``deadline`` (a time.monotonic() value: one for all
+the files of one start-up) and kills the child then. Every failure (a
+deadline, a limit, a crash, an error the function raised) is one
+``Unprivileged`` error line (an InputError, exit 2, unless caught).
+
+The child reads files the parent opened as root through their descriptors,
+named ``/proc/self/fd/N``: probegen.files.inputs reads such a name through
+the descriptor instead of opening it again (which a child without root
+could not do for a root-only file).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import time
+
+from probegen.errors import InputError, printable
+
+MEMORY = 2 << 30          # address space: DWARF of a large program fits
+OUTPUT = 64 << 20         # bytes of result read back
+CPU_SECONDS = 60
+_PR_SET_PDEATHSIG = 1
+_PR_SET_NO_NEW_PRIVS = 38
+
+
+class Unprivileged(InputError):
+    """The unprivileged child failed, timed out or returned no plain data."""
+
+
+def deadline_in(seconds: float) -> float:
+    return time.monotonic() + seconds
+
+
+def run_unprivileged(function, *args, deadline: float, uid: int | None = None, memory: int = MEMORY,
+                     output: int = OUTPUT, what: str = "parsing", modules=()):
+    """``function(*args)`` in a child without root; its result as JSON
+    gives it back (tuples come back as lists). ``uid``: whom to become when
+    root (default nobody). ``what`` names the work in error messages.
+
+    The child may be unable to read Python's own files (a Python under
+    /root): the ``modules`` the function uses, packages with all their
+    modules, are imported here first, so that the child has them from the
+    fork (pyelftools imports some only on the way to an error)."""
+    _import_all(("zlib", "pprint", *modules))
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        os.close(read_end)
+        _child(write_end, function, args, uid, memory, deadline, what)
+    os.close(write_end)
+    data = None
+    try:
+        data = _read_until(read_end, deadline, output)
+    finally:
+        os.close(read_end)
+        if data is None or len(data) > output:
+            _kill(pid)
+        status = os.waitpid(pid, 0)[1]
+    if data is None:
+        raise Unprivileged(f"probegen: error: {what} took too long (the time limit is shared by every file "
+                           "read at start-up); the process's files may be built to make a reader loop")
+    if len(data) > output:
+        raise Unprivileged(f"probegen: error: {what} gave more than {output >> 20} MiB of results")
+    if not data:
+        raise Unprivileged(f"probegen: error: {what} ended without a result ({_status(status)})")
+    try:
+        reply = json.loads(data)
+    except ValueError:
+        reply = None
+    if not isinstance(reply, dict) or not ("result" in reply or isinstance(reply.get("error"), str)):
+        raise Unprivileged(f"probegen: error: {what} gave no result probegen can read")
+    if "error" in reply:
+        raise Unprivileged(printable(reply["error"]))
+    return reply["result"]
+
+
+_imported: set[str] = set()
+
+
+def _import_all(names) -> None:
+    import importlib
+    import pkgutil
+
+    for name in names:
+        if name in _imported:
+            continue
+        _imported.add(name)
+        module = importlib.import_module(name)
+        for found in pkgutil.walk_packages(getattr(module, "__path__", ()), f"{name}."):
+            try:
+                importlib.import_module(found.name)
+            except Exception:  # noqa: BLE001 - an optional part (a tool's script): the child does without
+                pass
+
+
+def _read_until(fd: int, deadline: float, limit: int) -> bytes | None:
+    """Everything the child writes before it closes the pipe, or None at
+    the deadline; stops after ``limit`` + 1 bytes."""
+    chunks, size = [], 0
+    while size <= limit:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            return None
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _status(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        signum = os.WTERMSIG(status)
+        limit = {signal.SIGXCPU: ": CPU time limit", signal.SIGKILL: ": killed, perhaps a limit",
+                 signal.SIGSEGV: ": memory limit or a crash"}.get(signum, "")
+        return f"signal {signal.Signals(signum).name}{limit}"
+    return f"exit code {os.WEXITSTATUS(status)}"
+
+
+def _child(write_end: int, function, args, uid, memory: int, deadline: float, what: str):
+    code = 1
+    try:
+        try:
+            _give_up_root(uid)
+            _limit(memory, deadline)
+            reply = {"result": function(*args)}
+        except InputError as exc:
+            reply = {"error": str(exc).split("\n", 1)[0]}
+        except MemoryError:
+            reply = {"error": f"probegen: error: {what} needed more than the {memory >> 20} MiB memory limit"}
+        except Exception as exc:  # a reader's bug on hostile data: one line, no traceback
+            reply = {"error": f"probegen: error: {what} failed: {type(exc).__name__}: {exc}"}
+        data = json.dumps(reply).encode()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(write_end, view):]
+        code = 0
+    except BaseException:  # noqa: BLE001 - nothing may escape a forked child
+        pass
+    finally:
+        os._exit(code)
+
+
+def _give_up_root(uid: int | None) -> None:
+    import ctypes
+    import pwd
+    import resource  # noqa: F401 - imported while still root: see run_unprivileged
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.geteuid() == 0:
+        entry = pwd.getpwnam("nobody") if uid is None else pwd.getpwuid(uid)
+        os.setgroups([])
+        os.setresgid(entry.pw_gid, entry.pw_gid, entry.pw_gid)
+        os.setresuid(entry.pw_uid, entry.pw_uid, entry.pw_uid)
+        if entry.pw_uid == 0 or 0 in os.getresuid():
+            raise OSError("still root")
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS")
+
+
+def _limit(memory: int, deadline: float) -> None:
+    import resource
+
+    cpu = max(1, min(CPU_SECONDS, int(deadline - time.monotonic()) + 1))
+    for limit, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_CPU, cpu),
+                         (resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_CORE, 0)):
+        resource.setrlimit(limit, (value, value))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write fails (EFBIG) instead of killing
+    os.environ["PROBEGEN_NO_CACHE"] = "1"
