@@ -1,0 +1,131 @@
+"""Parsing without root (issue 23): probegen.files.unprivileged runs a
+function in a child that gave up root, within limits, and `probegen trace`
+parses the traced process's files only there. Bounds stated and checked:
+a deadline (2 s here, 30 s for trace's start-up), 2 GiB of address space
+(a 3 GiB allocation fails), 64 MiB of result (a larger one is refused), no
+file written; each failure is one error line."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers.drift import DRIFT_CATALOG, build_drift
+from helpers.tracing import Process
+from probegen.files.inputs import open_seekable
+from probegen.files.unprivileged import Unprivileged, deadline_in, run_unprivileged
+from probegen.runtime import enum_names
+
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (it gives root up to nobody)")
+
+
+def identity():
+    status = Path("/proc/self/status").read_text()
+    no_new_privs = next(line.split()[1] for line in status.splitlines() if line.startswith("NoNewPrivs:"))
+    return [list(os.getresuid()), list(os.getresgid()), os.getgroups(), no_new_privs]
+
+
+@root_only
+def test_the_child_is_nobody_for_good():
+    nobody = pwd.getpwnam("nobody")
+    uids, gids, groups, no_new_privs = run_unprivileged(identity, deadline=deadline_in(30))
+    assert uids == [nobody.pw_uid] * 3 and gids == [nobody.pw_gid] * 3
+    assert groups == [] and no_new_privs == "1"
+
+
+def read_head(path):
+    """As probegen's readers open their files."""
+    stream, _ = open_seekable(path, "file")
+    with stream:
+        return stream.read(6).decode()
+
+
+@root_only
+def test_a_root_only_file_is_read_through_roots_descriptor_only(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("secret\n")
+    secret.chmod(0o600)
+    fd = os.open(secret, os.O_RDONLY)
+    try:
+        assert run_unprivileged(read_head, f"/proc/self/fd/{fd}", deadline=deadline_in(30)) == "secret"
+    finally:
+        os.close(fd)
+    with pytest.raises(Unprivileged, match="Permission denied"):
+        run_unprivileged(read_head, str(secret), deadline=deadline_in(30))
+
+
+def spin():
+    while True:
+        pass
+
+
+def allocate():
+    return len(bytearray(3 << 30))
+
+
+def big_result():
+    return "x" * (65 << 20)
+
+
+def write_file(path):
+    Path(path).write_text("written\n")
+    return True
+
+
+def test_deadline_memory_output_and_files_are_bounded(tmp_path):
+    start = time.monotonic()
+    with pytest.raises(Unprivileged, match="took too long"):
+        run_unprivileged(spin, deadline=deadline_in(2))
+    assert time.monotonic() - start < 10
+    with pytest.raises(Unprivileged, match="memory limit"):
+        run_unprivileged(allocate, deadline=deadline_in(30))
+    with pytest.raises(Unprivileged, match="more than 64 MiB"):
+        run_unprivileged(big_result, deadline=deadline_in(30))
+    with pytest.raises(Unprivileged) as refused:
+        run_unprivileged(write_file, str(tmp_path / "written"), deadline=deadline_in(30))
+    assert len(str(refused.value).splitlines()) == 1 and not (tmp_path / "written").exists()
+
+
+@pytest.mark.parametrize("answer", [
+    {"binary": {"nvmf_tgt_state": ["/elsewhere", [[1, "A"]]]}, "script": {}},  # a file not opened
+    {"binary": {"other_enum": ["exe", [[1, "A"]]]}, "script": {}},             # an enum not asked for
+    {"binary": {"nvmf_tgt_state": ["exe", [["1", "A"]]]}, "script": {}},       # not an integer
+    {"binary": {"nvmf_tgt_state": ["exe", [[1, "A"], [1, "B"]]]}, "script": {}},
+    {"binary": [], "script": {}}, "not a dict",
+])
+def test_the_childs_answer_is_checked_as_data(answer):
+    with pytest.raises(Unprivileged):
+        enum_names._checked_sources(answer, ["nvmf_tgt_state"], {"exe"})
+
+
+@root_only
+def test_trace_reads_a_root_only_binary_through_the_unprivileged_child(tmp_path):
+    """The traced program's binary is in a directory only root can enter
+    (as /root/spdk/build/bin often is): the child running as nobody still
+    finds its probes and enum names, through root's descriptors."""
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    built = build_drift(tmp_path / "build")
+    binary = Path(shutil.copy(built["v25_09"], private / "tgt"))
+    scripts = tmp_path / "bt"
+    made = subprocess.run([sys.executable, "-m", "probegen", "bpftrace", "-c", DRIFT_CATALOG, "--binary",
+                           built["master"], "-o", scripts], capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    program = Process([binary], stdin=True)
+    try:
+        program.wait_line("READY")
+        result = subprocess.run([sys.executable, "-m", "probegen", "trace", "-c", DRIFT_CATALOG, str(program.pid),
+                                 scripts / "tgt.bt", "--dry-run"], capture_output=True, text=True, timeout=120)
+    finally:
+        program.kill()
+    assert result.returncode == 0, result.stderr
+    assert f"enum names from the debug info of '{binary}': nvmf_tgt_state (differs from the catalog's)" \
+        in result.stderr, result.stderr
+    assert "FINI_STOP_LISTEN" in result.stdout and "usdt:" in result.stdout
