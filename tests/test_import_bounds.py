@@ -12,8 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from helpers import require
 
 # The .note.stapsdt entry <sys/sdt.h> would emit, with any name and arguments.

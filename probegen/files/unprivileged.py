@@ -27,8 +27,11 @@ could not do for a root-only file).
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import pwd
+import resource
 import select
 import signal
 import time
@@ -169,10 +172,6 @@ def _child(write_end: int, function, args, uid, memory: int, deadline: float, wh
 
 
 def _give_up_root(uid: int | None) -> None:
-    import ctypes
-    import pwd
-    import resource  # noqa: F401 - imported while still root: see run_unprivileged
-
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.geteuid() == 0:
@@ -187,8 +186,6 @@ def _give_up_root(uid: int | None) -> None:
 
 
 def _limit(memory: int, deadline: float) -> None:
-    import resource
-
     cpu = max(1, min(CPU_SECONDS, int(deadline - time.monotonic()) + 1))
     for limit, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_CPU, cpu),
                          (resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_CORE, 0)):
