@@ -157,3 +157,24 @@ def test_group_or_world_writable_directory_is_refused(tmp_path):
     assert "passes through" in str(refused.value) and "every user" in str(refused.value)
     assert not list(shared.iterdir())
     assert stat.S_IMODE(shared.stat().st_mode) == 0o777
+
+
+@root_only
+def test_check_reads_through_a_directory_it_would_not_write_through(tmp_path):
+    """Reading decides no write: `check` as root in another user's checkout
+    says whether the outputs are current; `header` there is refused."""
+    nobody = pwd.getpwnam("nobody").pw_uid
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "probes.yaml").write_bytes((REPO / "probes.yaml").read_bytes())
+    generated = subprocess.run([sys.executable, "-m", "probegen", "generate", "-q"], cwd=checkout,
+                               capture_output=True, text=True)
+    assert generated.returncode == 0, generated.stderr
+    for path in (checkout, *checkout.rglob("*")):
+        os.chown(path, nobody, nobody, follow_symlinks=False)
+    check = subprocess.run([sys.executable, "-m", "probegen", "check"], cwd=checkout, capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    header = subprocess.run([sys.executable, "-m", "probegen", "header", "-o", "new.h"], cwd=checkout,
+                            capture_output=True, text=True)
+    assert header.returncode == 2 and len(header.stderr.splitlines()) == 1, header.stderr
+    assert "which its owner (uid" in header.stderr and not (checkout / "new.h").exists()

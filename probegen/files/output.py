@@ -70,7 +70,7 @@ def is_current(file: GeneratedFile) -> bool:
     Only a regular file can be: a FIFO or a device is not read (it could
     block, or never end)."""
     try:
-        with locate(file.path, create=False) as place:
+        with locate(file.path, create=False, strict=False) as place:
             return _is_current_at(place, file)
     except (Refused, OSError):
         return False
@@ -132,7 +132,7 @@ def refuse_foreign(files: list[GeneratedFile]) -> None:
 
 def _is_foreign(path) -> bool:
     try:
-        with locate(path, create=False) as place:
+        with locate(path, create=False, strict=False) as place:
             return _is_foreign_at(place)
     except (Refused, OSError):
         return False  # refused or failing: the write says why

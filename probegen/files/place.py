@@ -58,10 +58,12 @@ class Place:
         self.close()
 
 
-def locate(path, create: bool) -> Place:
+def locate(path, create: bool, strict: bool = True) -> Place:
     """The checked place for ``path``. Refused for a path probegen must not
     write through; FileNotFoundError for a missing directory when not
-    ``create``; MakeDirectoryError when one cannot be made; OSError else."""
+    ``create``; MakeDirectoryError when one cannot be made; OSError else.
+    Not ``strict``: for reading only (is a file current?), no owner is
+    checked: what another user can change there decides no write."""
     shown = os.fspath(path)
     absolute = shown if shown.startswith("/") else os.path.join(os.getcwd(), shown)
     pending = absolute.split("/")[::-1]  # components still to walk, next last
@@ -77,14 +79,14 @@ def locate(path, create: bool) -> Place:
             if part == "..":
                 if last:
                     raise Refused("is a directory; not writing to it")
-                fd, current = _enter(fd, "..", os.path.dirname(current)), os.path.dirname(current)
+                fd, current = _enter(fd, "..", os.path.dirname(current), strict), os.path.dirname(current)
                 continue
             candidate = os.path.join(current, part)
             try:
                 info = os.stat(part, dir_fd=fd, follow_symlinks=False)
             except FileNotFoundError:
                 if last:
-                    return _final(fd, current, part, None, shown)
+                    return _final(fd, current, part, None, strict)
                 if not create:
                     raise
                 try:
@@ -95,12 +97,12 @@ def locate(path, create: bool) -> Place:
                     raise MakeDirectoryError(exc.errno, exc.strerror, candidate) from None
                 info = os.stat(part, dir_fd=fd, follow_symlinks=False)
             if stat.S_ISLNK(info.st_mode):
-                if info.st_uid not in (0, os.geteuid()):
+                if strict and info.st_uid not in (0, os.geteuid()):
                     which = "is" if candidate == os.path.normpath(absolute) else f"leads to {candidate}, which is"
                     raise Refused(f"{which} a symbolic link owned by another user (uid {info.st_uid}); "
                                   "not writing through it")
                 if last and current.startswith("/proc/"):
-                    return _final(fd, current, part, os.stat(part, dir_fd=fd), shown, proc=True)
+                    return _final(fd, current, part, os.stat(part, dir_fd=fd), strict, proc=True)
                 links += 1
                 if links > _MAX_LINKS:
                     raise Refused("too many levels of symbolic links")
@@ -111,22 +113,22 @@ def locate(path, create: bool) -> Place:
                 pending.extend(target.split("/")[::-1])
                 continue
             if last:
-                return _final(fd, current, part, info, shown)
+                return _final(fd, current, part, info, strict)
             if not stat.S_ISDIR(info.st_mode):
                 raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), candidate)
-            fd, current = _enter(fd, part, candidate), candidate
+            fd, current = _enter(fd, part, candidate, strict), candidate
     except BaseException:
         os.close(fd)
         raise
 
 
-def _enter(fd: int, part: str, path: str) -> int:
+def _enter(fd: int, part: str, path: str, strict: bool) -> int:
     """Open ``part`` of the directory ``fd`` and check that no other user
     can change what is in it; ``fd`` is closed once that succeeds."""
     inner = os.open(part, DIR_FLAGS, dir_fd=fd)
     try:
         info = os.fstat(inner)
-        if others_can_write(info) and not info.st_mode & stat.S_ISVTX:
+        if strict and others_can_write(info) and not info.st_mode & stat.S_ISVTX:
             raise Refused(f"passes through {path}, which {_who(info)} can write; not writing through it")
     except BaseException:
         os.close(inner)
@@ -135,9 +137,9 @@ def _enter(fd: int, part: str, path: str) -> int:
     return inner
 
 
-def _final(fd: int, directory: str, name: str, info, shown: str, proc: bool = False) -> Place:
+def _final(fd: int, directory: str, name: str, info, strict: bool, proc: bool = False) -> Place:
     here = os.fstat(fd)
-    if here.st_uid not in (0, os.geteuid()):
+    if strict and here.st_uid not in (0, os.geteuid()):
         raise Refused(f"would be written in {directory}, which belongs to uid {here.st_uid}; not writing there")
     return Place(fd, directory, name, info, proc)
 
