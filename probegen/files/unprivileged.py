@@ -8,7 +8,7 @@ executable, the libraries it maps, their debug info). Root only opens them;
   ids set to ``nobody``, or to the uid asked for) and sets
   PR_SET_NO_NEW_PRIVS, so no setuid program gives it back;
 - has limits: address space (``memory``), CPU time, no file written
-  (RLIMIT_FSIZE 0, and the cache off), no core dump, and dies with its
+  (RLIMIT_FSIZE 0), no core dump, and dies with its
   parent;
 - returns its result as JSON through a pipe, read up to ``output`` bytes,
   never unpickled: the child may have been taken over by the data it read,
@@ -191,4 +191,3 @@ def _limit(memory: int, deadline: float) -> None:
                          (resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_CORE, 0)):
         resource.setrlimit(limit, (value, value))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write fails (EFBIG) instead of killing
-    os.environ["PROBEGEN_NO_CACHE"] = "1"
