@@ -1,6 +1,8 @@
 """Load a catalog file into the model, reporting every problem at once.
 
-PyYAML composes the file into nodes, which keep line and column. The
+libyaml (PyYAML's C loader) composes the file into nodes, which keep line
+and column; schema_check.plain walks them once into JSON data, refusing
+what a catalog may not hold (aliases, foreign tags, deep nesting). The
 structure is checked against the shipped JSON Schema (the same file editors
 use) by schema_check, which leads each error back to its node's position;
 the meaning (C names, types, counts, duplicates) is checked while the model
@@ -10,6 +12,7 @@ is built.
 from __future__ import annotations
 
 import functools
+import operator
 import re
 from pathlib import Path
 
@@ -22,9 +25,9 @@ from probegen.catalog import constants
 from probegen.catalog.names import BPFTRACE_KEYWORDS, SCRIPT_NAMES, default_guard, dtrace_prefix, problems as name_problems
 from probegen.catalog.outputs import check_output_paths
 from probegen.catalog.cvalidate import (
-    DOC_KEYS as _DOC_KEYS, CExpressionError, clock_expression, include_problem, shown, text_problems,
+    CExpressionError, clock_expression, include_problem, shown, text_problems,
 )
-from probegen.catalog.schema_check import load_schema, structure_problems
+from probegen.catalog.schema_check import Refused, load_schema, plain, structure_problems
 from probegen.catalog.spans import build_spans
 from probegen.catalog.ctype import C_KEYWORDS, CTypeError, Kind, is_identifier, parse_ctype
 from probegen.errors import CatalogError, Diagnostic, Location
@@ -41,127 +44,31 @@ _ENUMERATOR = re.compile(r"\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*(?:=(?P<value>[
 
 
 _STR = "tag:yaml.org,2002:str"
+# Tags that mean something only to PyYAML's constructor ('<<' merges, '='):
+# in a catalog they are text.
+_CONSTRUCTOR_TAGS = frozenset(("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value"))
 
 
-# Tags depend only on (kind, value, implicit) since no path resolvers are
-# registered. Catalogs repeat the same types and flags thousands of times,
-# and resolving is PyYAML's slowest step; lru_cache answers repeats in C.
-_resolve = functools.lru_cache(maxsize=8192)(yaml.resolver.Resolver().resolve)
+@functools.lru_cache(maxsize=8192)
+def _resolve(kind, value, implicit, _resolver=yaml.resolver.Resolver()):
+    """The tag of an untagged node. Catalogs repeat the same types and flags
+    thousands of times, and resolving is PyYAML's slowest step: repeats are
+    answered by lru_cache in C."""
+    tag = _resolver.resolve(kind, value, implicit)
+    return _STR if tag in _CONSTRUCTOR_TAGS else tag
 
 
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
-    """Safe loading (libyaml's parser where PyYAML has it) with remembered
-    tag resolution and none of PyYAML's per-node path bookkeeping."""
+class _Loader(yaml.CSafeLoader):
+    """libyaml parses and composes (it refuses nesting past 1,000 levels,
+    so its recursion stays bounded); tags resolve through _resolve. Aliases
+    come out as shared nodes, never expanded: schema_check.plain refuses
+    them, with the other YAML a catalog may not hold."""
 
     resolve = staticmethod(_resolve)
-
-    def descend_resolver(self, current_node, current_index):
-        pass
-
-    def ascend_resolver(self):
-        pass
-
-
-# A catalog nests 6 deep (catalog, probes, probe, args, argument, members).
-MAX_DEPTH = 64
-
-
-class _Refused(yaml.MarkedYAMLError):
-    """Valid YAML that a catalog may not use."""
-
-
-# Explicit tags a catalog may carry (e.g. !!str 0x10); any other, such as
-# !!python/name:..., has no meaning in a catalog.
-_CORE_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null", "float", "seq", "map"))
-
-
-def _compose(text: str):
-    """The document's node tree, composed from the parser's events here
-    rather than by PyYAML's composer, which recurses once per level (libyaml's
-    in C: 100,000 '[' overflow the stack) and expands aliases, whose walks
-    grow exponentially in a kilobyte ("billion laughs"). A catalog needs
-    neither: aliases are refused, and nesting past MAX_DEPTH."""
-    loader = _Loader(text)
-    try:
-        return _compose_events(loader)
-    finally:
-        loader.dispose()
-
-
-def _compose_events(loader) -> tuple[yaml.Node | None, list[tuple[yaml.Node, bool]]]:
-    """(the root node, [(scalar, whether it is a doc)] for every scalar
-    holding a character that is not printable): catalog text is screened
-    for control characters here, as it is read, not in a second walk."""
-    next_event, resolve = loader.get_event, loader.resolve
-    # Locals: this loop runs once per event, ~45,000 times for 2,000 probes.
-    ScalarEvent, ScalarNode, MappingStartEvent, SequenceStartEvent = (  # noqa: N806
-        yaml.ScalarEvent, yaml.ScalarNode, yaml.MappingStartEvent, yaml.SequenceStartEvent)
-    next_event()  # stream start
-    unprintable: list[tuple[yaml.Node, bool]] = []
-    if loader.check_event(yaml.StreamEndEvent):
-        return None, unprintable
-    document = next_event()
-    root = None
-    stack: list[list] = []  # open collections: [node's value list, mapping key awaiting its value]
-    awaiting = object()  # a mapping between its pairs, not holding a key
-    while root is None:
-        event = next_event()
-        kind = type(event)
-        if kind is ScalarEvent:
-            tag = event.tag
-            if tag is None or tag == "!":
-                tag = resolve(ScalarNode, event.value, event.implicit)
-            elif tag not in _CORE_TAGS:
-                raise _Refused(problem=f"YAML tag {tag} is not allowed in a catalog", problem_mark=event.start_mark)
-            node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
-            if not event.value.isprintable():
-                key = stack[-1][1] if stack else None
-                unprintable.append((node, key is not None and key is not awaiting and key.value in _DOC_KEYS))
-        elif kind is MappingStartEvent or kind is SequenceStartEvent:
-            if len(stack) >= MAX_DEPTH:
-                raise _Refused(problem=f"nested more than {MAX_DEPTH} levels deep (a catalog needs 6)",
-                               problem_mark=event.start_mark)
-            node_class = yaml.MappingNode if kind is MappingStartEvent else yaml.SequenceNode
-            tag = event.tag
-            if tag is None or tag == "!":
-                tag = resolve(node_class, None, event.implicit)
-            elif tag not in _CORE_TAGS:
-                raise _Refused(problem=f"YAML tag {tag} is not allowed in a catalog", problem_mark=event.start_mark)
-            node = node_class(tag, [], event.start_mark, None, event.flow_style)
-        elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-            node = stack.pop()[2]
-            node.end_mark = event.end_mark
-            if not stack:
-                root = node
-            continue
-        elif kind is yaml.AliasEvent:
-            raise _Refused(problem=f"YAML aliases (*{event.anchor}) are not allowed in a catalog; write the value out",
-                           problem_mark=event.start_mark)
-        else:  # the parser emits nothing else inside a document
-            raise _Refused(problem=f"unexpected {kind.__name__}", problem_mark=event.start_mark)
-        if stack:
-            top = stack[-1]
-            if top[1] is None:  # a sequence
-                top[0].append(node)
-            elif top[1] is awaiting:
-                if kind is not ScalarEvent:
-                    raise _Refused(problem="a mapping key must be a plain name, not a list or mapping",
-                                   problem_mark=event.start_mark)
-                top[1] = node
-            else:
-                top[0].append((top[1], node))
-                top[1] = awaiting
-        if kind is ScalarEvent:
-            if not stack:
-                root = node
-        else:
-            stack.append([node.value, awaiting if kind is MappingStartEvent else None, node])
-    next_event()  # document end
-    if not loader.check_event(yaml.StreamEndEvent):
-        event = next_event()
-        raise yaml.composer.ComposerError("expected a single document in the stream", document.start_mark,
-                                          "but found another document", event.start_mark)
-    return root, unprintable
+    # PyYAML's path resolvers, which a catalog does not use, are called for
+    # every node: builtins that do nothing take their place (~10% of a load).
+    descend_resolver = staticmethod(operator.is_)  # (node, index)
+    ascend_resolver = staticmethod(tuple)  # ()
 
 
 def parse_catalog(data: bytes, path: Path, header_output=None) -> Catalog:
@@ -183,11 +90,9 @@ def parse_catalog(data: bytes, path: Path, header_output=None) -> Catalog:
 
 
 def _parse_text(text: str, shown: str, path: Path, header_output=None) -> Catalog:
+    loader = _Loader(text)
     try:
-        root, unprintable = _compose(text)
-    except _Refused as exc:
-        mark = exc.problem_mark
-        raise CatalogError([Diagnostic(Location(shown, mark.line + 1, mark.column + 1), exc.problem)]) from None
+        root = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = Location(shown, mark.line + 1, mark.column + 1) if mark else Location(shown)
@@ -195,10 +100,16 @@ def _parse_text(text: str, shown: str, path: Path, header_output=None) -> Catalo
         raise CatalogError([Diagnostic(where, f"YAML syntax: {problem}")]) from None
     except yaml.YAMLError as exc:
         raise CatalogError([Diagnostic(Location(shown), f"YAML: {exc}")]) from None
+    finally:
+        loader.dispose()
     builder = _Builder(shown, path.resolve(), load_schema(), header_output)
     if root is None:
         raise CatalogError([Diagnostic(Location(shown, 1, 1), "empty catalog: expected 'provider:' and 'probes:'")])
-    catalog = builder.build(root, unprintable)
+    try:
+        walked = plain(root, builder.scalar)
+    except Refused as exc:
+        raise CatalogError([Diagnostic(builder.loc(exc.node), exc.message)]) from None
+    catalog = builder.build(root, *walked)
     if builder.diagnostics:
         raise CatalogError(builder.diagnostics)
     return catalog
@@ -256,7 +167,7 @@ class _Builder:
 
     # -- the model -------------------------------------------------------------
 
-    def build(self, root: yaml.Node, unprintable=()) -> Catalog | None:
+    def build(self, root: yaml.Node, data, duplicates, unprintable) -> Catalog | None:
         if not isinstance(root, yaml.MappingNode):
             self.error(root, "catalog: expected a mapping")
             return None
@@ -266,7 +177,7 @@ class _Builder:
             self.error(node, message)
         # Check every part, even when another part is broken, to report all.
         structure_ok = True
-        for node, message in structure_problems(root, self.scalar):
+        for node, message in (*duplicates, *structure_problems(root, data)):
             self.error(node, message)
             structure_ok = False
         if not structure_ok and not all(

@@ -19,6 +19,8 @@ from typing import Any, Callable, Iterator
 import fastjsonschema
 import yaml
 
+from probegen.catalog.cvalidate import DOC_KEYS
+
 _STR = "tag:yaml.org,2002:str"
 _EXPECTED = {"string": "a string", "boolean": "true or false", "integer": "an integer",
              "object": "a mapping", "array": "a list"}
@@ -29,6 +31,13 @@ _MISMATCH = {"^[A-Za-z_][A-Za-z0-9_]*$": "is not a C identifier",
              "enumerators": "is not 'NAME' or 'NAME = VALUE' (VALUE a C integer constant)"}  # by pattern or list
 
 Problem = tuple[yaml.Node, str]
+
+# A catalog nests 6 deep (catalog, probes, probe, args, argument, members).
+MAX_DEPTH = 64
+# Tags a catalog's nodes may carry, explicit (!!str 0x10) or resolved; any
+# other, such as !!python/name:..., has no meaning in a catalog.
+ALLOWED_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null", "float", "timestamp",
+                                                             "seq", "map"))
 
 
 def load_schema() -> dict:
@@ -43,12 +52,64 @@ def _validator(detailed: bool) -> Callable[[Any], Any]:
                                   fast_fail=not detailed)
 
 
-def structure_problems(root: yaml.Node, scalar: Callable[[yaml.Node], Any]) -> Iterator[Problem]:
-    """Every way the document breaks the schema; ``scalar(node)`` gives a
-    scalar node's value."""
+class Refused(Exception):
+    """YAML that a catalog may not use, at ``node``: one error, nothing else checked."""
+
+    def __init__(self, node: yaml.Node, message: str):
+        super().__init__(message)
+        self.node, self.message = node, message
+
+
+def plain(root: yaml.Node, scalar: Callable[[yaml.Node], Any]) -> tuple[Any, list[Problem], list]:
+    """(the document as JSON data, its repeated keys, [(scalar, whether it
+    is a doc)] for each scalar holding a character that is not printable);
+    ``scalar(node)`` gives a scalar node's value. Raises Refused for what
+    PyYAML composes but a catalog may not hold: aliases (their walks grow
+    exponentially in a kilobyte, "billion laughs"), tags beyond YAML's
+    core, keys that are not scalars, nesting past MAX_DEPTH."""
     duplicates: list[Problem] = []
-    data = _value(root, scalar, duplicates)
-    yield from duplicates
+    unprintable: list = []
+    seen: set[int] = set()  # every node: an alias is a node met twice
+
+    def value(node: yaml.Node, what: str, depth: int, holder: yaml.Node, doc: bool = False) -> Any:
+        """``what``: the node's key, or its noun; ``holder``: the key or
+        list to show for an alias (whose own position is not kept)."""
+        if id(node) in seen:
+            raise Refused(holder, "YAML aliases are not allowed in a catalog; write the value out")
+        seen.add(id(node))
+        if node.tag not in ALLOWED_TAGS:
+            raise Refused(node, f"YAML tag {node.tag} is not allowed in a catalog")
+        kind = type(node)
+        if kind is yaml.ScalarNode:
+            if not node.value.isprintable():
+                unprintable.append((node, doc))
+            return node.value if node.tag == _STR else scalar(node)
+        if depth >= MAX_DEPTH:
+            raise Refused(node, f"nested more than {MAX_DEPTH} levels deep (a catalog needs 6)")
+        depth += 1
+        if kind is yaml.SequenceNode:
+            noun = _ITEM_NOUNS.get(what, what)
+            return [value(item, noun, depth, node) for item in node.value]
+        data = {}
+        for key, item in node.value:
+            if type(key) is not yaml.ScalarNode:
+                raise Refused(key, "a mapping key must be a plain name, not a list or mapping")
+            value(key, "key", depth, key)
+            data[key.value] = value(item, key.value, depth, key, key.value in DOC_KEYS)
+        if len(data) < len(node.value):
+            keys: set[str] = set()
+            for key, _ in node.value:
+                if key.value in keys:
+                    named = what if what == "catalog" or what in _ITEM_NOUNS.values() else f"'{what}'"
+                    duplicates.append((key, f"{named}: duplicate key '{key.value}'"))
+                keys.add(key.value)
+        return data
+
+    return value(root, "catalog", 0, root), duplicates, unprintable
+
+
+def structure_problems(root: yaml.Node, data: Any) -> Iterator[Problem]:
+    """Every way the document (``data``, from plain) breaks the schema."""
     try:
         _validator(detailed=False)(data)
         return
@@ -59,26 +120,6 @@ def structure_problems(root: yaml.Node, scalar: Callable[[yaml.Node], Any]) -> I
     except fastjsonschema.JsonSchemaValuesException as exc:
         for error in exc.errors:
             yield from _problems(root, error)
-
-
-def _value(node: yaml.Node, scalar, duplicates: list[Problem], what: str = "catalog") -> Any:
-    """The node as JSON data; keys repeated in a mapping go to duplicates
-    (JSON data cannot hold them). ``what``: the node's key, or its noun."""
-    kind = type(node)
-    if kind is yaml.ScalarNode:
-        return node.value if node.tag == _STR else scalar(node)
-    if kind is yaml.MappingNode:
-        value = {key.value: _value(item, scalar, duplicates, key.value) for key, item in node.value}
-        if len(value) < len(node.value):
-            seen: set[str] = set()
-            for key, _ in node.value:
-                if key.value in seen:
-                    named = what if what == "catalog" or what in _ITEM_NOUNS.values() else f"'{what}'"
-                    duplicates.append((key, f"{named}: duplicate key '{key.value}'"))
-                seen.add(key.value)
-        return value
-    noun = _ITEM_NOUNS.get(what, what)
-    return [_value(item, scalar, duplicates, noun) for item in node.value]
 
 
 def _locate(root: yaml.Node, path: list[str]) -> tuple[yaml.Node, str, str]:
