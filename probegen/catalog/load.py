@@ -106,7 +106,7 @@ def _parse_text(text: str, shown: str, path: Path, header_output=None) -> Catalo
     if root is None:
         raise CatalogError([Diagnostic(Location(shown, 1, 1), "empty catalog: expected 'provider:' and 'probes:'")])
     try:
-        walked = plain(root, builder.scalar)
+        walked = plain(root, builder.scalar, marked="&" in text or "!" in text)
     except Refused as exc:
         raise CatalogError([Diagnostic(builder.loc(exc.node), exc.message)]) from None
     catalog = builder.build(root, *walked)
@@ -200,7 +200,7 @@ class _Builder:
                     output_nodes[key] = value
         outside = top.get("allow_outside_outputs")
         check_output_paths(self, output_nodes, _is_bool(outside) and self.scalar(outside) is True)
-        probes = self.build_probes(top.get("probes"), typedefs, arg0, header.clock)
+        probes = self.build_probes(top.get("probes"), data.get("probes"), typedefs, arg0, header.clock)
         self.check_references(probes, enums)
         spans = build_spans(self, top.get("spans"), probes)
         if header.clock is None and arg0 and any(p.ticks for p in probes):
@@ -371,31 +371,33 @@ class _Builder:
                 includes.append(text)
         return tuple(includes)
 
-    def build_probes(self, node, typedefs, arg0: bool, clock: str | None) -> list[Probe]:
+    def build_probes(self, node, data, typedefs, arg0: bool, clock: str | None) -> list[Probe]:
+        """``data``: the node as plain values (schema_check.plain), read
+        here in place of the nodes, which give positions."""
         probes: list[Probe] = []
         if not isinstance(node, yaml.SequenceNode):
             return probes
         names: dict[str, yaml.Node] = {}  # name -> its node, for a duplicate's message
         max_args = SDT_MAX_ARGS - (1 if arg0 else 0)
-        for item in node.value:
+        for item, values in zip(node.value, data):
             if not isinstance(item, yaml.MappingNode):
                 continue
             fields = self.fields(item)
-            name = self.get(fields, "name")
+            name = values.get("name")
             named = self.probe_name_check(fields.get("name"), name)
             if named and name in names:
                 self.error(fields["name"], f"duplicate probe name '{name}' (first defined at {self.loc(names[name])})")
                 named = False
             if named:
                 names[name] = fields["name"]
-            group = self.get(fields, "group")
+            group = values.get("group")
             if self.keyword_check(fields.get("group"), group, "group") and group in SCRIPT_NAMES:
                 self.error(fields["group"], f"group '{group}' would overwrite the generated '{group}' script "
                                             "(one per group, plus all and counts); rename the group")
-            ticks = self.get(fields, "ticks", False)
+            ticks = values.get("ticks", False)
             if ticks is True and not arg0:
                 self.error(fields["ticks"], "'ticks: true' needs 'arg0: true' at the top: the clock is passed as arg0")
-            args = self.build_args(fields.get("args"), typedefs, name, 1 if arg0 else 0)
+            args = self.build_args(fields.get("args"), values.get("args"), typedefs, name, 1 if arg0 else 0)
             named_enums = [a for a in args if a.ctype.kind is Kind.ENUM and not a.hex]
             if len(named_enums) > MAX_NAMED_ENUMS:
                 self.diagnostics.append(Diagnostic(
@@ -406,25 +408,25 @@ class _Builder:
             if isinstance(fields.get("args"), yaml.SequenceNode) and len(args) > max_args and not self.reported(fields["args"]):
                 why = " (one of <sys/sdt.h>'s 12 is arg0)" if arg0 else ""
                 self.error(fields["args"], f"probe '{name}' has {len(args)} arguments; at most {max_args} are allowed{why}")
-            doc = self.get(fields, "doc", "")
+            doc = values.get("doc", "")
             if named and isinstance(doc, str) and isinstance(group, str):
                 where = self.loc(item)
                 probes.append(Probe(name, group, doc, tuple(args), where, ticks is True,
                                     spdk_arg0(ticks is True, clock, where) if arg0 else None,
-                                    enabled_check=self.get(fields, "enabled_check", False) is True))
+                                    enabled_check=values.get("enabled_check", False) is True))
         return probes
 
-    def build_args(self, node, typedefs, probe_name, first_index: int) -> list[Arg]:
+    def build_args(self, node, data, typedefs, probe_name, first_index: int) -> list[Arg]:
         args: list[Arg] = []
         lengths: list[tuple] = []  # (argument, the length it names, its node)
         if not isinstance(node, yaml.SequenceNode):
             return args
         seen: set[str] = set()  # a set: a list searched per argument was quadratic (40,000 took 40 s)
-        for item in node.value:
+        for item, values in zip(node.value, data):
             if not isinstance(item, yaml.MappingNode):
                 continue
             fields = self.fields(item)
-            name = self.get(fields, "name")
+            name = values.get("name")
             if not self.keyword_check(fields.get("name"), name, "argument"):
                 continue
             if name in seen:
@@ -438,15 +440,15 @@ class _Builder:
             except CTypeError as exc:
                 self.error(type_node, f"argument '{name}': {exc}")
                 continue
-            hex_ = self.get(fields, "hex", False) is True
+            hex_ = values.get("hex", False) is True
             if hex_ and not ctype.is_integer_like:
                 self.error(fields["hex"], f"argument '{name}': 'hex' applies to integers, not {ctype.kind.value}s")
-            max_len = self.get(fields, "max_len")
+            max_len = values.get("max_len")
             if max_len is not None and ctype.kind is not Kind.STRING:
                 self.error(fields["max_len"], f"argument '{name}': 'max_len' applies to strings (char pointers)")
             members = ()
             if "members" in fields:
-                members = tuple(str(m) for m in self.get(fields, "members", ()) or ())
+                members = tuple(str(m) for m in values.get("members", ()) or ())
                 if members and ctype.struct_name is None:
                     self.error(fields["members"], f"argument '{name}': 'members' needs a struct or union pointer type")
                 for member_node in getattr(fields["members"], "value", ()):
@@ -462,7 +464,7 @@ class _Builder:
                 lengths.append((name, length, fields["length"]))
             seen.add(name)
             args.append(Arg(
-                name=name, ctype=ctype, location=self.loc(item), doc=str(self.get(fields, "doc", "")),
+                name=name, ctype=ctype, location=self.loc(item), doc=str(values.get("doc", "")),
                 hex=hex_, max_len=int(max_len) if isinstance(max_len, (int, float)) else None, members=members,
                 length=length if isinstance(length, str) else None,
                 index=first_index + len(args),

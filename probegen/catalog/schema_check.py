@@ -60,42 +60,58 @@ class Refused(Exception):
         self.node, self.message = node, message
 
 
-def plain(root: yaml.Node, scalar: Callable[[yaml.Node], Any]) -> tuple[Any, list[Problem], list]:
+def plain(root: yaml.Node, scalar: Callable[[yaml.Node], Any], marked: bool = True) -> tuple[Any, list[Problem], list]:
     """(the document as JSON data, its repeated keys, [(scalar, whether it
     is a doc)] for each scalar holding a character that is not printable);
     ``scalar(node)`` gives a scalar node's value. Raises Refused for what
     PyYAML composes but a catalog may not hold: aliases (their walks grow
     exponentially in a kilobyte, "billion laughs"), tags beyond YAML's
-    core, keys that are not scalars, nesting past MAX_DEPTH."""
+    core, keys that are not scalars, nesting past MAX_DEPTH. ``marked``:
+    whether the text holds '&' or '!'; without them libyaml makes no alias
+    and no explicit tag, and those checks (a third of the walk) are skipped."""
     duplicates: list[Problem] = []
     unprintable: list = []
     seen: set[int] = set()  # every node: an alias is a node met twice
+    Scalar = yaml.ScalarNode  # noqa: N806
 
-    def value(node: yaml.Node, what: str, depth: int, holder: yaml.Node, doc: bool = False) -> Any:
-        """``what``: the node's key, or its noun; ``holder``: the key or
-        list to show for an alias (whose own position is not kept)."""
+    def check(node: yaml.Node, holder: yaml.Node) -> None:
+        """``holder``: the key or list shown for an alias, whose own
+        position libyaml does not keep."""
         if id(node) in seen:
             raise Refused(holder, "YAML aliases are not allowed in a catalog; write the value out")
         seen.add(id(node))
         if node.tag not in ALLOWED_TAGS:
             raise Refused(node, f"YAML tag {node.tag} is not allowed in a catalog")
-        kind = type(node)
-        if kind is yaml.ScalarNode:
-            if not node.value.isprintable():
-                unprintable.append((node, doc))
-            return node.value if node.tag == _STR else scalar(node)
+
+    def text(node: yaml.Node, doc: bool) -> Any:
+        if not node.value.isprintable():
+            unprintable.append((node, doc))
+        return node.value if node.tag == _STR else scalar(node)
+
+    def collection(node: yaml.Node, what: str, depth: int) -> Any:
+        """``what``: the node's key, or its noun."""
         if depth >= MAX_DEPTH:
             raise Refused(node, f"nested more than {MAX_DEPTH} levels deep (a catalog needs 6)")
         depth += 1
-        if kind is yaml.SequenceNode:
+        if type(node) is yaml.SequenceNode:
             noun = _ITEM_NOUNS.get(what, what)
-            return [value(item, noun, depth, node) for item in node.value]
+            items = []
+            for item in node.value:
+                if marked:
+                    check(item, node)
+                items.append(text(item, False) if type(item) is Scalar else collection(item, noun, depth))
+            return items
         data = {}
         for key, item in node.value:
-            if type(key) is not yaml.ScalarNode:
+            if type(key) is not Scalar:
                 raise Refused(key, "a mapping key must be a plain name, not a list or mapping")
-            value(key, "key", depth, key)
-            data[key.value] = value(item, key.value, depth, key, key.value in DOC_KEYS)
+            if marked:
+                check(key, key)
+                check(item, key)
+            name = key.value
+            if not name.isprintable():
+                unprintable.append((key, False))
+            data[name] = text(item, name in DOC_KEYS) if type(item) is Scalar else collection(item, name, depth)
         if len(data) < len(node.value):
             keys: set[str] = set()
             for key, _ in node.value:
@@ -105,7 +121,8 @@ def plain(root: yaml.Node, scalar: Callable[[yaml.Node], Any]) -> tuple[Any, lis
                 keys.add(key.value)
         return data
 
-    return value(root, "catalog", 0, root), duplicates, unprintable
+    check(root, root)
+    return (text(root, False) if type(root) is Scalar else collection(root, "catalog", 0)), duplicates, unprintable
 
 
 def structure_problems(root: yaml.Node, data: Any) -> Iterator[Problem]:
