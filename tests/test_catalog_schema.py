@@ -15,8 +15,8 @@ from probegen.catalog.load import load_schema
 from probegen.errors import CatalogError
 
 # Keywords that describe and constrain nothing (JSON Schema's annotations
-# and identifiers).
-ANNOTATIONS = {"$schema", "$id", "title", "description", "default"}
+# and identifiers, and probegen's x-directory: the outputs that are directories).
+ANNOTATIONS = {"$schema", "$id", "title", "description", "default", "x-directory"}
 
 GOOD = """\
 provider: demo

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from probegen.catalog import load_catalog
-from probegen.generators import render_outputs
+from probegen.catalog.schema_check import load_schema
+from probegen.generators import outputs, render_outputs
 from probegen.files.marker import has_marker
 from probegen.files.output import GeneratedFile, UnwritableOutput, write_if_changed
 
@@ -22,6 +23,14 @@ REPO = Path(__file__).parent.parent
 def cli(*args, cwd) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "probegen", *map(str, args)], capture_output=True,
                           text=True, cwd=cwd)
+
+
+def test_schema_outputs_are_the_generators():
+    """An output is one generator module; the schema (what editors and the
+    loader read) names the same kinds, the same ones as directories."""
+    schema = load_schema()["properties"]["outputs"]["properties"]
+    assert {kind: bool(entry.get("x-directory")) for kind, entry in schema.items()} == {
+        kind: module.WRITES_DIRECTORY for kind, module in outputs().items()}
 
 
 @pytest.fixture

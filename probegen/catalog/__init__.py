@@ -12,7 +12,7 @@ DEFAULT_CATALOG = "probes.yaml"
 
 # The model's names, loaded on first use: modules that need only the C type
 # facts (catalog.ctype; the struct writer) do not build the model's classes.
-_MODEL_NAMES = ("Arg", "Catalog", "EnumDecl", "Enumerator", "HeaderConfig", "OUTPUT_KINDS", "Probe",
+_MODEL_NAMES = ("Arg", "Catalog", "EnumDecl", "Enumerator", "HeaderConfig", "Probe",
                 "SDT_MAX_ARGS", "Span", "SpanBy", "SpanKey")
 
 __all__ = [*_MODEL_NAMES, "DEFAULT_CATALOG", "load_catalog"]

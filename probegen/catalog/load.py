@@ -199,7 +199,8 @@ class _Builder:
                     outputs[key] = self.base_dir / str(self.scalar(value))
                     output_nodes[key] = value
         outside = top.get("allow_outside_outputs")
-        check_output_paths(self, output_nodes, _is_bool(outside) and self.scalar(outside) is True)
+        directories = frozenset(k for k, v in top_schema["outputs"]["properties"].items() if v.get("x-directory"))
+        check_output_paths(self, output_nodes, _is_bool(outside) and self.scalar(outside) is True, directories)
         probes = self.build_probes(top.get("probes"), data.get("probes"), typedefs, arg0, header.clock)
         self.check_references(probes, enums)
         spans = build_spans(self, top.get("spans"), probes)

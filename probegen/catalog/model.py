@@ -156,9 +156,6 @@ class Span:
         return self.start if by.at_start else self.end
 
 
-OUTPUT_KINDS = ("header", "bpftrace", "bcc", "docs")
-
-
 @dataclass(frozen=True)
 class Catalog:
     path: Path
@@ -227,5 +224,5 @@ class Catalog:
 
 __all__ = [
     "Arg", "Catalog", "EnumDecl", "Enumerator", "HeaderConfig", "Kind",
-    "MAX_NAMED_ENUMS", "OUTPUT_KINDS", "Probe", "SDT_MAX_ARGS", "Span", "SpanBy", "SpanKey",
+    "MAX_NAMED_ENUMS", "Probe", "SDT_MAX_ARGS", "Span", "SpanBy", "SpanKey",
 ]

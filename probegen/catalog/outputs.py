@@ -11,17 +11,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-# Outputs that are directories of scripts; the others are single files.
-DIRECTORY_KINDS = ("bpftrace", "bcc")
-
 
 def _inside(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
-def check_output_paths(builder, nodes: dict, allow_outside: bool) -> None:
+def check_output_paths(builder, nodes: dict, allow_outside: bool, directories: frozenset) -> None:
     """Report each bad path through ``builder.error(node, message)``;
-    ``nodes`` maps an output kind to its path's node."""
+    ``nodes`` maps an output kind to its path's node; ``directories``: the
+    kinds that are directories of scripts (the schema's x-directory)."""
     base = str(builder.base_dir)  # already resolved
     placed: dict[str, tuple[str, str]] = {}  # kind -> (normalised path, as written)
     for kind, node in nodes.items():
@@ -43,7 +41,7 @@ def check_output_paths(builder, nodes: dict, allow_outside: bool) -> None:
                 builder.error(node, f"outputs: '{kind}' path '{written}' leads out of the catalog's directory "
                                     "through a symbolic link (set 'allow_outside_outputs: true' to allow it)")
                 continue
-        if path == base and kind not in DIRECTORY_KINDS:
+        if path == base and kind not in directories:
             builder.error(node, f"outputs: '{kind}' path '{written}' is the catalog's directory, not a file")
             continue
         for other, (other_path, other_written) in placed.items():
@@ -53,7 +51,7 @@ def check_output_paths(builder, nodes: dict, allow_outside: bool) -> None:
             shown = {kind: written, other: other_written}
             for inner, outer, inner_path, outer_path in ((kind, other, path, other_path), (other, kind, other_path, path)):
                 # Scripts directories may nest; nothing goes in, or under, a file.
-                if _inside(inner_path, outer_path) and not (inner in DIRECTORY_KINDS and outer in DIRECTORY_KINDS):
+                if _inside(inner_path, outer_path) and not (inner in directories and outer in directories):
                     builder.error(node, f"outputs: '{inner}' ('{shown[inner]}') is inside '{outer}' "
                                         f"('{shown[outer]}'); each output needs its own path")
         placed[kind] = (path, written)

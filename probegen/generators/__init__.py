@@ -1,13 +1,17 @@
 """Generators: each turns the catalog model into files through a template.
 
-A generator module has ``render_files(catalog, output) -> list[GeneratedFile]``;
-``output`` is the path the catalog's ``outputs:`` gives for its kind. Script
-generators also take ``types``, a binary's DWARF (generators.typesource).
+An output is one module here that declares ``KIND`` (its key under the
+catalog's ``outputs:``), ``WRITES_DIRECTORY`` (scripts) or not (one file),
+and ``render_files(catalog, output, types=None) -> list[GeneratedFile]``:
+``output`` is the path the catalog gives for its kind, ``types`` a binary's
+DWARF (generators.typesource), which scripts print struct members from.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import pkgutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,30 +21,24 @@ if TYPE_CHECKING:  # the struct writer imports this package without any catalog
     from probegen.catalog import Catalog
     from probegen.files.output import GeneratedFile
 
-GENERATORS = {
-    "header": "probegen.generators.header",
-    "bpftrace": "probegen.generators.bpftrace",
-    "bcc": "probegen.generators.bcc",
-    "docs": "probegen.generators.docs",
-}
+
+@functools.cache
+def outputs() -> dict:
+    """Every output module of this package, by kind (tests keep the
+    schema's ``outputs`` equal to it)."""
+    modules = (importlib.import_module(f"{__name__}.{info.name}") for info in pkgutil.iter_modules(__path__))
+    return {module.KIND: module for module in modules if hasattr(module, "KIND")}
 
 
 def render_outputs(catalog: Catalog, types=None) -> list[GeneratedFile]:
     """Every file the catalog's ``outputs:`` asks for; ``types`` (a binary's
     DWARF) is what scripts print struct members from."""
-    from probegen.catalog.outputs import DIRECTORY_KINDS
-
     files: list[GeneratedFile] = []
     for kind, path in catalog.outputs.items():
-        module = GENERATORS.get(kind)
-        if module is None:
-            continue
-        render_files = importlib.import_module(module).render_files
-        if kind in DIRECTORY_KINDS:
+        module = outputs()[kind]
+        if module.WRITES_DIRECTORY:
             require_types_for_members(catalog, types)
-            files.extend(render_files(catalog, path, types))
-        else:
-            files.extend(render_files(catalog, path))
+        files.extend(module.render_files(catalog, path, types))
     return files
 
 
@@ -61,9 +59,7 @@ def require_types_for_members(catalog: Catalog, types) -> None:
 
 def script_directories(catalog: Catalog) -> list[Path]:
     """The catalog's output directories (bpftrace scripts, BCC tools)."""
-    from probegen.catalog.outputs import DIRECTORY_KINDS
-
-    return [Path(path) for kind, path in catalog.outputs.items() if kind in DIRECTORY_KINDS]
+    return [Path(path) for kind, path in catalog.outputs.items() if outputs()[kind].WRITES_DIRECTORY]
 
 
 def leftover_files(catalog: Catalog, files: list[GeneratedFile]) -> list[Path]:

@@ -25,6 +25,7 @@ from probegen.generators.lines import Field, Style, arg_fields, enum_tables, pro
 from probegen.generators.render import render
 from probegen.generators.typesource import TypeSource
 
+KIND, WRITES_DIRECTORY = "bcc", True  # the output it is (generators.outputs)
 TEMPLATE = "bcc_tool.py.j2"
 
 # Characters a BCC tool reads of a string the catalog gives no max_len:

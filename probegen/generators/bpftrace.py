@@ -43,6 +43,7 @@ from probegen.generators.render import render
 from probegen.generators.spans import SPAN_SCRIPT, render_files as render_span_files
 from probegen.generators.typesource import TypeSource
 
+KIND, WRITES_DIRECTORY = "bpftrace", True  # the output it is (generators.outputs)
 TEMPLATE = "bpftrace.bt.j2"
 COUNT_TEMPLATE = "bpftrace_count.bt.j2"
 COUNT_SCRIPT = "counts"

@@ -19,6 +19,7 @@ from probegen.generators.lines import Style, style_of
 from probegen.files.output import GeneratedFile
 from probegen.generators.render import render
 
+KIND, WRITES_DIRECTORY = "docs", False  # the output it is (generators.outputs)
 TEMPLATE = "docs.md.j2"
 
 # Characters that start inline markup anywhere in a line. Underscores only
@@ -113,5 +114,5 @@ def render_docs(catalog: Catalog, output: Path | None = None) -> str:
     return render(TEMPLATE, **context(catalog, output))
 
 
-def render_files(catalog: Catalog, output: Path) -> list[GeneratedFile]:
+def render_files(catalog: Catalog, output: Path, types=None) -> list[GeneratedFile]:
     return [GeneratedFile(Path(output), render_docs(catalog, Path(output)))]

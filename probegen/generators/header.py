@@ -16,6 +16,7 @@ from probegen.files import marker
 from probegen.files.output import GeneratedFile
 from probegen.generators.render import render
 
+KIND, WRITES_DIRECTORY = "header", False  # the output it is (generators.outputs)
 TEMPLATE = "usdt.h.j2"
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -126,5 +127,5 @@ def semaphore_source(catalogs: list[Catalog]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_files(catalog: Catalog, output: Path) -> list[GeneratedFile]:
+def render_files(catalog: Catalog, output: Path, types=None) -> list[GeneratedFile]:
     return [GeneratedFile(Path(output), render_header(catalog))]
