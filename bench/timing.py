@@ -6,7 +6,7 @@ shared machine hits all of them alike; each keeps its best round.
 
 from __future__ import annotations
 
-import resource
+import os
 import subprocess
 import sys
 import time
@@ -28,16 +28,20 @@ class Command:
         self.label, self.argv, self.env, self.before = label, argv, env, before
         self.times: list[float] = []
         self.cpu_times: list[float] = []  # user + system of the process: less swayed by a busy machine
+        self.max_rss_mb = 0.0  # the largest resident set of any run
 
     def run(self) -> None:
         if self.before:
             self.before()  # untimed set-up, e.g. editing the catalog
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        subprocess.run(self.argv, check=True, env=self.env, stdout=subprocess.DEVNULL)
+        process = subprocess.Popen(self.argv, env=self.env, stdout=subprocess.DEVNULL)
+        _, status, usage = os.wait4(process.pid, 0)  # this child's own usage
         self.times.append(time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self.cpu_times.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode:
+            raise subprocess.CalledProcessError(process.returncode, self.argv)
+        self.cpu_times.append(usage.ru_utime + usage.ru_stime)
+        self.max_rss_mb = max(self.max_rss_mb, usage.ru_maxrss / 1024)
 
     @property
     def best_ms(self) -> float:
