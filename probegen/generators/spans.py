@@ -182,17 +182,6 @@ def _plan(catalog: Catalog, spans, counted, strlen_cap: int) -> tuple[_Builder, 
     return builder, blocks
 
 
-def map_names(catalog: Catalog, spans=None) -> dict[str, tuple[str, str, tuple[str, ...]]]:
-    """Map name -> (what, span or probe map, by names): how --json reads
-    bpftrace's maps back."""
-    spans = catalog.spans if spans is None else spans
-    names = {HITS_MAP: ("hits", "", ())}
-    for span in spans:
-        names[hist_map(span)] = ("span", span.name, tuple(b.name for b in span.by))
-        names[unmatched_map(span)] = ("unmatched", span.name, ())
-    return names
-
-
 def render_files(catalog: Catalog, output: Path) -> list[GeneratedFile]:
     """``spans.bt`` in ``output`` when the catalog declares spans."""
     if not catalog.spans:
