@@ -136,3 +136,9 @@ def test_readme_commands_exist():
         assert os.access(ROOT / command, os.X_OK), f"{command} is not an executable file"
     ci = (ROOT / ".ci" / "run").read_text()
     assert re.search(r"^exec tools/test\.sh$", ci, re.M), ".ci/run does not run the README's test command"
+
+
+def test_every_test_file_is_in_the_feature_table():
+    """doc/internals.md leads from each feature to its tests: no test file left out."""
+    table = (ROOT / "doc" / "internals.md").read_text()
+    assert [t.name for t in sorted((ROOT / "tests").glob("test_*.py")) if f"`{t.name}`" not in table] == []
