@@ -380,7 +380,10 @@ class _Builder:
             return probes
         names: dict[str, yaml.Node] = {}  # name -> its node, for a duplicate's message
         max_args = SDT_MAX_ARGS - (1 if arg0 else 0)
-        for item, values in zip(node.value, data):
+        for index, (item, values) in enumerate(zip(node.value, data)):
+            # Each probe's nodes go once it is modelled (its positions are in
+            # the model): a big catalog's nodes are most of its peak memory.
+            node.value[index] = data[index] = None
             if not isinstance(item, yaml.MappingNode):
                 continue
             fields = self.fields(item)

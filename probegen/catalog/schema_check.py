@@ -84,6 +84,7 @@ def plain(root: yaml.Node, scalar: Callable[[yaml.Node], Any], marked: bool = Tr
             raise Refused(node, f"YAML tag {node.tag} is not allowed in a catalog")
 
     def text(node: yaml.Node, doc: bool) -> Any:
+        node.end_mark = None  # never read: freed as the data grows (~10% of a big catalog's peak memory)
         if not node.value.isprintable():
             unprintable.append((node, doc))
         return node.value if node.tag == _STR else scalar(node)
@@ -92,6 +93,7 @@ def plain(root: yaml.Node, scalar: Callable[[yaml.Node], Any], marked: bool = Tr
         """``what``: the node's key, or its noun."""
         if depth >= MAX_DEPTH:
             raise Refused(node, f"nested more than {MAX_DEPTH} levels deep (a catalog needs 6)")
+        node.end_mark = None
         depth += 1
         if type(node) is yaml.SequenceNode:
             noun = _ITEM_NOUNS.get(what, what)
