@@ -117,6 +117,9 @@ def test_catalog_points_editors_at_the_schema():
      ["probes.yaml:8:56: error: argument 'n': member 'dev->name' is not a member path like 'qid' or 'id.nsid'"]),
     (GOOD.replace("{name: n, type: int}", "{name: n, type: int, members: [qid]}"),
      ["'members' needs a struct or union pointer type"]),
+    # Plain '=' and '<<' mean something only to PyYAML's constructor: text here.
+    (GOOD.replace("provider: demo", "provider: ="), ["probes.yaml:1:11: error: 'provider': '=' is not a C identifier"]),
+    (GOOD.replace("group: app", "group: <<"), ["probes.yaml:4:12: error: 'group': '<<' is not a C identifier"]),
 ])
 def test_bad_catalog_messages(tmp_path, text, expected):
     path = write(tmp_path, text)
