@@ -461,7 +461,7 @@ class _Builder:
                     elif not BPFTRACE_KEYWORDS.isdisjoint(str(member_node.value).split(".")):
                         self.error(member_node, f"argument '{name}': member '{member_node.value}' has a bpftrace "
                                                 "keyword in its path; bpftrace scripts cannot name it")
-            length = self.get(fields, "length")
+            length = values.get("length")
             if length is not None and ctype.kind is not Kind.STRING:
                 self.error(fields["length"], f"argument '{name}': 'length' applies to strings (char pointers)")
             elif length is not None:
