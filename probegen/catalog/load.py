@@ -450,9 +450,10 @@ class _Builder:
             max_len = values.get("max_len")
             if max_len is not None and ctype.kind is not Kind.STRING:
                 self.error(fields["max_len"], f"argument '{name}': 'max_len' applies to strings (char pointers)")
-            members = ()
+            members = member_locations = ()
             if "members" in fields:
                 members = tuple(str(m) for m in values.get("members", ()) or ())
+                member_locations = tuple(self.loc(n) for n in getattr(fields["members"], "value", ()) or ())
                 if members and ctype.struct_name is None:
                     self.error(fields["members"], f"argument '{name}': 'members' needs a struct or union pointer type")
                 for member_node in getattr(fields["members"], "value", ()):
@@ -472,7 +473,7 @@ class _Builder:
                 hex=hex_, max_len=int(max_len) if isinstance(max_len, (int, float)) else None, members=members,
                 length=length if isinstance(length, str) else None,
                 index=first_index + len(args),
-                member_locations=tuple(self.loc(n) for n in getattr(fields.get("members"), "value", ()) or ()),
+                member_locations=member_locations,
             ))
         by_name = {a.name: a for a in args}
         for name, length, node in lengths:  # after the loop: a length may come later in the list
