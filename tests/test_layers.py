@@ -44,7 +44,7 @@ def test_readers_import_no_catalog_generator_or_template(reader):
 # own; the plumbing (rank 0) may use itself.
 RANK = {
     "__init__": 0, "probegen": 0, "errors": 0, "files": 0, "data": 0, "templates": 0,
-    "catalog": 1,
+    "catalog": 1, "bpftrace": 1,
     "elf": 2, "dwarf": 3,
     "generators": 4,
     "checks": 5, "runtime": 5, "importers": 5, "reports": 5,

@@ -1,42 +1,39 @@
 """bpftrace scripts from the catalog: one per group, one with every probe,
-and one counting hits. Targets bpftrace 0.17.
+and one counting hits; and the programs `probegen trace` makes of them for
+one process (render_lines).
 
 Probes are written ``usdt:*:PROVIDER:NAME``, so one script runs four ways:
 ``bpftrace -p PID script.bt``, ``./script.bt -p PID`` (its shebang), SPDK's
 ``scripts/bpftrace.sh PID script.bt`` (bpftrace resolves ``*`` to the files
-the process maps), and ``probegen trace PID script.bt``, which names the
-exact file holding each probe. Scripts have no BEGIN or END block: SPDK's
-bpftrace.sh appends its own and bpftrace allows one of each. So enum names
-are looked up where they are printed, and no map is filled that would be
-printed at exit.
+the process maps), and ``probegen trace -p PID script.bt``. Scripts have no
+BEGIN or END block: SPDK's bpftrace.sh appends its own and bpftrace allows
+one of each. So enum names are looked up where they are printed.
 
-Strings print whole up to their max_len at bpftrace's default
-BPFTRACE_STRLEN (64): bpftrace 0.17's str() reads at most 200 bytes and
-gives every str() of a script a BPFTRACE_STRLEN-byte buffer on the 512-byte
-BPF stack, so a string is read in pieces of 63 characters. A piece after
-the first is read only when the ones before it hold no NUL (8-byte words
-tested for a zero byte), never from past the string's end.
-
-A hit prints one line from one printf, i.e. one perf record, whenever its
-arguments fit the stack (see _limit). A hit that cannot (two 223-character
-NQNs do not) prints several lines, each one printf ending in a newline, so
-that bpftrace prints each whole even when several CPUs print at once: the
-first holds the fields that fit, each next one the rest (``+`` then the text
-that follows), and each names the probe, the thread and its place
-(``PROBE [tid TID K/N]``), so a reader joins them (runtime/hitlines.py).
+Two forms of a probe's block. The whole form (whole_body), as one writes
+by hand: one printf per hit, a string read by one str(): whole on bpftrace
+0.21 and later, its first 63 characters on 0.17. The pieces form
+(pieces_body), for trace on bpftrace 0.17 and for a probe whose one printf
+0.17's stack cannot hold: strings read 63 characters at a time, a piece
+after the first only when the ones before it hold no NUL (8-byte words
+tested for a zero byte), never from past the string's end; a hit whose
+pieces do not fit one printf prints several lines, each one printf, each
+naming the probe, the thread and its place (``PROBE [tid TID K/N]``), so
+trace joins them (runtime/hitlines.py).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from probegen.catalog import Catalog
 from probegen.generators.escape import printf_literal
+from probegen.bpftrace import BIG_STRLEN, BPF_STACK, DEFAULT_STRLEN, MAX_ARG_INDEX, UNREADABLE, conversion
 from probegen.generators.lines import (
-    DEFAULT_STRLEN, UNKNOWN_ENUM, Field, ProbeLine, Style, enum_lookup, probe_lines, script_groups,
+    UNKNOWN_ENUM, Field, ProbeLine, Style, enum_lookup, name_literal, probe_lines, script_groups,
 )
 from probegen.files.output import GeneratedFile
 from probegen.generators.render import render
@@ -47,20 +44,15 @@ KIND, WRITES_DIRECTORY = "bpftrace", True  # the output it is (generators.output
 TEMPLATE = "bpftrace.bt.j2"
 COUNT_TEMPLATE = "bpftrace_count.bt.j2"
 COUNT_SCRIPT = "counts"
-# bpftrace 0.17 reads USDT arguments arg0..arg5 only on x86_64
-# ("x86_64 doesn't support arg6"); later ones print as this.
-MAX_ARG_INDEX = 5
-UNREADABLE = "?"
 # Characters one str() reads at bpftrace's default BPFTRACE_STRLEN of 64
 # (one byte is the NUL); every str() takes those 64 bytes of stack.
 PIECE = DEFAULT_STRLEN - 1
 PIECE_BYTES = DEFAULT_STRLEN
-# A probe's stack. One printf takes its arguments' bytes, the timestamp
+# One printf takes its arguments' bytes of the stack, the timestamp
 # included, and one more copy of its largest string (the str() buffer).
 # Measured on bpftrace 0.17: $t, timestamp, four integers and six 64-byte
 # strings (504 bytes counted this way) load, seven (568) do not; variables
 # take 8 bytes each (see _limit).
-BPF_STACK = 512
 STACK_MARGIN = 32
 # Variables of the loop that finds a string's full pieces (_full_pieces).
 LOOP_VARIABLES = 5
@@ -101,14 +93,6 @@ class Variant:
 
     conditions: tuple[str, ...]
     printfs: tuple[Printf, ...]
-
-
-def conversion(style: Style, size: int) -> str:
-    """printf conversion of a value printed in this style (an enum: by
-    name); bpftrace wants 'l' for 8 bytes."""
-    long = "l" if size == 8 else ""
-    return {Style.SIGNED: f"%{long}d", Style.UNSIGNED: f"%{long}u", Style.HEX: f"0x%{long}x",
-            Style.POINTER: "%p", Style.STRING: "%s", Style.ENUM: "%s"}[style]
 
 
 def _readable(field: Field) -> bool:
@@ -247,7 +231,7 @@ def _field_items(field: Field, number: int, known: bool | None, shown: int | Non
         # Cast to the unsigned type of the width, so a negative value prints
         # its own bits rather than a sign-extended 64-bit pattern.
         value = f"(uint{field.size * 8}){value}"
-    return [Item(label + conversion(style, field.size), (value,), WORD_BYTES)]
+    return [Item(label + conversion(style.value, field.size), (value,), WORD_BYTES)]
 
 
 def _line_items(line: ProbeLine, known: dict, shown: dict) -> list[Item]:
@@ -372,20 +356,139 @@ def split_probes(lines: list[ProbeLine]) -> list[str]:
     return [l.probe.name for l in lines if any(len(v.printfs) > 1 for v in variants(l))]
 
 
-def render_script(catalog: Catalog, group: str, probes, types: TypeSource | None = None) -> str:
-    lines = probe_lines(catalog, probes, types)
-    structs = list(dict.fromkeys(s for l in lines for s in l.structs))
+def pieces_body(line: ProbeLine) -> list[str]:
+    """A probe's statements in the form for bpftrace before 0.21: strings
+    read in pieces, a hit too long for one printf in several lines."""
+    rows = statements(line)
+    options = variants(line)
+    if len(options) == 1:
+        return rows + [f'printf("{p.format}", {", ".join(p.args)});' for p in options[0].printfs]
+    for number, option in enumerate(options):
+        last = number == len(options) - 1
+        test = "" if last else f"if ({' && '.join(option.conditions)}) "
+        rows.append(("" if number == 0 else "} else ") + test + "{")
+        rows.extend(f'\tprintf("{p.format}", {", ".join(p.args)});' for p in option.printfs)
+    return rows + ["}"]
+
+
+def _variable(label: str, taken: set[str]) -> str:
+    """A variable named for a field (``qpair->conn.state``:
+    ``$qpair_conn_state``), unlike any other of the probe."""
+    name = "$" + re.sub(r"\W", "_", label)
+    while name in taken:
+        name += "_"
+    taken.add(name)
+    return name
+
+
+def _names(field: Field, value: str, name: str) -> str:
+    """One row setting ``name`` to the name of ``value`` (an enum field's),
+    "" for a value unnamed. Assignments in an if chain: the strings of a
+    ternary chain each take stack of their own in bpftrace 0.17, and three
+    names of 32 to 60 characters passed its 512 bytes. Assigned first, as
+    bpftrace 0.21 and later scope a variable to the block it is made in."""
+    rows = [f'if ({value} == {number}) {{ {name} = "{name_literal(shown)}"; }}' for number, shown in field.enum.names]
+    return f'{name} = ""; ' + " else ".join(rows)
+
+
+def _string(field: Field) -> str:
+    """str() of a string argument, bounded by its max_len: whole on bpftrace
+    0.21 and later (up to BIG_STRLEN), the first DEFAULT_STRLEN - 1
+    characters before (str() clamps to its default string size there)."""
+    return f"str({_value(field)}, {min(field.max_len, BIG_STRLEN - 1) + 1})"
+
+
+def whole_body(line: ProbeLine, small_stack: bool = True) -> list[str] | None:
+    """A probe's statements printing each hit in one printf, strings with
+    one str() each: enum names looked up once into a variable, one printf
+    per combination of names known or not. None, when ``small_stack``
+    (bpftrace 0.17 may run it), if 0.17 could not load it: its 512-byte
+    stack, where strings take DEFAULT_STRLEN bytes whatever str() asks."""
+    taken = {"$t"}
+    rows = ["$t = nsecs;"]
+    pointers = {}
+    for field in line.fields:
+        if field.is_member and _readable(field) and field.index not in pointers:
+            pointers[field.index] = _variable(field.label.split("->")[0], taken)
+            rows.append(f"{pointers[field.index]} = ({field.struct} *)arg{field.index};")
+    enums = {}
+    for number, field in enumerate(line.fields):
+        if field.style is Style.ENUM and _readable(field):
+            enums[number] = _variable(field.label, taken)
+            rows.append(_names(field, _whole_value(field, pointers), enums[number]))
+    stack = WORD_BYTES * (len(taken) + 2) + PIECE_BYTES * (len(enums) + 1)
+    printfs = []
+    for known in itertools.product((True, False), repeat=len(enums)):
+        known = dict(zip(enums, known))
+        text, args = "%llu.%06llu: " + printf_literal(line.probe.name), ["$t / 1000000000", "$t % 1000000000 / 1000"]
+        size = stack
+        for number, field in enumerate(line.fields):
+            label = " " + printf_literal(field.label) + "="
+            value = _whole_value(field, pointers)
+            if not _readable(field):
+                text += label + UNREADABLE
+                continue
+            if number in enums:
+                text += label + ("%s" if known[number] else printf_literal(UNKNOWN_ENUM) + "(%d)")
+                args.append(enums[number] if known[number] else value)
+            elif _reads_string(field):
+                text += label + "%s"
+                args.append(_string(field))
+            else:
+                item = _field_items(field, number, None, None)[0]
+                text += item.format
+                args.append(item.args[0].replace(_value(field), value))
+            size += PIECE_BYTES if field.style in (Style.STRING, Style.ENUM) else WORD_BYTES
+        if small_stack and size > BPF_STACK - STACK_MARGIN:
+            return None
+        test = " && ".join(f'{enums[n]} != ""' for n, k in known.items() if k)  # the ones before failed
+        printfs.append((test, f'printf("{text}\\n", {", ".join(args)});'))
+    if len(printfs) == 1:
+        return rows + [printfs[0][1]]
+    rows.append(f"if ({printfs[0][0]}) {{ {printfs[0][1]} }}")
+    rows.extend(f"else if ({test}) {{ {call} }}" for test, call in printfs[1:-1])
+    return rows + [f"else {{ {printfs[-1][1]} }}"]
+
+
+def _whole_value(field: Field, pointers: dict[int, str]) -> str:
+    value = _value(field)
+    if field.is_member:
+        value = value.replace(_pointer_variable(field), pointers[field.index])
+    return value
+
+
+def render_lines(catalog: Catalog, group: str, lines: list[ProbeLine], definitions: str = "",
+                 big_strings: bool | None = None) -> str:
+    """The script of these probe lines. ``big_strings``: True, for a
+    bpftrace that holds big strings (0.21 and later); False, for an older
+    one (strings in pieces, long hits in several lines); None, a script for
+    either (strings whole where big strings are held)."""
+    blocks = []
+    for line in lines:
+        body = None if big_strings is False else whole_body(line, small_stack=not big_strings)
+        blocks.append({"line": line, "body": body or pieces_body(line), "pieces": body is None,
+                       "unreadable": _unreadable(line), "cut": cut_strings(line) if body is None else []})
     return render(
         TEMPLATE,
         catalog=catalog,
         group=group,
-        lines=[{"line": l, "variants": variants(l), "unreadable": _unreadable(l), "statements": statements(l),
-                "cut": cut_strings(l)} for l in lines],
-        definitions=types.definitions(structs) if types is not None and structs else "",
-        split=split_probes(lines),
+        blocks=blocks,
+        definitions=definitions,
+        split=split_probes([b["line"] for b in blocks if b["pieces"]]),
+        strings=any(_reads_string(f) for l in lines for f in l.fields),
+        big_strlen=BIG_STRLEN - 1,
+        long_strings=any(_reads_string(f) and f.max_len >= BIG_STRLEN for l in lines for f in l.fields),
         piece=PIECE,
         max_arg=MAX_ARG_INDEX,
+        for_process=big_strings is not None,
     )
+
+
+def render_script(catalog: Catalog, group: str, probes, types: TypeSource | None = None) -> str:
+    lines = probe_lines(catalog, probes, types)
+    structs = list(dict.fromkeys(s for l in lines for s in l.structs))
+    definitions = types.definitions(structs) if types is not None and structs else ""
+    return render_lines(catalog, group, lines, definitions)
 
 
 def _unreadable(line: ProbeLine) -> list[str]:

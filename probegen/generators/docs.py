@@ -13,7 +13,7 @@ from pathlib import Path
 
 from probegen.catalog import Catalog
 from probegen.catalog.model import Arg, Probe
-from probegen.generators.bpftrace import conversion
+from probegen.bpftrace import conversion
 from probegen.generators.escape import one_line
 from probegen.generators.lines import Style, style_of
 from probegen.files.output import GeneratedFile
@@ -72,7 +72,7 @@ def _one_liner_value(arg: Arg, probe: Probe) -> tuple[str, str]:
         # Generated scripts print enums by name through a map; a one-liner
         # has no map, so it shows the number.
         return "%d", index
-    return conversion(style, arg.ctype.size), index
+    return conversion(style.value, arg.ctype.size), index
 
 
 def one_liner(catalog: Catalog, probe: Probe) -> str:

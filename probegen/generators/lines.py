@@ -14,6 +14,7 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from probegen.bpftrace import DEFAULT_MAX_LEN, cut_literal
 from probegen.catalog.model import MAX_NAMED_ENUMS, Arg, Catalog, Probe
 from probegen.catalog.ctype import CType, Kind
 from probegen.errors import InputError
@@ -22,13 +23,6 @@ from probegen.generators.escape import c_string
 if TYPE_CHECKING:  # importing it loads the DWARF reader, which lint without a binary does not need
     from probegen.generators.typesource import TypeSource
 
-# A string argument's max_len is the most characters printed. bpftrace
-# 0.17's str() keeps one byte of its BPFTRACE_STRLEN buffer (default 64)
-# for the NUL, so 63 print without raising BPFTRACE_STRLEN.
-DEFAULT_MAX_LEN = 63
-DEFAULT_STRLEN = DEFAULT_MAX_LEN + 1
-# bpftrace 0.17 refuses BPFTRACE_STRLEN above 200.
-BPFTRACE_STRLEN_LIMIT = 200
 # Printed for an enum value the enum has no name for, with the number.
 UNKNOWN_ENUM = "UNKNOWN"
 
@@ -171,8 +165,7 @@ def enum_lookup(table: EnumTable, value: str, name: str, known: str, unnamed: st
     printing at exit): SPDK's bpftrace.sh appends its own, and bpftrace
     0.17 takes one of each. A chain of conditional string literals inside
     a printf instead fails bpftrace 0.17's verifier in some probes
-    ("invalid size of register spill"). runtime.enum_names rewrites these
-    rows by their form."""
+    ("invalid size of register spill")."""
     return [f"// names of enum {table.name}", f'{name} = "{name_literal(unnamed)}";', f"{known} = 1;",
             *enum_chain(table, value, name), f"else {{ {known} = 0; }}"]
 
@@ -185,16 +178,8 @@ def enum_chain(table: EnumTable, value: str, name: str) -> list[str]:
 
 def name_literal(shown: str) -> str:
     """An enumerator's name as the body of a bpftrace string literal, cut
-    to the DEFAULT_MAX_LEN bytes a literal holds at bpftrace 0.17's default
-    strlen: one longer literal stops the whole script from loading, and
-    names may come from a traced binary's DWARF."""
-    kept, size = [], 0
-    for char in shown:
-        size += len(char.encode("utf-8", "surrogatepass"))
-        if size > DEFAULT_MAX_LEN:
-            break
-        kept.append(char)
-    return c_string("".join(kept))
+    to what a literal holds (names may come from a traced binary's DWARF)."""
+    return c_string(cut_literal(shown))
 
 
 def enum_tables(lines: list[ProbeLine]) -> list[EnumTable]:

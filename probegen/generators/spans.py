@@ -28,7 +28,8 @@ from pathlib import Path
 from probegen.catalog import Arg, Catalog, Probe, Span
 from probegen.catalog.ctype import Kind
 from probegen.files.output import GeneratedFile
-from probegen.generators.lines import BPFTRACE_STRLEN_LIMIT, DEFAULT_STRLEN, UNKNOWN_ENUM, enum_lookup, enum_table
+from probegen.bpftrace import DEFAULT_STRLEN, STRLEN_LIMIT
+from probegen.generators.lines import UNKNOWN_ENUM, enum_lookup, enum_table
 from probegen.generators.render import render
 
 TEMPLATE = "bpftrace_spans.bt.j2"
@@ -117,7 +118,7 @@ def _span_parts(builder: _Builder, span: Span, blocks: dict[str, _Block]) -> Non
         if key.start.ctype.kind is Kind.STRING:
             start_block.strings += 1
             end_block.strings += 1
-    stored, parts, by_setup = [], [], []
+    stored, parts, by_reads, by_setup = [], [], [], []
     for i, by in enumerate(span.by):
         probe = span.by_probe(by)
         length = builder.string_length(by.arg)
@@ -132,16 +133,17 @@ def _span_parts(builder: _Builder, span: Span, blocks: dict[str, _Block]) -> Non
         # with string keys fails bpftrace 0.17's verifier ("misaligned
         # stack access") beside a string span key.
         naming = builder.enum_name(by.arg, f"{var}_b{i}", f"{var}_n{i}", f"{var}_known{i}")
-        if naming is not None:
-            by_setup += [f"{var}_b{i} = {value};", *naming]
-            parts.append(f"{var}_n{i}")
+        if naming is not None or by.at_start:  # a value stored at the start is read before it is deleted
+            by_reads.append(f"{var}_b{i} = {value};")
+            by_setup += naming or []
+            parts.append(f"{var}_n{i}" if naming is not None else f"{var}_b{i}")
         else:
             parts.append(value)
     start_block.starts.append({"span": span, "map": start_map(span), "key": ", ".join(start_keys),
                                "stored": stored})
     end_block.ends.append({
         "span": span, "var": var, "setup": end_setup, "key": ", ".join(end_keys), "map": start_map(span),
-        "by_setup": by_setup, "by_keys": ", ".join(parts), "hist": hist_map(span),
+        "by_reads": by_reads, "by_setup": by_setup, "by_keys": ", ".join(parts), "hist": hist_map(span),
         "unmatched": unmatched_map(span), "stored": [s["map"] for s in stored],
     })
 
@@ -154,9 +156,9 @@ def render_program(catalog: Catalog, spans=None, counted=(), interval: int | Non
     and END (clearing the spans still open, so they do not print at exit);
     without, for runners that add their own (SPDK's bpftrace.sh)."""
     spans = catalog.spans if spans is None else tuple(spans)
-    builder, blocks = _plan(catalog, spans, counted, BPFTRACE_STRLEN_LIMIT)
+    builder, blocks = _plan(catalog, spans, counted, STRLEN_LIMIT)
     most = max((b.strings for b in blocks.values()), default=0)
-    limit = min(BPFTRACE_STRLEN_LIMIT, STRING_STACK_BUDGET // most) if most else BPFTRACE_STRLEN_LIMIT
+    limit = min(STRLEN_LIMIT, STRING_STACK_BUDGET // most) if most else STRLEN_LIMIT
     strlen = max(DEFAULT_STRLEN, min(builder.wanted_strlen, limit))
     if strlen < builder.wanted_strlen:  # some max_len does not fit: read those strings cut
         builder, blocks = _plan(catalog, spans, counted, strlen)

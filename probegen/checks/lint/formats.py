@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 from probegen.catalog.ctype import Kind
 from probegen.checks.lint.values import Value
+from probegen.bpftrace import conversion
 from probegen.generators.lines import style_of
 
 _CONVERSION = re.compile(
@@ -109,9 +110,7 @@ def suggest(value: Value) -> str:
         return f"%s with str({value.expression})" if value.expression else "%s with str()"
     if ctype.kind is Kind.ENUM:
         return "%d, or %s with a map of the enum's names"
-    from probegen.generators import bpftrace  # its printf table; it loads jinja2, wanted only here
-
-    return bpftrace.conversion(style_of(ctype), ctype.size)
+    return conversion(style_of(ctype).value, ctype.size)
 
 
 def mismatch(conversion: Conversion, value: Value) -> str | None:

@@ -1,0 +1,108 @@
+"""What probegen knows about bpftrace, in one place: its printf
+conversions, its string and literal sizes, what each version can do, how a
+name becomes an attach-point string, and the lexemes of a script that
+markers are looked for in. Generators, lint, docs and trace import it.
+
+Two generations are in use: Debian 12's bpftrace 0.17, which keeps strings
+on the 512-byte BPF stack (64 bytes each by default, 200 at most), and
+0.21 and later (Debian 13: 0.23.2), which keep them off it, up to 1024
+bytes by default. Both refuse a second BEGIN and a usdt probe the binary
+lacks.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+# bpftrace 0.17's default BPFTRACE_STRLEN: the bytes of a str() buffer and
+# of a string literal, its NUL included; it refuses more than STRLEN_LIMIT.
+DEFAULT_STRLEN = 64
+DEFAULT_MAX_LEN = DEFAULT_STRLEN - 1
+STRLEN_LIMIT = 200
+# From 0.21, strings live off the stack, up to max_strlen (by default
+# 1024; a longer str() is shortened, with a warning).
+BIG_STRINGS = (0, 21)
+BIG_STRLEN = 1024
+# A probe's stack.
+BPF_STACK = 512
+# 0.17 reads USDT arguments arg0..arg5 only on x86_64 ("x86_64 doesn't
+# support arg6"); later ones print as UNREADABLE.
+MAX_ARG_INDEX = 5
+UNREADABLE = "?"
+
+
+def conversion(style: str, size: int) -> str:
+    """printf conversion of a value printed in this style (lines.Style's
+    value; an enum: by name); bpftrace wants 'l' for 8 bytes."""
+    long = "l" if size == 8 else ""
+    return {"signed": f"%{long}d", "unsigned": f"%{long}u", "hex": f"0x%{long}x",
+            "pointer": "%p", "string": "%s", "enum": "%s"}[style]
+
+
+def cut_literal(text: str) -> str:
+    """``text`` cut to the DEFAULT_MAX_LEN bytes a string literal holds on
+    bpftrace 0.17: one longer literal stops the whole script from loading."""
+    kept, size = [], 0
+    for char in text:
+        size += len(char.encode("utf-8", "surrogatepass"))
+        if size > DEFAULT_MAX_LEN:
+            break
+        kept.append(char)
+    return "".join(kept)
+
+
+def version(bpftrace: str) -> tuple[int, int] | None:
+    """(major, minor) of the bpftrace at this path, None if it says none."""
+    try:
+        out = subprocess.run([bpftrace, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.search(r"v(\d+)\.(\d+)", out)
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def holds_big_strings(bpftrace: str) -> bool:
+    found = version(bpftrace)
+    return found is not None and found >= BIG_STRINGS
+
+
+def attach_string(data: bytes) -> str:
+    """``data`` as a bpftrace 0.17 attach-point string, byte for byte.
+
+    bpftrace unescapes such a string twice: its lexer (``\\"``, ``\\\\``,
+    ``\\xHH``), then its attach-point parser (``\\`` before any byte), after
+    its grammar has put ``\\`` back before each ``"`` only. So a backslash
+    is written as four, a quote as ``\\"``, and every byte outside
+    printable ASCII as ``\\xHH``: the result is printable ASCII, one
+    token, whatever ``data`` holds. Checked against bpftrace 0.17 with
+    names holding ``"``, ``\\``, ``\\"``, ``\\n``, spaces, ``{}();,$'%#``,
+    tabs, UTF-8 and invalid UTF-8 (tests/test_trace_security.py).
+    """
+    out = ['"']
+    for byte in data:
+        if byte == 0x5C:
+            out.append("\\\\\\\\")
+        elif byte == 0x22:
+            out.append('\\"')
+        elif 0x20 <= byte < 0x7F:
+            out.append(chr(byte))
+        else:
+            out.append(f"\\x{byte:02x}")
+    out.append('"')
+    return "".join(out)
+
+
+# What a script may hold, as bpftrace 0.17's lexer sees it: markers count
+# only where they stand in code, never inside a comment or a string (a
+# quoted name there would end the string and become code).
+LEXEME = re.compile(
+    r"(?P<comment>//[^\n]*|/\*.*?(?:\*/|\Z))"
+    r'|(?P<string>"(?:[^"\\\n]|\\[^\n])*(?:"|$))'
+    r"|\busdt:(?P<usdt>__EXE__|\*):(?:(?P<provider>[A-Za-z_]\w*):)?(?P<name>[A-Za-z_]\w*)\b"
+    r"|\b(?:uprobe|uretprobe):(?P<exe>__EXE__)(?=:)"
+    r"|(?P<pid>__PID__)",
+    re.S | re.M,
+)
+# One BEGIN and one END probe per program, in every version.
+SPECIAL_PROBE = re.compile(r"^\s*(BEGIN|END)\b", re.M)
