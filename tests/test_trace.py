@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from probegen.bpftrace import attach_string
 from probegen.runtime import trace
 from probegen.errors import InputError
 from helpers import C_DIR, compile_c, require_bpftrace
@@ -50,13 +51,13 @@ def test_dry_run_names_the_library_and_pid(lib_program):
         result = subprocess.run(probegen_argv("trace", program.pid, script, "--dry-run"),
                                 capture_output=True, text=True)
         assert result.returncode == 0, result.stderr
-        target = trace.bpftrace_string(f"/proc/{program.pid}/root{library}".encode())
+        target = attach_string(f"/proc/{program.pid}/root{library}".encode())
         assert f"usdt:{target}:lib_hit" in result.stdout
         assert f"pid {program.pid}" in result.stdout
         assert "#!" not in result.stdout
         exe_script = script.parent / "exe.bt"
         exe_script.write_text("uprobe:__EXE__:main { }\nuretprobe:__EXE__:main { }\n")
-        exe_target = trace.bpftrace_string(f"/proc/{program.pid}/root{binary}".encode())
+        exe_target = attach_string(f"/proc/{program.pid}/root{binary}".encode())
         # a script without BEGIN gets the banner that says the probes are attached
         assert trace.program_for(program.pid, [exe_script]) == (
             f"uprobe:{exe_target}:main {{ }}\nuretprobe:{exe_target}:main {{ }}\n"
@@ -236,7 +237,7 @@ def test_trace_enum_names_source_without_debug_info(drift_program, tmp_path):
             (binaries["v25_09"], ["INIT_NONE", "RUNNING", "FINI_STOP_LISTEN", "FINI_STOP_SUBSYSTEMS", "STOPPED"],
              f"enum names from the debug info of '{binaries['v25_09']}': nvmf_tgt_state (differs from the catalog's)"),
             (stripped, ["INIT_NONE", "RUNNING", "FINI_STOP_SUBSYSTEMS", "FINI_STOP_LISTEN", "STOPPED"],
-             f"enum names of nvmf_tgt_state from the catalog drift.yaml (as the script has them): "
+             f"enum names of nvmf_tgt_state from the catalog drift.yaml: "
              f"'{stripped}' has no debug info")):
         program = Process([binary], stdin=True)
         try:
@@ -247,64 +248,25 @@ def test_trace_enum_names_source_without_debug_info(drift_program, tmp_path):
             program.kill()
         assert result.returncode == 0, result.stderr
         assert result.stderr.splitlines() == [f"probegen trace: {source}"]
-        # The names as the script writes them, in either of the generators' forms.
-        written = re.findall(r'(?:@pg_nvmf_tgt_state_name\[|== )(\d+)\]?\)? (?:= |\{ \$\w+ = )"(\w+)"', result.stdout)
+        # The names as the program writes them, in either form (bpftrace 0.21+: one ternary; older: if rows).
+        written = re.findall(r'== (\d+)(?:\) \{ \$\w+ =| \?) "(\w+)"', result.stdout)
         assert written == [(str(v), n) for v, n in zip((0, 4, 5, 6, 10), names)]
-
-
-def test_enum_names_rewritten_in_both_forms_and_nowhere_else():
-    """Map rows (named after their enum) and comparison chains (the
-    catalog's enum whose names and values they have) take the binary's
-    names; a comment, a string and a chain of names no catalog enum has
-    are left alone."""
-    from helpers.drift import DRIFT_CATALOG
-    from probegen.catalog import load_catalog
-    from probegen.generators.lines import EnumTable
-    from probegen.runtime.enum_names import EnumSources, mapped_enums, rewrite
-
-    catalog = load_catalog(DRIFT_CATALOG)
-    chain = """\tif ({e} == 0) {{ $pg_e1 = "INIT_NONE"; }}
-\telse if ({e} == 4) {{ $pg_e1 = "RUNNING"; }}
-\telse if ({e} == 5) {{ $pg_e1 = "FINI_STOP_SUBSYSTEMS"; }}
-\telse if ({e} == 6) {{ $pg_e1 = "FINI_STOP_LISTEN"; }}
-\telse if ({e} == 10) {{ $pg_e1 = "STOPPED"; }}
-\telse {{ $pg_k1 = 0; }}
-"""
-    other = '\tif (arg2 == 0) { $pg_e2 = "OFF"; }\n\telse { $pg_k2 = 0; }\n'
-    text = ("BEGIN\n{\n\t@pg_nvmf_tgt_state_name[5] = \"FINI_STOP_SUBSYSTEMS\";\n\t@pg_nvmf_tgt_state_known[5] = 1;\n"
-            "\t@pg_nvmf_tgt_state_name[6] = \"FINI_STOP_LISTEN\";\n\t@pg_nvmf_tgt_state_known[6] = 1;\n}\n"
-            "/*\n\t@pg_nvmf_tgt_state_name[5] = \"X\";\n*/\n"
-            "usdt:*:pgdrift:tgt_state\n{\n" + chain.format(e="(int32)$pg_arg0->state") + other
-            + '\tprintf("@pg_nvmf_tgt_state_name[5] = 1;\\n");\n}\n')
-    assert mapped_enums(catalog, [text]) == ["nvmf_tgt_state"]
-    table = EnumTable("nvmf_tgt_state", ((5, "FINI_STOP_LISTEN"), (6, "FINI_STOP_SUBSYSTEMS"), (7, "NEW")), False)
-    sources = EnumSources(from_binary={"nvmf_tgt_state": ("bin", table)})
-    new_chain = """\tif ((int32)$pg_arg0->state == 5) { $pg_e1 = "FINI_STOP_LISTEN"; }
-\telse if ((int32)$pg_arg0->state == 6) { $pg_e1 = "FINI_STOP_SUBSYSTEMS"; }
-\telse if ((int32)$pg_arg0->state == 7) { $pg_e1 = "NEW"; }
-\telse { $pg_k1 = 0; }
-"""
-    assert rewrite(text, catalog, sources) == (
-        "BEGIN\n{\n\t@pg_nvmf_tgt_state_name[5] = \"FINI_STOP_LISTEN\";\n\t@pg_nvmf_tgt_state_known[5] = 1;\n"
-        "\t@pg_nvmf_tgt_state_name[6] = \"FINI_STOP_SUBSYSTEMS\";\n\t@pg_nvmf_tgt_state_known[6] = 1;\n"
-        "\t@pg_nvmf_tgt_state_name[7] = \"NEW\";\n\t@pg_nvmf_tgt_state_known[7] = 1;\n}\n"
-        "/*\n\t@pg_nvmf_tgt_state_name[5] = \"X\";\n*/\n"
-        "usdt:*:pgdrift:tgt_state\n{\n" + new_chain + other
-        + '\tprintf("@pg_nvmf_tgt_state_name[5] = 1;\\n");\n}\n')
 
 
 def test_enum_names_from_a_traced_binary_cannot_add_code(tmp_path):
     """The traced binary writes its DWARF, so its enumerator names are
-    untrusted: rewritten into the script bpftrace runs as root, each stays
-    one string literal, cut to the 63 bytes a literal holds (a longer one
-    would stop the whole script from loading). bpftrace runs the rewritten
-    chain and prints every name as it is, up to that length; nothing the
-    names carry runs."""
+    untrusted: written into the program bpftrace runs as root, each stays
+    one string literal, cut to the 63 bytes a literal holds on bpftrace
+    0.17 (a longer one would stop the whole script from loading). bpftrace
+    runs the generated lookup and prints every name as it is, up to that
+    length; nothing the names carry runs."""
     require_bpftrace()
+    from dataclasses import replace
+
     from helpers.drift import DRIFT_CATALOG
     from probegen.catalog import load_catalog
-    from probegen.generators.lines import EnumTable
-    from probegen.runtime.enum_names import EnumSources, rewrite
+    from probegen.generators.bpftrace import whole_body
+    from probegen.generators.lines import EnumTable, probe_line
 
     catalog = load_catalog(DRIFT_CATALOG)
     marker = tmp_path / "ran"
@@ -316,20 +278,69 @@ def test_enum_names_from_a_traced_binary_cannot_add_code(tmp_path):
         '%s%n "quoted"',
         '"; } printf("INJECTED\\n"); if (1) { $x = "',
     )
-    chain = "".join(
-        f'\t{"if" if i == 0 else "else if"} ($v == {value}) {{ $pg_e1 = "{name}"; }}\n'
-        for i, (value, name) in enumerate(((0, "INIT_NONE"), (4, "RUNNING"), (5, "FINI_STOP_SUBSYSTEMS"),
-                                           (6, "FINI_STOP_LISTEN"), (10, "STOPPED"))))
-    prints = "".join(f'\t$v = {value};\n' + "\t$pg_e1 = \"\";\n\t$pg_k1 = 1;\n"
-                     + chain + "\telse { $pg_k1 = 0; }\n" + '\tprintf("<%s>\\n", $pg_e1);\n'
-                     for value in range(len(hostile)))
-    text = "BEGIN\n{\n" + prints + "\texit();\n}\n"
+    line = probe_line(catalog, catalog.probe("tgt_state"))
     table = EnumTable("nvmf_tgt_state", tuple(enumerate(hostile)), False)
+    line = replace(line, fields=(replace(line.fields[0], enum=table),))
+    lookup = next(row for row in whole_body(line) if row.startswith('$state = ""; '))
+    prints = "".join(f'\t$v = {value};\n\t{lookup.replace("arg0", "$v")}\n\tprintf("<%s>\\n", $state);\n'
+                     for value in range(len(hostile)))
     script = tmp_path / "names.bt"
-    script.write_text(rewrite(text, catalog, EnumSources(from_binary={"nvmf_tgt_state": ("bin", table)})))
+    script.write_text("BEGIN\n{\n" + prints + "\texit();\n}\n")
     result = subprocess.run(["bpftrace", str(script)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     printed = re.findall(r"<(.*?)>\n", result.stdout, re.S)
     assert printed == [name.encode()[:63].decode() for name in hostile]
     assert len(printed[0]) == 63 and printed[0].startswith('X"; } BEGIN { system(')
     assert not marker.exists() and result.stdout.count("INJECTED") == 1  # only inside the printed name
+
+
+@pytest.mark.parametrize("big_strings", [None, False], ids=["committed form", "pieces form"])
+def test_long_enum_names_load_and_print(drift_program, tmp_path, big_strings):
+    """Enumerator names of 32 to 60 characters (real ones are that long;
+    from a catalog or a traced binary's DWARF) take no more stack than short
+    ones: the probe loads in bpftrace 0.17 and prints each name whole, in
+    the committed scripts' form and in trace's pieces form."""
+    from dataclasses import replace
+
+    from helpers.drift import DRIFT_CATALOG
+    from probegen.catalog import load_catalog
+    from probegen.generators.bpftrace import render_lines
+    from probegen.generators.lines import EnumTable, probe_line
+
+    require_bpftrace()
+    binaries, _ = drift_program
+    catalog = load_catalog(DRIFT_CATALOG)
+    short = {0: "INIT_NONE", 4: "RUNNING", 5: "FINI_STOP_SUBSYSTEMS", 6: "FINI_STOP_LISTEN", 10: "STOPPED"}
+    long = {value: (name + "_OF_A_VERY_LONG_ENUMERATOR_NAME_" * 2)[:32 + 7 * n]
+            for n, (value, name) in enumerate(short.items())}
+    assert sorted(map(len, long.values())) == [32, 39, 46, 53, 60]
+    line = probe_line(catalog, catalog.probe("tgt_state"))
+    line = replace(line, fields=(replace(line.fields[0], enum=EnumTable("nvmf_tgt_state", tuple(long.items()), False)),))
+    script = tmp_path / "long_names.bt"
+    script.write_text(render_lines(catalog, "tgt", [line], big_strings=big_strings)
+                      + 'BEGIN { printf("Tracing 1 probe\\n"); }\n')
+    program, tracers = run_traced([binaries["master"]], {"bt": lambda pid: ["bpftrace", "-p", pid, script]})
+    renamed = {f"state={name}": f"state={long[value]}" for value, name in short.items()}
+    expected = [" ".join(renamed.get(word, word) for word in e.split()) for e in expected_lines(program)]
+    assert tracer_lines(tracers["bt"].lines) == expected
+
+
+def test_pid_by_option_or_first_or_after_count(drift_program):
+    """`trace -p PID`, as bpftrace and BCC take it; `trace PID` still; and
+    `trace --count PID`, where --count used to take the PID for a probe."""
+    from helpers.drift import DRIFT_CATALOG
+
+    binaries, _ = drift_program
+    program = Process([binaries["master"]], stdin=True)
+    try:
+        program.wait_line("READY")
+        pid = str(program.pid)
+        runs = [subprocess.run(probegen_argv("trace", "-c", DRIFT_CATALOG, "--dry-run", *argv),
+                               capture_output=True, text=True)
+                for argv in (["-p", pid, "--count"], [pid, "--count"], ["--count", pid], ["--count", "-p", pid])]
+        none = subprocess.run(probegen_argv("trace", "-c", DRIFT_CATALOG, "--count"), capture_output=True, text=True)
+    finally:
+        program.kill()
+    assert all(r.returncode == 0 for r in runs), [r.stderr for r in runs]
+    assert len({r.stdout for r in runs}) == 1 and '@hits["tgt_state"] = count();' in runs[0].stdout
+    assert none.returncode == 2 and "give -p PID" in none.stderr

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from probegen.bpftrace import attach_string
 from probegen.runtime import trace
 from helpers import compile_c, require_bpftrace
 from helpers.tracing import Process, probegen_argv
@@ -192,7 +193,7 @@ def test_hostile_library_name_is_quoted_and_traced(area, case, tmp_path):
         lines = program.decode("ascii").splitlines()
         assert lines[0] == "// usdt:__EXE__:hit in a comment stays as written"
         assert lines[1] == f'BEGIN {{ printf("PG-BEGIN pid {pid} usdt:__EXE__:hit\\n"); }}'
-        assert lines[2] == f'usdt:{trace.bpftrace_string(target)}:hit {{ printf("PG-HIT %d\\n", arg0); exit(); }}'
+        assert lines[2] == f'usdt:{attach_string(target)}:hit {{ printf("PG-HIT %d\\n", arg0); exit(); }}'
         assert len(lines) == 3
 
         real = subprocess.run(probegen_argv("trace", pid, script), capture_output=True, timeout=30)
@@ -231,13 +232,13 @@ def test_unnameable_library_is_refused_in_one_line(area, case, tmp_path):
 
 
 def test_bpftrace_reads_every_byte_back(tmp_path):
-    """bpftrace_string against bpftrace 0.17's lexer and attach-point
+    """attach_string against bpftrace 0.17's lexer and attach-point
     parser, for every byte a file name can hold and probegen accepts."""
     require_bpftrace()
     refused = set(b"\0\n:*")
     names = [b"/t/" + bytes(b for b in range(256) if b not in refused),
              b'/\\', b'/\\\\"', b'/"\\', b"/\\x41\\101\\n"]
-    program = "".join(f"usdt:{trace.bpftrace_string(name)}:p:n{i} {{ }}\n" for i, name in enumerate(names))
+    program = "".join(f"usdt:{attach_string(name)}:p:n{i} {{ }}\n" for i, name in enumerate(names))
     assert all(line.isascii() and line.isprintable() for line in program.splitlines())
     probes = _parsed_probes(program.encode(), os.getpid(), tmp_path)
     assert probes == [b"usdt:" + name + b":p:n%d" % i for i, name in enumerate(names)]

@@ -1,6 +1,10 @@
 """Run bpftrace scripts against a live process.
 
-Replaces __EXE__ in each usdt probe with the file that holds that probe for
+A script probegen generated from the catalog is generated again for the
+process: the probes it has (the others named on stderr), their arguments
+as its notes pass them (a difference from the catalog is a warning), enum
+names from its debug info, strings whole on the installed bpftrace. In
+other scripts it replaces __EXE__ in each usdt probe with the file that holds that probe for
 the process (its executable or a mapped shared library), quoted so that no
 byte of a name the process chose can change the program, and __PID__ with
 the pid, then runs bpftrace -p PID on the result. A file bpftrace 0.17
@@ -10,11 +14,10 @@ Ctrl-C or SIGTERM ends tracing cleanly. See probegen/runtime/trace.py.
 Summary modes need no script: --hist measures the catalog's spans, --count
 counts hits, --json prints JSON lines (probegen/runtime/summary.py).
 
-Enum names: where a script fills the name map of a catalog enum, the names
-come from the traced binary's debug info when it has that enum, so a
-script made for one version prints another's states by their own names;
-stderr says which source each enum's names came from (--no-debug-info:
-the script's, as written).
+Enum names of generated scripts come from the traced binary's debug info
+when it has that enum, so a script made for one version prints another's
+states by their own names; stderr says which source each enum's names came
+from (--no-debug-info: the catalog's).
 """
 
 from __future__ import annotations
@@ -37,9 +40,9 @@ def _seconds(text: str) -> int:
 def configure(parser):
     from probegen.commands import add_catalog_argument
 
-    parser.add_argument("pid", type=int, metavar="PID", help="process to trace")
+    parser.add_argument("-p", "--pid", type=int, metavar="PID", help="process to trace (or give PID first)")
     parser.add_argument("scripts", nargs="*", metavar="SCRIPT",
-                        help="bpftrace scripts, e.g. scripts/bpf/nvmf.bt (or use --hist / --count)")
+                        help="[PID] then bpftrace scripts, e.g. scripts/bpf/probegen/nvmf.bt (or use --hist / --count)")
     parser.add_argument("-o", "--output", metavar="FILE", help="bpftrace writes its output to FILE")
     parser.add_argument("--dry-run", action="store_true", help="print the program bpftrace would run, and exit")
     parser.add_argument("--hist", nargs="?", const="", metavar="SPAN,...",
@@ -56,9 +59,27 @@ def configure(parser):
     parser.add_argument("--timeline", metavar="FILE",
                         help="also write the hits and spans as Chrome trace-event JSON (Perfetto UI, chrome://tracing)")
     parser.add_argument("--no-debug-info", action="store_true",
-                        help="print enum names as the script has them (the catalog's), not from the traced "
-                             "binary's DWARF")
+                        help="print enum names as the catalog has them, not from the traced binary's DWARF")
     add_catalog_argument(parser)
+
+
+def _take_pid(args) -> None:
+    """PID from -p, else the first positional (``trace PID SCRIPT``), else
+    the value --count or --hist took when written just before it: no probe
+    or span name is a number."""
+    if args.pid is not None:
+        return
+    from probegen.errors import InputError
+
+    if args.scripts and args.scripts[0].isdigit():
+        args.pid = int(args.scripts.pop(0))
+    for option in ("count", "hist"):
+        value = getattr(args, option)
+        if args.pid is None and value and value.isdigit():
+            args.pid = int(value)
+            setattr(args, option, "")
+    if args.pid is None:
+        raise InputError("probegen trace: error: which process? give -p PID")
 
 
 def run(args) -> int:
@@ -66,6 +87,8 @@ def run(args) -> int:
 
     from probegen.errors import InputError
     from probegen.runtime import trace
+
+    _take_pid(args)
 
     summary = args.hist is not None or args.count is not None
     if summary and args.scripts:
@@ -91,10 +114,9 @@ def run(args) -> int:
         texts.append(summary_script(catalog, args.pid, args.hist, args.count, args.interval))
     if catalog is None and Path(args.catalog).exists():  # names its enums, and the maps of its span script
         catalog = load_catalog(args.catalog)
-    enums_of = None if args.no_debug_info else catalog
     if args.dry_run:
         sys.stdout.write(trace.program_for(args.pid, args.scripts, scripts=texts, duration=args.duration,
-                                           catalog=enums_of))
+                                           catalog=catalog, debug_info=not args.no_debug_info))
         return 0
     json_lines = None
     if args.json:
@@ -103,9 +125,9 @@ def run(args) -> int:
         json_lines = JsonLines(catalog).convert
     if args.timeline is None:
         return trace.run(args.pid, args.scripts, args.output, scripts=texts, duration=args.duration,
-                         json_lines=json_lines, catalog=enums_of)
+                         json_lines=json_lines, catalog=catalog, debug_info=not args.no_debug_info)
     from probegen.runtime.trace_timeline import with_timeline
 
     return with_timeline(args.timeline, catalog, args.pid, lambda tap: trace.run(
-        args.pid, args.scripts, args.output, scripts=texts, duration=args.duration, catalog=enums_of, tap=tap))
-
+        args.pid, args.scripts, args.output, scripts=texts, duration=args.duration, catalog=catalog,
+        debug_info=not args.no_debug_info, tap=tap))

@@ -15,7 +15,9 @@ they are the one line the hit would print if it fitted one printf::
 
 from __future__ import annotations
 
+import heapq
 import re
+import time
 
 PART = re.compile(r"(?P<head>\d+\.\d{6}: (?P<probe>\S+)) \[tid (?P<tid>\d+) (?P<part>\d+)/(?P<parts>\d+)\](?P<rest>.*)")
 CONTINUED = " +"
@@ -68,3 +70,46 @@ def join_lines(lines) -> list[str]:
     joiner = HitJoiner()
     joined = [shown for line in lines for shown in joiner.feed(line)]
     return joined + joiner.finish()
+
+
+# A hit line's timestamp: bpftrace's nsecs (CLOCK_MONOTONIC), as SECONDS.MICROSECONDS.
+STAMP = re.compile(r"(\d+)\.(\d{6}): ")
+# bpftrace prints each CPU's perf buffer in turn, so hits from several CPUs
+# come out of order, by about one poll of the buffers. A hit is held until
+# it is WINDOW old (or LIMIT hits are held), then printed in timestamp
+# order; one arriving later than that, older than a hit already printed,
+# is printed as it comes.
+WINDOW = 0.25
+LIMIT = 10_000
+
+
+class Reorder:
+    """Hit lines in timestamp order across CPUs, within a bounded window.
+    Lines that are no hit (a banner, maps at exit) print at once, after
+    every hit held."""
+
+    def __init__(self, window: float = WINDOW, limit: int = LIMIT, clock=time.monotonic):
+        self._held: list[tuple[int, int, str]] = []  # a heap: (microseconds, arrival, line)
+        self._arrived = 0
+        self._window = int(window * 1_000_000)
+        self._limit = limit
+        self._clock = clock
+
+    def feed(self, line: str) -> list[str]:
+        match = STAMP.match(line)
+        if match is None:
+            return self.finish() + [line]
+        heapq.heappush(self._held, (int(match[1]) * 1_000_000 + int(match[2]), self._arrived, line))
+        self._arrived += 1
+        return self.due()
+
+    def due(self) -> list[str]:
+        """The held hits whose time has come."""
+        oldest = int(self._clock() * 1_000_000) - self._window
+        out = []
+        while self._held and (self._held[0][0] <= oldest or len(self._held) > self._limit):
+            out.append(heapq.heappop(self._held)[2])
+        return out
+
+    def finish(self) -> list[str]:
+        return [heapq.heappop(self._held)[2] for _ in range(len(self._held))]

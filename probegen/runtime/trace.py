@@ -1,5 +1,8 @@
 """Run bpftrace scripts written with SPDK's markers against a live process.
 
+A script probegen generated from the catalog is first made again for the
+process (runtime/fit.py); then the markers of every script are replaced.
+
 ``usdt:__EXE__:NAME`` (SPDK's marker) and ``usdt:*:NAME`` (generated
 scripts, which bpftrace -p resolves itself when run without probegen)
 become ``usdt:"/proc/PID/root/FILE":NAME`` where
@@ -14,7 +17,7 @@ maps. So no byte it controls may change the structure of the program root
 runs:
 
 - a file name enters the program only as one bpftrace string, every byte
-  escaped that could end it (see ``bpftrace_string``), and only where a
+  escaped that could end it (see ``bpftrace.attach_string``), and only where a
   marker stands in code: a marker in a comment or a string is left alone
   (there a quote would end the comment's or string's context);
 - names that bpftrace 0.17 cannot match exactly once are refused, exit 2:
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import shutil
 import signal
 import stat
@@ -45,26 +49,14 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from probegen.bpftrace import LEXEME, SPECIAL_PROBE, attach_string, holds_big_strings
 from probegen.errors import InputError, printable
 from probegen.files.inputs import read_input
 from probegen.files.output import open_stream
 from probegen.generators.escape import printf_literal
-from probegen.runtime.hitlines import HitJoiner
+from probegen.runtime.hitlines import HitJoiner, Reorder
 
-# What a script may hold, as bpftrace 0.17's lexer sees it: a marker is
-# replaced only where it stands in code, never inside a comment or a
-# string (a quoted name there would end the string and become code).
-_LEXEME = re.compile(
-    r"(?P<comment>//[^\n]*|/\*.*?(?:\*/|\Z))"
-    r'|(?P<string>"(?:[^"\\\n]|\\[^\n])*(?:"|$))'
-    r"|\busdt:(?P<usdt>__EXE__|\*):(?:(?P<provider>[A-Za-z_]\w*):)?(?P<name>[A-Za-z_]\w*)\b"
-    r"|\b(?:uprobe|uretprobe):(?P<exe>__EXE__)(?=:)"
-    r"|(?P<pid>__PID__)",
-    re.S | re.M,
-)
 _STRLEN = re.compile(r"BPFTRACE_STRLEN=(\d+)")
-# bpftrace 0.17 accepts one BEGIN and one END probe per program.
-_SPECIAL_PROBE = re.compile(r"^\s*(BEGIN|END)\b", re.M)
 # address perms offset dev inode path; a path is what follows the spaces.
 _MAPS_LINE = re.compile(rb"([0-9a-f]+-[0-9a-f]+) \S+ [0-9a-f]+ [0-9a-f]+:[0-9a-f]+ \d+ +(/.*)")
 _DELETED = b" (deleted)"
@@ -107,32 +99,6 @@ def shown(name: bytes) -> str:
     byte that is not printable ASCII is an escape, so the name cannot add
     a line or send the terminal a control sequence."""
     return repr(bytes(name))[1:]
-
-
-def bpftrace_string(data: bytes) -> str:
-    """``data`` as a bpftrace 0.17 attach-point string, byte for byte.
-
-    bpftrace unescapes such a string twice: its lexer (``\\"``, ``\\\\``,
-    ``\\xHH``), then its attach-point parser (``\\`` before any byte), after
-    its grammar has put ``\\`` back before each ``"`` only. So a backslash
-    is written as four, a quote as ``\\"``, and every byte outside
-    printable ASCII as ``\\xHH``: the result is printable ASCII, one
-    token, whatever ``data`` holds. Checked against bpftrace 0.17 with
-    names holding ``"``, ``\\``, ``\\"``, ``\\n``, spaces, ``{}();,$'%#``,
-    tabs, UTF-8 and invalid UTF-8 (tests/test_trace_security.py).
-    """
-    out = ['"']
-    for byte in data:
-        if byte == 0x5C:
-            out.append("\\\\\\\\")
-        elif byte == 0x22:
-            out.append('\\"')
-        elif 0x20 <= byte < 0x7F:
-            out.append(chr(byte))
-        else:
-            out.append(f"\\x{byte:02x}")
-    out.append('"')
-    return "".join(out)
 
 
 def _proc(pid: int, *parts: str) -> Path:
@@ -219,13 +185,18 @@ def open_for_reading(pid: int, mapped: MappedFile) -> int | None:
 # Seconds for everything read from the traced process's files at start-up
 # (notes, then enum names), by children without root (files/unprivileged).
 STARTUP_SECONDS = 30
+# Bounds of a probe's sites and arguments the child may report (sdt.h
+# passes at most 12 arguments).
+_MOST_SITES, _MOST_ARGS = 4096, 12
 
 
-def probe_holders(pid: int, wanted, deadline: float | None = None) -> dict[tuple[str | None, str], MappedFile]:
+def probe_holders(pid: int, wanted, deadline: float | None = None,
+                  notes: dict | None = None) -> dict[tuple[str | None, str], MappedFile]:
     """For each (provider or None, name) in ``wanted``, the first mapped
     file holding that probe. Root opens the files; their notes are parsed
     in one child without root (probegen.files.unprivileged), which reads
-    them only until all are found."""
+    them only until all are found. ``notes``: filled with each found key's
+    sites there, each a tuple of its arguments' (size, signed, floating)."""
     from probegen.files.unprivileged import deadline_in, run_unprivileged
 
     files, descriptors = [], []
@@ -245,16 +216,37 @@ def probe_holders(pid: int, wanted, deadline: float | None = None) -> dict[tuple
             os.close(fd)
     holders: dict[tuple[str | None, str], MappedFile] = {}
     for item in found if isinstance(found, list) else ():  # the child's answer is checked, not trusted
-        if (isinstance(item, list) and len(item) == 3 and isinstance(item[0], int) and 0 <= item[0] < len(files)
+        if (isinstance(item, list) and len(item) == 4 and isinstance(item[0], int) and 0 <= item[0] < len(files)
                 and (item[1] is None or isinstance(item[1], str)) and isinstance(item[2], str)
-                and (item[1], item[2]) in wanted):
-            holders.setdefault((item[1], item[2]), files[item[0]])
+                and (item[1], item[2]) in wanted and _sites_ok(item[3])):
+            key = (item[1], item[2])
+            holders.setdefault(key, files[item[0]])
+            if notes is not None:
+                notes.setdefault(key, [tuple(NoteFacts(*arg) for arg in site) for site in item[3]])
     return holders
 
 
+@dataclass(frozen=True)
+class NoteFacts:
+    """One argument of one probe site, as its note records it."""
+
+    size: int
+    signed: bool
+    floating: bool
+
+
+def _sites_ok(sites) -> bool:
+    return (isinstance(sites, list) and 0 < len(sites) <= _MOST_SITES
+            and all(isinstance(site, list) and len(site) <= _MOST_ARGS
+                    and all(isinstance(arg, list) and len(arg) == 3 and arg[0] in (1, 2, 4, 8)
+                            and type(arg[1]) is bool and type(arg[2]) is bool for arg in site)
+                    for site in sites))
+
+
 def _holders_in(paths: list[str], wanted: list) -> list[list]:
-    """In the child: [index of the file, provider or None, name] for the
-    first file of ``paths`` holding each wanted probe."""
+    """In the child: [index of the file, provider or None, name, sites] for
+    the first file of ``paths`` holding each wanted probe; each site a list
+    of its arguments' [size, signed, floating]."""
     from probegen.elf.notes import ElfError, read_binary
 
     missing = {tuple(key) for key in wanted}
@@ -263,13 +255,15 @@ def _holders_in(paths: list[str], wanted: list) -> list[list]:
         if not missing:
             break
         try:
-            probes = {probe.key for probe in read_binary(path).probes}
+            probes = {probe.key: probe for probe in read_binary(path).probes}
         except ElfError:
             continue  # not an ELF file (locale archive, data file)
-        names = {name for _, name in probes}
+        names = {name: probe for (_, name), probe in probes.items()}
         for provider, name in list(missing):
-            if (provider, name) in probes or (provider is None and name in names):
-                found.append([index, provider, name])
+            probe = probes.get((provider, name)) if provider is not None else names.get(name)
+            if probe is not None:
+                sites = [[[arg.size, arg.signed, arg.floating] for arg in site.args] for site in probe.sites]
+                found.append([index, provider, name, sites])
                 missing.discard((provider, name))
     return found
 
@@ -301,12 +295,12 @@ def attach_target(pid: int, mapped: MappedFile, what: str) -> str:
         raise InputError(f"probegen trace: error: {what} of process {pid} is in {shown(real)}, which "
                          f"/proc/{pid}/maps names {shown(mapped.name)}: bpftrace 0.17 cannot attach to it exactly; "
                          "not tracing")
-    return bpftrace_string(bytes(_proc(pid, "root")) + mapped.name)
+    return attach_string(bytes(_proc(pid, "root")) + mapped.name)
 
 
 def wanted_probes(script: Script) -> set[tuple[str | None, str]]:
     """The usdt markers of a script that stand in code."""
-    return {(m["provider"], m["name"]) for m in _LEXEME.finditer(script.text) if m["usdt"]}
+    return {(m["provider"], m["name"]) for m in LEXEME.finditer(script.text) if m["usdt"]}
 
 
 def resolve(script: Script, pid: int, holders: dict, exe_target) -> str:
@@ -343,14 +337,14 @@ def resolve(script: Script, pid: int, holders: dict, exe_target) -> str:
         text = match[0]
         return text[: inner_start - start] + value + text[inner_end - start:]
 
-    return _LEXEME.sub(replace, script.text)
+    return LEXEME.sub(replace, script.text)
 
 
 def combine(scripts: list[Script], texts: list[str]) -> str:
     """One bpftrace program from several scripts (shebang lines dropped).
     BEGIN and END are counted in the scripts as written."""
     for keyword in ("BEGIN", "END"):
-        having = [s.path for s in scripts if keyword in _SPECIAL_PROBE.findall(s.text)]
+        having = [s.path for s in scripts if keyword in SPECIAL_PROBE.findall(s.text)]
         if len(having) > 1:
             raise InputError(
                 f"probegen trace: error: {' and '.join(having)} each have a {keyword} block, and bpftrace "
@@ -370,7 +364,7 @@ def header(scripts: list[Script], wanted) -> str:
     after attaching every probe), for scripts that have none: generated
     scripts leave BEGIN to whoever runs them (SPDK's bpftrace.sh adds its
     own)."""
-    if any("BEGIN" in _SPECIAL_PROBE.findall(s.text) for s in scripts):
+    if any("BEGIN" in SPECIAL_PROBE.findall(s.text) for s in scripts):
         return ""
     names = ", ".join(Path(s.path).stem for s in scripts)
     count = len(wanted)  # USDT probes; a script of uprobes only is not counted
@@ -395,22 +389,37 @@ def _executable_mapping(pid: int) -> MappedFile:
     return files[0]
 
 
-def program_for(pid: int, paths=(), *, scripts=(), duration: int | None = None, catalog=None) -> str:
+def program_for(pid: int, paths=(), *, scripts=(), duration: int | None = None, catalog=None,
+                debug_info: bool = True, big_strings: bool | None = None) -> str:
     """The bpftrace program `probegen trace` would run: the scripts at
-    ``paths`` and the ``scripts`` given as text (summary programs)."""
+    ``paths`` and the ``scripts`` given as text (summary programs), for a
+    bpftrace holding big strings or not (None: as the one on PATH does)."""
     check_process(pid)
-    return _program(pid, read_scripts(paths) + list(scripts), duration, catalog)
+    if big_strings is None:
+        path = shutil.which("bpftrace")
+        big_strings = holds_big_strings(path) if path else False
+    return _program(pid, read_scripts(paths) + list(scripts), duration, catalog, debug_info, big_strings)
 
 
-def _program(pid: int, scripts: list[Script], duration: int | None = None, catalog=None) -> str:
-    """``catalog``: the enum name maps of its enums in the scripts are
-    filled from the traced files' debug info where they have it
-    (runtime/enum_names.py); where the names came from goes to stderr."""
+def _program(pid: int, scripts: list[Script], duration: int | None = None, catalog=None, debug_info: bool = True,
+             big: bool = False) -> str:
+    """``catalog``: the line scripts probegen made from it are made again
+    for the process (runtime/fit.py); ``big``: bpftrace holds big strings."""
+    from probegen.runtime import fit
+
     from probegen.files.unprivileged import deadline_in
 
     deadline = deadline_in(STARTUP_SECONDS)  # one for every file read at start-up
+    groups = {n: g for n, s in enumerate(scripts) if (g := fit.generated_group(s, catalog))}
     wanted = set().union(*(wanted_probes(s) for s in scripts))
-    holders = probe_holders(pid, wanted, deadline) if wanted else {}
+    notes: dict = {}
+    holders = probe_holders(pid, wanted, deadline, notes) if wanted else {}
+    if groups:
+        scripts = fit.regenerate(pid, scripts, groups, catalog, debug_info, big, holders, notes, deadline)
+        if not any(wanted_probes(s) for s in scripts):
+            raise InputError(f"probegen trace: error: process {pid} ({shown(executable(pid))}) has none of "
+                             "the scripts' probes")
+        wanted = set().union(*(wanted_probes(s) for s in scripts))
     exe_cache: list[str] = []
 
     def exe_target() -> str:
@@ -419,14 +428,6 @@ def _program(pid: int, scripts: list[Script], duration: int | None = None, catal
         return exe_cache[0]
 
     texts = [resolve(s, pid, holders, exe_target) for s in scripts]
-    if catalog is not None:
-        import sys
-
-        from probegen.runtime.enum_names import for_process
-
-        texts, messages = for_process(catalog, pid, holders, texts, deadline)
-        for message in messages:
-            print(printable(message), file=sys.stderr)
     program = combine(scripts, texts) + header(scripts, wanted)
     if duration is not None:
         # Timed from the attach (bpftrace starts intervals after BEGIN),
@@ -453,7 +454,7 @@ def find_bpftrace() -> str:
 
 
 def run(pid: int, paths=(), output: str | None = None, *, scripts=(), duration: int | None = None,
-        json_lines=None, catalog=None, tap=lambda lines: lines) -> int:
+        json_lines=None, catalog=None, debug_info: bool = True, tap=lambda lines: lines) -> int:
     """Trace until bpftrace ends (Ctrl-C, SIGTERM, ``duration`` seconds
     after attaching, or the process exits); returns bpftrace's exit status.
     ``scripts``: programs given as text, beside the files at ``paths``.
@@ -465,7 +466,7 @@ def run(pid: int, paths=(), output: str | None = None, *, scripts=(), duration: 
     bpftrace = find_bpftrace()
     check_process(pid)
     scripts = read_scripts(paths) + list(scripts)
-    program = _program(pid, scripts, duration, catalog)
+    program = _program(pid, scripts, duration, catalog, debug_info, holds_big_strings(bpftrace))
     env = dict(os.environ)
     wanted = strlen("\n".join(s.text for s in scripts))
     if wanted and "BPFTRACE_STRLEN" not in env:
@@ -482,28 +483,50 @@ def run(pid: int, paths=(), output: str | None = None, *, scripts=(), duration: 
             file.flush()
             if json_lines is not None:
                 argv = command(pid, file.name, None, bpftrace, json=True)
-                child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True, errors="replace")
-                return _relay(child, json_lines, output_fd)
-            # Through a pipe, so the lines of hits printed in parts are joined
-            # (runtime/hitlines.py): one line per hit, as bpftrace -p gives
-            # for hits short enough for one printf.
-            joiner = HitJoiner()
+                child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE)
+                return _relay(child, json_lines, output_fd, errors="replace")
+            # Through a pipe: hits printed in parts are joined (one line per
+            # hit) and printed in timestamp order across CPUs.
             argv = command(pid, file.name, None, bpftrace)
-            child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True, errors="surrogateescape")
-            return _relay(child, lambda line: tap(joiner.feed(line.rstrip("\n"))), output_fd,
-                          lambda: tap(joiner.finish()))
+            child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE)
+            hits = Hits(tap)
+            return _relay(child, hits.feed, output_fd, hits.finish, tick=True)
     finally:
         if output_fd is not None:
             os.close(output_fd)
 
 
-def _relay(child: subprocess.Popen, convert, output_fd: int | None, finish=None) -> int:
+class Hits:
+    """bpftrace's lines as trace prints them: split hits joined, then put
+    in timestamp order; ``tap`` sees each finished line before it goes out
+    (runtime/timeline.py's Recorder)."""
+
+    def __init__(self, tap=lambda lines: lines) -> None:
+        self.joiner = HitJoiner()
+        self.order = Reorder()
+        self.tap = tap
+
+    def feed(self, line: str | None) -> list[str]:
+        """Lines to print after ``line`` (None: none came, time passed)."""
+        if line is None:
+            return self.tap(self.order.due())
+        return self.tap([out for joined in self.joiner.feed(line.rstrip("\n")) for out in self.order.feed(joined)])
+
+    def finish(self) -> list[str]:
+        return self.tap([out for held in self.joiner.finish() for out in self.order.feed(held)] + self.order.finish())
+
+
+def _relay(child: subprocess.Popen, convert, output_fd: int | None, finish=None, tick: bool = False,
+           errors: str = "surrogateescape") -> int:
     """Copy the child's lines through ``convert`` to the output as they
-    come (a line at a time, so a reader sees each interval at once);
-    ``finish()``: lines still held when the child's output ends. Ctrl-C
-    or SIGTERM sent to us go to the child, so it prints its maps and exits
-    cleanly rather than being orphaned. Bytes that are not UTF-8 (the
-    traced process's strings) are written back as they came."""
+    come (read in bulk, written a burst at a time, so a reader sees each
+    interval at once and a busy tracer costs little); ``tick``:
+    ``convert(None)`` is also called when nothing came for a tenth of a
+    second (held lines fall due); ``finish()``: lines still held when the
+    child's output ends. Ctrl-C or SIGTERM sent to us go to the child, so
+    it prints its maps and exits cleanly rather than being orphaned. Bytes
+    that are not UTF-8 (the traced process's strings) are written back as
+    they came (``errors``)."""
     import sys
 
     if output_fd is None:
@@ -515,13 +538,24 @@ def _relay(child: subprocess.Popen, convert, output_fd: int | None, finish=None)
         if child.poll() is None:
             child.send_signal(signum)
 
+    source = child.stdout.fileno()
     previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        for line in child.stdout:
-            for converted in convert(line):
-                out.write(converted + "\n")
+        rest = b""
+        while True:
+            if not select.select([source], [], [], 0.1 if tick else None)[0]:
+                lines = [None]
+            else:
+                data = os.read(source, 1 << 16)
+                if not data:
+                    break
+                *lines, rest = (rest + data).split(b"\n")
+                lines = [line.decode("utf-8", errors) for line in lines]
+            for line in lines:
+                for converted in convert(line):
+                    out.write(converted + "\n")
             out.flush()
-        for held in finish() if finish is not None else ():
+        for held in ([*convert(rest.decode("utf-8", errors))] if rest else []) + (finish() if finish else []):
             out.write(held + "\n")
         return child.wait()
     finally:

@@ -1,0 +1,135 @@
+"""A generated script made again for the process `probegen trace` traces:
+the probes it has, each probe's line fitted to its notes, enum names from
+its debug info (read by a child without root: runtime/enum_names.py).
+
+A catalog describes one version of a program; the process may be another.
+SPDK v25.09's ``nvmf_ctrlr_destruct`` passes one more argument than
+master's catalog says, and memcached passes ``uint8_t nkey`` where its
+``.d`` file says ``int``. bpftrace reads each argument as the note of each
+site says (size and sign), so the line prints what the note has: a count
+that differs gives every argument by position (``argN``), a size or sign
+that differs gives that argument as an integer of the note's width. Each
+difference is a warning naming the probe: never a wrong value in silence.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import replace
+
+from probegen.catalog.ctype import Kind, integer_type, parse_ctype
+from probegen.errors import printable
+from probegen.files.marker import has_marker
+from probegen.generators.lines import EnumTable, Field, ProbeLine, Style, probe_line
+from probegen.runtime import trace
+
+# A script made with --binary reads struct members through such a cast.
+_STRUCT_CAST = re.compile(r"= \((?:struct|union) \w+ \*\)arg\d+;")
+# The header line of a line script probegen made (templates/bpftrace.bt.j2).
+_GENERATED = re.compile(r"^// Made from (?P<catalog>.+?): change the catalog and regenerate\. "
+                        r"(?P<group>\S+): \d+ probes? of provider \S+, a line per hit\.$", re.M)
+
+
+def _integer(sizes: set[int], signs: set[bool]) -> tuple:
+    """(CType, style) of an integer holding every site's value: the widest
+    size, signed when a site is (each site's value is extended to 64 bits
+    by its own note's sign)."""
+    signed = True in signs
+    ctype = parse_ctype(integer_type(max(sizes), signed, exact=True))
+    return ctype, Style.SIGNED if signed else Style.UNSIGNED
+
+
+def _shown(sizes: set[int], signs: set[bool]) -> str:
+    bytes_ = " or ".join(str(s) for s in sorted(sizes))
+    sign = " or ".join(sorted({"signed" if s else "unsigned" for s in signs}))
+    return f"{bytes_} byte{'s' if max(sizes) > 1 else ''}, {sign}"
+
+
+def fit(catalog, probe, sites, enums: dict[str, EnumTable]) -> tuple[ProbeLine, list[str]]:
+    """(the probe's line as ``sites`` pass its arguments, warnings).
+    ``sites``: each site's arguments (size, signed, floating); ``enums``:
+    enum tables to print by, in place of the catalog's."""
+    warnings = []
+    line = probe_line(catalog, probe)
+    fields = [replace(f, enum=enums.get(f.enum.name, f.enum)) if f.enum else f for f in line.fields]
+    counts = {len(site) for site in sites}
+    facts = {}  # argument index -> (sizes, signs) over the sites
+    for site in sites:
+        for index, arg in enumerate(site):
+            sizes, signs = facts.setdefault(index, (set(), set()))
+            sizes.add(arg.size)
+            signs.add(arg.signed)
+    floating = sorted({f"arg{i}" for site in sites for i, arg in enumerate(site) if arg.floating})
+    if floating:  # bpftrace reads a USDT argument as an integer
+        warnings.append(f"{probe.name}: {', '.join(floating)} floating point in the process's note: "
+                        "printed as the integer of its bits")
+    if counts != {line.arg_count}:
+        fields = [Field(f"arg{i}", style, i, ctype) for i in sorted(facts) for ctype, style in [_integer(*facts[i])]]
+        note = " or ".join(str(c) for c in sorted(counts))
+        return (ProbeLine(probe, tuple(fields), max(counts)),
+                [*warnings, f"{probe.name}: the process's note passes {note} arguments, the catalog "
+                 f"{line.arg_count} (arg0 included): printed by position (arg0..arg{max(counts) - 1}) as the note has them"])
+    for number, field in enumerate(fields):
+        if field.is_member or field.index not in facts:
+            continue
+        sizes, signs = facts[field.index]
+        ctype = field.ctype
+        if all(ctype.matches_note(size, sign) for size in sizes for sign in signs):
+            continue
+        warnings.append(f"{probe.name}: argument {field.label} is {ctype.name} in the catalog "
+                        f"({ctype.size_on(8)} bytes), {_shown(sizes, signs)} in the process's note: "
+                        "printed as the note has it")
+        if ctype.kind is not Kind.ENUM:  # an enum's value is named whatever its width
+            integer, style = _integer(sizes, signs)
+            fields[number] = replace(field, ctype=integer, style=style)
+    return ProbeLine(probe, tuple(fields), line.arg_count), warnings
+
+
+def generated_group(script: Script, catalog) -> str | None:
+    """The group of a line script probegen made from ``catalog`` (it
+    carries the marker and names the catalog), else None."""
+    head = script.text[:4096]
+    match = _GENERATED.search(head)
+    if catalog is None or match is None or not has_marker(head.encode()) or _STRUCT_CAST.search(script.text):
+        return None  # one printing struct members (--binary) runs as written: trace parses no DWARF as root
+    return match["group"] if match["catalog"] == catalog.path.name else None
+
+
+def regenerate(pid: int, scripts: list[trace.Script], groups: dict, catalog, debug_info: bool, big: bool,
+                holders: dict, notes: dict, deadline: float | None = None) -> list[trace.Script]:
+    """The generated line scripts among ``scripts`` made again from the
+    catalog for this process: the probes it has (the others named once on
+    stderr), their arguments as its notes pass them, enum names from its
+    debug info."""
+    from probegen.generators.bpftrace import render_lines
+    from probegen.runtime.enum_names import for_process
+
+    chosen = {}
+    for number, group in groups.items():
+        keys = sorted(trace.wanted_probes(scripts[number]), key=lambda k: k[1])
+        chosen[number] = [(catalog.probe(k[1]), notes[k]) for k in keys
+                          if k in notes and catalog.probe(k[1]) is not None]
+        for absent, where in (([k[1] for k in keys if k not in notes], f"process {pid}"),
+                              ([k[1] for k in keys if catalog.probe(k[1]) is None], catalog.path.name)):
+            if absent:
+                message = f"probegen trace: not in {where}, not traced: {', '.join(absent)}"
+                print(printable(message), file=sys.stderr)
+    enums = list(dict.fromkeys(a.ctype.enum_name for pairs in chosen.values() for p, _ in pairs
+                               for a in p.note_args if a.ctype.enum_name and not a.hex))
+    sources = for_process(catalog, pid, holders, enums, deadline) if debug_info else None
+    for message in sources.messages(catalog) if sources else ():
+        print(printable(message), file=sys.stderr)
+    tables = {e: table for e, (_, table) in sources.from_binary.items()} if sources else {}
+    scripts = list(scripts)
+    order = {p.name: n for n, p in enumerate(catalog.probes)}
+    for number, pairs in chosen.items():
+        lines = []
+        for probe, sites in sorted(pairs, key=lambda pair: order[pair[0].name]):
+            line, warnings = fit(catalog, probe, sites, tables)
+            lines.append(line)
+            for warning in warnings:
+                print(printable(f"probegen trace: warning: {warning}"), file=sys.stderr)
+        scripts[number] = trace.Script(scripts[number].path, render_lines(catalog, groups[number], lines,
+                                                                          big_strings=big))
+    return scripts

@@ -1,0 +1,159 @@
+"""`probegen trace` fits a generated script to the process it traces
+(runtime/fit.py): a program built as SPDK v25.09 is, traced with the
+committed nvmf.bt made from master's catalog, through real bpftrace."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+
+from helpers import C_DIR, REPO, compile_c, require_bpftrace
+from helpers.tracing import LINE, SPDK_CATALOG, expected_lines, probegen_argv, run_traced, tracer_lines
+
+NVMF_BT = REPO / "scripts" / "bpf" / "probegen" / "nvmf.bt"
+
+
+@pytest.fixture(scope="module")
+def v25_09(tmp_path_factory):
+    require_bpftrace()
+    binary = compile_c([C_DIR / "spdk_v25_09.c"], tmp_path_factory.mktemp("v25_09") / "spdk_v25_09",
+                       extra=["-g", "-pthread"])
+    return run_traced([binary], {"nvmf": lambda pid: probegen_argv("trace", "-c", SPDK_CATALOG, "-p", pid, NVMF_BT)})
+
+
+def test_every_value_printed_as_the_process_passes_it(v25_09):
+    """Three arguments where the catalog has two, by position; status from
+    a 1-byte and an 8-byte site; a 223-character NQN whole (in pieces on
+    bpftrace 0.17, joined); v25.09's own nvmf_tgt_state names."""
+    program, tracers = v25_09
+    expected = expected_lines(program)
+    printed = tracer_lines(tracers["nvmf"].lines)
+    assert printed[:6] == expected[:6]
+    assert "nvmf_tgt_state state=FINI_STOP_LISTEN" in expected and len(expected[4].split("subnqn=")[1].split()[0]) == 223
+    assert collections.Counter(printed[6:]) == collections.Counter(expected[6:])
+
+
+def test_hits_from_two_cpus_print_in_timestamp_order(v25_09):
+    """bpftrace prints each CPU's buffer in turn; trace puts the hits of
+    two threads firing at once back in the order they happened."""
+    _, tracers = v25_09
+    stamps = [line.split(":")[0] for line in tracers["nvmf"].lines if LINE.match(line)]
+    assert len(stamps) == 6 + 2 * 2000
+    assert stamps == sorted(stamps, key=lambda s: tuple(map(int, s.split("."))))
+
+
+def test_each_difference_is_a_warning_naming_the_probe(v25_09):
+    _, tracers = v25_09
+    stderr = tracers["nvmf"].stderr
+    assert ("probegen trace: warning: nvmf_ctrlr_destruct: the process's note passes 4 arguments, the catalog 3 "
+            "(arg0 included): printed by position (arg0..arg3) as the note has them") in stderr
+    assert ("probegen trace: warning: nvmf_subsystem_change_state_done: argument status is int in the catalog "
+            "(4 bytes), 1 or 8 bytes, signed in the process's note: printed as the note has it") in stderr
+    assert any("enum names from the debug info of" in line and "nvmf_tgt_state (differs from the catalog's)" in line
+               for line in stderr), stderr
+
+
+def test_probes_the_process_lacks_are_named_once_and_the_rest_traced(v25_09):
+    _, tracers = v25_09
+    absent = [line for line in tracers["nvmf"].stderr if "not traced" in line]
+    assert len(absent) == 1 and "nvmf_ctrlr_create" in absent[0] and "nvmf_tgt_state" not in absent[0]
+    assert any(line.startswith("Tracing 3 probes (nvmf)") for line in tracers["nvmf"].lines)
+
+
+def test_bpftrace_holding_big_strings_gets_one_str_per_string(tmp_path):
+    """On bpftrace 0.21 and later (here a stand-in saying v0.23.2) trace
+    reads each string with one str() and prints each hit in one printf; on
+    0.17 it reads them in pieces. (Seen run on Debian 13's 0.23.2: every
+    value of this test's program right, 223-character NQNs whole.)"""
+    import os
+    import subprocess
+
+    from helpers.tracing import Process
+
+    binary = compile_c([C_DIR / "spdk_v25_09.c"], tmp_path / "spdk_v25_09", extra=["-g", "-pthread"])
+    fake = tmp_path / "bin" / "bpftrace"
+    fake.parent.mkdir()
+    programs = {}
+    program = Process([binary], stdin=True)
+    try:
+        program.wait_line("READY")
+        for version in ("0.17.0", "0.23.2"):
+            fake.write_text(f"#!/bin/sh\necho bpftrace v{version}\n")
+            fake.chmod(0o755)
+            env = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}"}
+            result = subprocess.run(probegen_argv("trace", "-c", SPDK_CATALOG, "--dry-run", "-p", program.pid, NVMF_BT),
+                                    capture_output=True, text=True, env=env)
+            assert result.returncode == 0, result.stderr
+            programs[version] = result.stdout
+    finally:
+        program.kill()
+    assert "str(arg1, 224)" in programs["0.23.2"] and "$pg_" not in programs["0.23.2"]
+    assert "str(arg1, 224)" not in programs["0.17.0"] and "[tid %d 1/" in programs["0.17.0"]
+
+
+def test_fit_reads_each_argument_as_the_notes_have_it():
+    """Each difference between notes and catalog is a warning naming the
+    probe, and the field is printed as the notes have it (the real run
+    above shows bpftrace printing those values right)."""
+    from probegen.catalog import load_catalog
+    from probegen.elf.argspec import parse_args
+    from probegen.generators.lines import Style
+    from probegen.runtime.fit import fit
+
+    catalog = load_catalog(SPDK_CATALOG)
+    probe = catalog.probe("nvmf_subsystem_change_state_done")  # arg0 0, subnqn, two enums, status int
+
+    def sites(*specs):
+        return [parse_args(spec, "EM_X86_64") for spec in specs]
+
+    same, warnings = fit(catalog, probe, sites("-4@$0 8@%rbp -4@%r12d -4@%r13d -4@%eax"), {})
+    assert not warnings and [f.style for f in same.fields] == [Style.STRING, Style.ENUM, Style.ENUM, Style.SIGNED]
+    wide, warnings = fit(catalog, probe, sites("-4@$0 8@%rbp -4@%r12d -4@%r13d -1@%al",
+                                               "-4@$0 8@%rbp -4@%r12d -4@%r13d 8@%rax"), {})
+    assert [(f.label, f.style, f.size) for f in wide.fields][-1] == ("status", Style.SIGNED, 8)
+    assert warnings == ["nvmf_subsystem_change_state_done: argument status is int in the catalog (4 bytes), "
+                        "1 or 8 bytes, signed or unsigned in the process's note: printed as the note has it"]
+    unsigned, _ = fit(catalog, probe, sites("-4@$0 8@%rbp -4@%r12d -4@%r13d 4@%eax"), {})
+    assert unsigned.fields[-1].style is Style.UNSIGNED
+    more, warnings = fit(catalog, probe, sites("-4@$0 8@%rbp -4@%r12d -4@%r13d -4@%eax 8f@%xmm0"), {})
+    assert [f.label for f in more.fields] == ["arg0", "arg1", "arg2", "arg3", "arg4", "arg5"]
+    assert [w.split(":")[1].strip() for w in warnings] == [
+        "arg5 floating point in the process's note", "the process's note passes 6 arguments, the catalog 5 (arg0 included)"]
+
+
+def test_program_for_bpftrace_0_23_prints_every_value_whole(tmp_path_factory):
+    """The program trace makes for Debian 13's bpftrace 0.23 (one str() a
+    string), run there on the v25.09-shaped program: every value as with
+    0.17, the 223-character NQNs whole, one line per hit."""
+    from helpers.tracing import Process
+    from helpers.trixie import ROOT, inside, install, trixie_root
+    from probegen.catalog import load_catalog
+    from probegen.runtime import trace
+
+    root = trixie_root(tmp_path_factory)
+    directory = tmp_path_factory.mktemp("v25_09_trixie")
+    binary, = install(root, compile_c([C_DIR / "spdk_v25_09.c"], directory / "spdk_v25_09", extra=["-g", "-pthread"]))
+    traced = Process(inside(root, binary), stdin=True)
+    tracer = None
+    try:
+        traced.wait_line("READY")
+        text = trace.program_for(traced.pid, [NVMF_BT], catalog=load_catalog(SPDK_CATALOG), big_strings=True)
+        # trace runs outside the root here, so it names the file by the path this side sees
+        program = directory / "nvmf_for_0_23.bt"
+        program.write_text(text.replace(f"/proc/{traced.pid}/root{ROOT}/", f"/proc/{traced.pid}/root/"))
+        script, = install(root, program)
+        tracer = Process(inside(root, "bpftrace", "-p", traced.pid, script))
+        tracer.wait_for(lambda lines: any(l.startswith("Tracing 3 probes") for l in lines), "attach")
+        traced.send("go\n")
+        traced.wait_line("DONE")
+        expected = expected_lines(traced)
+        tracer.wait_for(lambda lines: len(tracer_lines(lines)) >= len(expected), "every hit")
+    finally:
+        traced.kill()
+        if tracer is not None:
+            tracer.kill()
+    assert "str(arg1, 224)" in text and "[tid " not in text
+    printed = tracer_lines(tracer.lines)
+    assert printed[:6] == expected[:6], tracer.stderr
+    assert collections.Counter(printed[6:]) == collections.Counter(expected[6:])
