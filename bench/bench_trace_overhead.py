@@ -5,7 +5,12 @@ bench/c/nvmf_loop.c, built against the header probegen generates from
 probes.yaml, fires eight of SPDK's nvmf probes in a loop and times the loop
 with its own clock. It runs untraced, then under `probegen trace` with:
 
-- generated: the nvmf group script probegen generates (a line per hit)
+- generated: the nvmf group script probegen generates (a line per hit),
+  which probegen trace makes again for the process (on bpftrace 0.17: its
+  strings read whole, in pieces)
+- as written: the same script run as written (trace given no catalog), as
+  bpftrace -p or SPDK's bpftrace.sh run it (on 0.17: one str() of 63
+  characters a string, as the hand-written one reads them)
 - spans: the span script (start times in maps, histograms at the ends)
 - hand-written: bench/bpf/nvmf_handwritten.bt, a line per hit written by
   hand in the style of SPDK's own scripts/bpf/nvmf.bt
@@ -86,6 +91,7 @@ def scripts(tmp: Path) -> dict[str, Path]:
     for label, text in texts.items():
         result[label] = tmp / f"{label}.bt"
         result[label].write_text(text)
+    result["as written"] = result["generated"]
     result["hand-written"] = REPO / "bench" / "bpf" / "nvmf_handwritten.bt"
     return result
 
@@ -101,13 +107,13 @@ def bcc_tools(tmp: Path) -> dict[str, list[str]]:
     return {"bcc before": ["/usr/bin/python3", str(before)], "bcc now": ["/usr/bin/python3", str(now)]}
 
 
-def tracer_argv(script, pid: int) -> list[str]:
+def tracer_argv(script, pid: int, catalog: str) -> list[str]:
     if isinstance(script, list):  # a BCC tool
         return [*script, "-p", str(pid), "--hist", *(f"--probe={p}" for p in FIRED)]
-    return [sys.executable, "-m", "probegen", "trace", str(pid), str(script)]
+    return [sys.executable, "-m", "probegen", "trace", "-c", catalog, "-p", str(pid), str(script)]
 
 
-def run_once(binary: Path, iterations: int, script) -> tuple[int, int, str]:
+def run_once(binary: Path, iterations: int, script, catalog: str = "probes.yaml") -> tuple[int, int, str]:
     """(hits, loop nanoseconds, what the tracer said about lost events).
     The tracer's lines are read as they come and dropped, as a terminal
     would take them (bpftrace holds back output to a file: no sign of its
@@ -118,7 +124,7 @@ def run_once(binary: Path, iterations: int, script) -> tuple[int, int, str]:
     try:
         assert program.stdout.readline().strip() == "READY"
         if script is not None:
-            tracer = subprocess.Popen(tracer_argv(script, program.pid),
+            tracer = subprocess.Popen(tracer_argv(script, program.pid, catalog),
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                       start_new_session=True, cwd=REPO, preexec_fn=lambda: _pin(TRACER_CPUS))
             attached = threading.Event()
@@ -179,7 +185,8 @@ def main() -> int:
         notes = {}
         for round_number in range(args.rounds):
             for label, script in configurations.items():
-                hits, ns, lost = run_once(binary, args.iterations, script)
+                hits, ns, lost = run_once(binary, args.iterations, script,
+                                          "no-catalog.yaml" if label == "as written" else "probes.yaml")
                 loop_ns[label].append(ns)
                 if lost:
                     notes[label] = lost
@@ -206,6 +213,7 @@ def main() -> int:
                                                           loop_ns["untraced"]))
     print(f"generated / hand-written per round: median {statistics.median(ratios):.2f}x, "
           f"from {ratios[0]:.2f}x to {ratios[-1]:.2f}x")
+    print(f"as written / hand-written: {cost['as written'] / cost['hand-written']:.2f}x")
     ratio = cost["generated"] / cost["hand-written"]
     print(f"generated / hand-written: {ratio:.2f}x (target: within {TARGET}x): {'met' if ratio <= TARGET else 'NOT met'}")
     return 0
