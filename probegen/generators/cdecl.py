@@ -10,8 +10,7 @@ would put each member, and pads or packs only where that differs from
 DWARF. Tests compile the result with gcc and compare every offset.
 
 The output of this module is data (``Plan``, ``Item``) planned from
-probegen.dwarf's types; ``probegen.generators.structs`` renders it through
-the template ``structs.h.j2``.
+probegen.dwarf's types; ``probegen.generators.structs`` writes it out.
 """
 
 from __future__ import annotations
