@@ -1,11 +1,16 @@
 """Turning drgn's types (read by elfutils, in C) into ``probegen.dwarf.model``
 types, with the names, bitfields and layouts C and bpftrace need.
 
-A type reached twice by name is one object, and pointer targets are
-converted after the type holding them, so ``struct s { struct s *next; }``
-ends. What drgn reads is still checked (sizes, bitfields, types no member
-can have) as probegen.dwarf.load checks DIEs, and the result is walked
-for cycles before anything prints it.
+Only what is asked for is converted: a named struct or union reached
+through a pointer is converted when its members are first asked for (C
+needs no more than its name there), so three SPDK structs take tens of
+types, not the hundreds they point to. A type reached twice by name is one
+object, so ``struct s { struct s *next; }`` ends. What drgn reads is still
+checked (sizes, bitfields, types no member can have) as probegen.dwarf.load
+checks DIEs, and as the types are made: drgn itself refuses a DIE that
+contains itself; a typedef met again before a struct lies between is a
+cycle, and no chain of types nests deeper than MAX_NESTING, so whatever
+walks the types, printing them, ends.
 """
 
 from __future__ import annotations
@@ -14,8 +19,8 @@ import drgn
 
 from probegen.dwarf import model as m
 from probegen.dwarf.cnames import c_identifier, unique
-from probegen.dwarf.damage import Damaged
-from probegen.dwarf.load import MAX_NESTING, _MAX_SIZE, _base, _bytes, _is_object, _place_flexible_arrays, check_acyclic
+from probegen.dwarf.damage import Damaged, reading
+from probegen.dwarf.load import MAX_NESTING, _MAX_SIZE, _base, _bytes, _is_object, _place_flexible_arrays
 
 K = drgn.TypeKind
 _QUALIFIERS = ((drgn.Qualifiers.CONST, "const"), (drgn.Qualifiers.VOLATILE, "volatile"),
@@ -29,54 +34,86 @@ def _size(t: drgn.Type) -> int | None:
     return size
 
 
+class _Struct(m.Struct):
+    """A struct or union whose members (and so its alignment) are
+    converted when first asked for."""
+
+    _pending = None  # (converter, drgn type) until then
+
+    def _filled(self) -> dict:
+        if self._pending is not None:
+            converter, t = self._pending
+            self._pending = None
+            with reading(converter.path, Exception):
+                converter.fill(self, t)
+        return self.__dict__
+
+    members = property(lambda self: self._filled()["_members"], lambda self, v: setattr(self, "_members", v))
+    alignment = property(lambda self: self._filled()["_alignment"], lambda self, v: setattr(self, "_alignment", v))
+
+
 class Converter:
-    """Converts drgn types, each named one once."""
+    """Converts drgn types, each named one once, of the file at ``path``."""
 
-    def __init__(self, pointer_size: int):
+    def __init__(self, pointer_size: int, path):
         self.pointer_size = pointer_size
+        self.path = path
         self._named: dict[tuple, m.Type] = {}
-        self._pointers: list[tuple[m.Pointer, drgn.Type]] = []
-        self._checked: dict[int, int] = {}
-        self._depth = 0
+        self._heights: dict[tuple, int] = {}  # of typedefs: how deep their types nest
+        self._open: set[tuple] = set()  # typedefs being converted, since the last struct's members
+        self._depth = self._deepest = 0
 
-    def root(self, t: drgn.Type) -> m.Type:
-        result = self.convert(t)
-        while self._pointers:
-            pointer, target = self._pointers.pop()
-            pointer.target = self.convert(target)
-        check_acyclic(result, self._checked)
-        return result
-
-    def convert(self, t: drgn.Type) -> m.Type:
+    def convert(self, t: drgn.Type, lazy: bool = False) -> m.Type:
+        """The type of ``t``; ``lazy`` (under a pointer): named structs'
+        members are left for later."""
         if self._depth >= MAX_NESTING:
             raise Damaged(f"types nested more than {MAX_NESTING} deep")
         self._depth += 1
+        self._deepest = max(self._deepest, self._depth)
         try:
             flags = t.qualifiers
             if not flags:
-                return self._unqualified(t)
+                return self._unqualified(t, lazy)
             return m.Qualified(tuple(word for flag, word in _QUALIFIERS if flags & flag),
-                               self._unqualified(t.unqualified()))
+                               self._unqualified(t.unqualified(), lazy))
         finally:
             self._depth -= 1
 
-    def _unqualified(self, t: drgn.Type) -> m.Type:
+    def _unqualified(self, t: drgn.Type, lazy: bool) -> m.Type:
         kind = t.kind
         key = None
         if kind in (K.STRUCT, K.UNION, K.CLASS, K.ENUM) and t.tag is not None:
             key = (kind, t.tag, t.is_complete())
         elif kind == K.TYPEDEF:
             key = (kind, t.name)
-        if key in self._named:
-            return self._named[key]
+        known = self._named.get(key)
+        if known is not None:
+            if key in self._open:
+                raise Damaged("types that contain themselves other than through a struct (a cycle)")
+            if self._depth + self._heights.get(key, 0) > MAX_NESTING:
+                raise Damaged(f"types nested more than {MAX_NESTING} deep")
+            self._deepest = max(self._deepest, self._depth + self._heights.get(key, 0))
+            under = m.unqualified(known)
+            if not lazy and isinstance(under, _Struct) and under._pending is not None:
+                _, pending = under._pending
+                under._pending = None
+                self.fill(under, pending)  # reached by value: its members now, as deep as it is
+            return known
         if kind in (K.STRUCT, K.UNION, K.CLASS):
-            result = self._aggregate(t, key)
+            result = self._aggregate(t, key, lazy)
         elif kind == K.ENUM:
             result = self._enum(t)
         elif kind == K.TYPEDEF:
             result = m.Typedef(c_identifier(t.name), m.Void())
             self._named[key] = result
-            result.target = self.convert(t.type)
+            self._open.add(key)
+            outer, self._deepest = self._deepest, self._depth
+            try:
+                result.target = self.convert(t.type, lazy)
+            finally:
+                self._open.discard(key)
+                self._heights[key] = self._deepest - self._depth
+                self._deepest = max(outer, self._deepest)
             target = result.target
             # bpftrace rejects "typedef struct { ... } name_t;": an anonymous
             # struct, union or enum is written under its typedef's name.
@@ -85,10 +122,9 @@ class Converter:
                 if isinstance(target, m.Struct):
                     target.typedef_name = True
         elif kind == K.POINTER:
-            result = m.Pointer(m.Void(), _size(t) or self.pointer_size)
-            self._pointers.append((result, t.type))
+            result = m.Pointer(self.convert(t.type, lazy=True), _size(t) or self.pointer_size)
         elif kind == K.ARRAY:
-            result = self._array(t)
+            result = self._array(t, lazy)
         elif kind == K.FUNCTION:
             result = self._function(t)
         elif kind in (K.INT, K.BOOL, K.FLOAT):
@@ -110,25 +146,33 @@ class Converter:
         name = c_identifier(t.tag)
         return name, (t.tag if name != t.tag else None)
 
-    def _aggregate(self, t: drgn.Type, key) -> m.Struct:
+    def _aggregate(self, t: drgn.Type, key, lazy: bool) -> m.Struct:
         name, source = self._name(t)
         complete = t.is_complete()
-        struct = m.Struct("union" if t.kind == K.UNION else "struct", name, _size(t) if complete else None,
-                          declaration=not complete, source_name=source)
+        struct = _Struct("union" if t.kind == K.UNION else "struct", name, _size(t) if complete else None,
+                         declaration=not complete, source_name=source)
         if key is not None:
             self._named[key] = struct  # before the members: they may point back
-        if not complete:
-            return struct
-        taken: set[str] = set()
-        natural = 1
-        for member in t.members:
-            converted = self._member(member, taken)
-            struct.members.append(converted)
-            natural = max(natural, _alignment(member.type))
+        if complete and lazy and key is not None:
+            struct._pending = (self, t)
+        elif complete:
+            self.fill(struct, t)
+        return struct
+
+    def fill(self, struct: m.Struct, t: drgn.Type) -> None:
+        """Convert the members of ``struct``, drgn's ``t``."""
+        outer, self._open = self._open, set()
+        try:
+            taken: set[str] = set()
+            natural = 1
+            for member in t.members:
+                struct.members.append(self._member(member, taken))
+                natural = max(natural, _alignment(member.type))
+        finally:
+            self._open = outer
         aligned = _alignment(t)
         struct.alignment = aligned if aligned > natural else None
         _place_flexible_arrays(struct)
-        return struct
 
     def _member(self, member: drgn.TypeMember, taken: set[str]) -> m.Member:
         type_ = self.convert(member.type)
@@ -163,7 +207,7 @@ class Converter:
                 enum.enumerators.append(m.Enumerator(unique(c_identifier(enumerator.name), taken), enumerator.value))
         return enum
 
-    def _array(self, t: drgn.Type) -> m.Array:
+    def _array(self, t: drgn.Type, lazy: bool) -> m.Array:
         counts: list[int | None] = []
         while t.kind == K.ARRAY and not t.qualifiers:
             if t.length is not None and not 0 <= t.length < _MAX_SIZE:
@@ -172,14 +216,14 @@ class Converter:
             t = t.type
         if None in counts[1:]:
             raise Damaged("an array with an inner dimension without a bound")
-        element = self.convert(t)
+        element = self.convert(t, lazy)
         if not _is_object(element):
             raise Damaged("an array of elements of no object type")
         return m.Array(element, counts)
 
     def _function(self, t: drgn.Type) -> m.Function:
-        params = [self.convert(p.type) for p in t.parameters]
-        returns = self.convert(t.type)
+        params = [self.convert(p.type, lazy=True) for p in t.parameters]  # C needs only their names
+        returns = self.convert(t.type, lazy=True)
         if isinstance(m.unqualified(returns), (m.Array, m.Function)):
             raise Damaged("a function type returns an array or a function")
         if any(not _is_object(p) for p in params):

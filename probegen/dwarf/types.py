@@ -29,7 +29,7 @@ class DwarfTypes:
         self.pointer_size = info.elf.elfclass // 8
         self._types: dict[tuple, m.Type] = {}
         self._cxx = None  # probegen.dwarf.cxx.CxxTypes, made on first use
-        self._converter = Converter(self.pointer_size)  # one for all lookups: a type reached twice is one object
+        self._converter = Converter(self.pointer_size, info.path)  # one for all lookups: a type reached twice is one object
         with reading(info.path, Exception):
             self.prog = drgn.Program()
             module = self.prog.extra_module(str(info.path), 0, create=True)
@@ -72,7 +72,7 @@ class DwarfTypes:
                 if self.is_cxx or found is not None and found.language == drgn.Language.CPP:
                     result = self._cxx_types().lookup(name, kinds)
                 else:
-                    result = found and self._converter.root(found)
+                    result = found and self._converter.convert(found)
             if result is None:
                 what = " or ".join(kinds) if len(kinds) < 4 else "struct, union, enum or typedef"
                 raise InputError(f"{self.info.binary}: no {what} named '{name}' in the debug info")
