@@ -22,8 +22,9 @@ _MAX_NAMESPACES = 64  # C++ namespaces nest; deeper than this is damage, not cod
 
 
 class CxxTypes:
-    def __init__(self, elf, pointer_size: int):
-        inflate_within_claims(elf)
+    def __init__(self, info, pointer_size: int):
+        inflate_within_claims(info.elf)
+        elf = info.pyelftools()
         self.names: dict[str, list[tuple[str, object]]] = {}  # name -> [(kind, DIE)], first definition first
         for cu in elf.get_dwarf_info().iter_CUs():
             pending = [(cu.get_top_DIE(), "")]

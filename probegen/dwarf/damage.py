@@ -11,11 +11,9 @@ raise ``Damaged`` and end up there too.
 from __future__ import annotations
 
 import struct
+import sys
 import zlib
 from contextlib import contextmanager
-
-from elftools.common.exceptions import DWARFError, ELFError
-from elftools.construct.core import ConstructError
 
 from probegen.errors import InputError
 
@@ -27,12 +25,22 @@ class Damaged(Exception):
 # What parsing a damaged file raises. TypeError and AttributeError come
 # from pyelftools when an attribute has an unexpected form (bytes where
 # it computes with an int); OSError from seeking to a negative offset;
-# MemoryError from a bounded address space.
+# MemoryError from a bounded address space. pyelftools' own errors count
+# once it is imported (C programs are read without it).
 _FAILURES = (
-    Damaged, ELFError, DWARFError, ConstructError, KeyError, IndexError, struct.error,
+    Damaged, KeyError, IndexError, struct.error,
     UnicodeDecodeError, ValueError, AssertionError, RecursionError, OverflowError,
     NotImplementedError, EOFError, zlib.error, TypeError, AttributeError, MemoryError, OSError,
 )
+
+
+def _failures() -> tuple:
+    if "elftools" not in sys.modules:
+        return _FAILURES
+    from elftools.common.exceptions import DWARFError, ELFError
+    from elftools.construct.core import ConstructError
+
+    return (*_FAILURES, DWARFError, ELFError, ConstructError)
 
 
 def describe(exc: BaseException) -> str:
@@ -46,12 +54,14 @@ def describe(exc: BaseException) -> str:
 
 
 @contextmanager
-def reading(path, failures=_FAILURES):
+def reading(path, failures=None):
     """Turn any failure of parsing ``path`` into one InputError. drgn's
     callers pass Exception: libdw's errors are plain Exceptions."""
     try:
         yield
     except InputError:
         raise
-    except failures as exc:
+    except Exception as exc:
+        if not isinstance(exc, failures or _failures()):
+            raise
         raise InputError(f"{path}: error: damaged or truncated ELF/DWARF: {describe(exc)}") from None

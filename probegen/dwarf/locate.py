@@ -7,57 +7,109 @@ the binary. The binary is untrusted (``trace`` runs as root on a traced
 process's files): its debug link is a base name, looked for only in the
 standard places, and a file found is used only if its build id, or where
 either side has none the link's CRC, says it is this binary's.
+
+The ELF header and section table are read here with struct: drgn reads
+the rest, and importing pyelftools alone took longer than the whole of
+``pahole -C`` (issue 22); C++ programs are still read with it (cxx.py).
 """
 
 from __future__ import annotations
 
 import struct
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 
-from elftools.elf.elffile import ELFFile
-
 from probegen.dwarf.damage import Damaged, reading
-from probegen.elf.notes import open_elf
+from probegen.elf.notes import guard_elf, open_elf_file
 from probegen.errors import InputError, NoDebugInfo
 
 DEFAULT_DEBUG_DIRS = ("/usr/lib/debug",)
+_SHT_NOTE, _SHT_NOBITS, _SHF_COMPRESSED = 7, 8, 0x800
 
 
-@dataclass
+class Elf:
+    """An ELF file's class, byte order and sections (name, type, flags,
+    file offset, size), from its open ``stream`` of ``size`` bytes."""
+
+    def __init__(self, stream, size: int):
+        self.stream, self.size = stream, size
+        ident = self._read(0, 16)
+        if ident[4] not in (1, 2) or ident[5] not in (1, 2):
+            raise Damaged(f"ELF class {ident[4]}, data encoding {ident[5]}")
+        self.elfclass, self.little_endian = 32 * ident[4], ident[5] == 1
+        order = "<" if self.little_endian else ">"
+        wide = self.elfclass == 64
+        header = struct.Struct(order + ("40xQ10xHHH" if wide else "32xI10xHHH"))
+        shoff, shentsize, shnum, shstrndx = header.unpack(self._read(0, header.size))
+        entry = struct.Struct(order + ("IIQ8xQQI" if wide else "III4xIII"))
+        if not shoff:
+            self.sections = []
+            return
+        if shentsize < entry.size:
+            raise Damaged(f"section headers of {shentsize} bytes")
+        first = entry.unpack(self._read(shoff, entry.size))
+        shnum = shnum or first[4]  # more than 0xff00 sections: section 0's size says how many
+        shstrndx = first[5] if shstrndx == 0xFFFF else shstrndx
+        table = self._read(shoff, shnum * shentsize)
+        rows = [entry.unpack_from(table, i * shentsize) for i in range(shnum)]
+        names = self._read(rows[shstrndx][3], rows[shstrndx][4]) if shstrndx < shnum else b""
+        self.sections = [(names[n:names.find(b"\0", n) % (len(names) + 1)].decode("utf-8", "replace"),
+                          kind, flags, offset, length) for n, kind, flags, offset, length, _ in rows]
+
+    def _read(self, offset: int, length: int) -> bytes:
+        if offset + length > self.size:
+            raise Damaged(f"{length} bytes at {offset:#x} are past the end of the file")
+        self.stream.seek(offset)
+        return self.stream.read(length)
+
+    def section(self, name: str):
+        return next((row for row in self.sections if row[0] == name), None)
+
+    def data(self, row) -> bytes:
+        return self._read(row[3], row[4])
+
+
 class DebugInfo:
     """An open ELF file that holds DWARF for ``binary``."""
 
-    binary: Path
-    path: Path  # the file the DWARF is read from (the binary or its debug file)
-    elf: ELFFile
-    build_id: str | None
-    stream: object  # kept open as long as ``elf`` is used
+    def __init__(self, binary: Path, path: Path, elf: Elf, build_id: str | None):
+        self.binary, self.path, self.elf, self.build_id = binary, path, elf, build_id
+        self.stream = elf.stream  # kept open as long as the file is read
+
+    def pyelftools(self):
+        """The file as pyelftools' ELFFile, for C++ programs (cxx.py)."""
+        from elftools.elf.elffile import ELFFile
+
+        return guard_elf(str(self.path), lambda: ELFFile(self.stream))
 
     def close(self) -> None:
         self.stream.close()
 
 
-def build_id(elf: ELFFile) -> str | None:
+def build_id(elf: Elf) -> str | None:
     """The GNU build id as lowercase hex, or None. The owner is checked:
     a probe note (owner stapsdt) has type 3 too."""
-    for section in elf.iter_sections():
-        if section.header.sh_type != "SHT_NOTE":
+    fmt = "<III" if elf.little_endian else ">III"
+    for row in elf.sections:
+        if row[1] != _SHT_NOTE:
             continue
-        for note in section.iter_notes():
-            if note["n_name"] == "GNU" and note["n_type"] == "NT_GNU_BUILD_ID" and isinstance(note["n_desc"], str):
-                return note["n_desc"]
+        data, at = elf.data(row), 0
+        while at + 12 <= len(data):
+            namesz, descsz, kind = struct.unpack_from(fmt, data, at)
+            name_at, desc_at = at + 12, at + 12 + (namesz + 3) // 4 * 4
+            if kind == 3 and data[name_at:name_at + namesz] == b"GNU\0":  # NT_GNU_BUILD_ID
+                return data[desc_at:desc_at + descsz].hex()
+            at = desc_at + (descsz + 3) // 4 * 4
     return None
 
 
-def _debuglink(elf: ELFFile) -> tuple[str, int] | None:
+def _debuglink(elf: Elf) -> tuple[str, int] | None:
     """(base name, CRC-32) of the debug link; None if there is none or it
     names anything but a file in the directory searched."""
-    section = elf.get_section_by_name(".gnu_debuglink")
+    section = elf.section(".gnu_debuglink")
     if section is None:
         return None
-    data = section.data()
+    data = elf.data(section)
     name, _, _ = data.partition(b"\0")
     end = (len(name) + 4) & ~3  # the name, its NUL, padding to 4; then the CRC
     if not name or b"/" in name or name in (b".", b"..") or len(data) < end + 4:
@@ -73,16 +125,16 @@ def _crc32(stream) -> int:
     return crc
 
 
-def _has_dwarf(elf: ELFFile) -> bool:
+def _has_dwarf(elf: Elf) -> bool:
     # A stripped debug file keeps .debug_info as SHT_NOBITS in the binary.
     for name in (".debug_info", ".zdebug_info"):
-        section = elf.get_section_by_name(name)
-        if section is not None and section.header.sh_type != "SHT_NOBITS":
+        section = elf.section(name)
+        if section is not None and section[1] != _SHT_NOBITS:
             return True
     return False
 
 
-def _candidates(binary: Path, elf: ELFFile, ident: str | None, debug_dirs):
+def _candidates(binary: Path, elf: Elf, ident: str | None, debug_dirs):
     """(path, CRC-32 wanted or None) of each place the debug file may be."""
     if ident and len(ident) > 2:
         for root in debug_dirs:
@@ -102,34 +154,35 @@ def open_debug_info(binary, debug_file=None, debug_dirs=DEFAULT_DEBUG_DIRS) -> D
     or that a file is damaged.
     """
     binary = Path(binary)
-    elf, stream, _ = open_elf(binary)
+    stream, size = open_elf_file(binary)
     try:
-        return _find_debug_info(binary, stream, elf, debug_file, debug_dirs)
+        return _find_debug_info(binary, stream, size, debug_file, debug_dirs)
     except BaseException:
         stream.close()
         raise
 
 
-def _check(path: Path, stream, elf: ELFFile):
-    """(build id, whether it has DWARF) of an open ELF file."""
+def _check(path: Path, stream, size: int) -> tuple[Elf, str | None, bool]:
+    """(sections, build id, whether it has DWARF) of an open ELF file."""
     try:
         with reading(path):
+            elf = Elf(stream, size)
             ident = build_id(elf)
             has_dwarf = _has_dwarf(elf)
             if has_dwarf:
                 _check_claims(elf)
-            return ident, has_dwarf
+            return elf, ident, has_dwarf
     except BaseException:
         stream.close()
         raise
 
 
-def _find_debug_info(binary: Path, stream, elf, debug_file, debug_dirs) -> DebugInfo:
-    ident, has_dwarf = _check(binary, stream, elf)
+def _find_debug_info(binary: Path, stream, size: int, debug_file, debug_dirs) -> DebugInfo:
+    elf, ident, has_dwarf = _check(binary, stream, size)
     if debug_file is not None:
         debug_file = Path(debug_file)
-        delf, dstream, _ = open_elf(debug_file)
-        other, debug_has_dwarf = _check(debug_file, dstream, delf)
+        dstream, dsize = open_elf_file(debug_file)
+        delf, other, debug_has_dwarf = _check(debug_file, dstream, dsize)
         if ident and other and ident != other:
             dstream.close()
             raise InputError(
@@ -140,20 +193,20 @@ def _find_debug_info(binary: Path, stream, elf, debug_file, debug_dirs) -> Debug
             dstream.close()
             raise InputError(f"{debug_file} has no DWARF debug info (.debug_info)")
         stream.close()
-        return DebugInfo(binary, debug_file, delf, ident, dstream)
+        return DebugInfo(binary, debug_file, delf, ident)
     if has_dwarf:
-        return DebugInfo(binary, binary, elf, ident, stream)
+        return DebugInfo(binary, binary, elf, ident)
     with reading(binary):
         candidates = list(_candidates(binary, elf, ident, debug_dirs))
     for candidate, crc in candidates:
         if not candidate.is_file():
             continue
-        delf, dstream, _ = open_elf(candidate)
-        other, debug_has_dwarf = _check(candidate, dstream, delf)
+        dstream, dsize = open_elf_file(candidate)
+        delf, other, debug_has_dwarf = _check(candidate, dstream, dsize)
         ours = other == ident if ident and other else crc is not None and _crc32(dstream) == crc
         if debug_has_dwarf and ours:
             stream.close()
-            return DebugInfo(binary, candidate, delf, ident, dstream)
+            return DebugInfo(binary, candidate, delf, ident)
         dstream.close()
     stream.close()
     where = f" (build id {ident}: none under {', '.join(map(str, debug_dirs))}/.build-id)" if ident else ""
@@ -173,34 +226,33 @@ _MAX_EXPANSION = 64
 _EXPANSION_SLACK = 1 << 20
 
 
-def _compressed(elf: ELFFile):
+def _compressed(elf: Elf):
     """(name, claimed size, stored size, where its stream is: (file
     offset, length), whether zlib) of each compressed debug section."""
-    for section in elf.iter_sections():
-        name, header = section.name, section.header
-        if not name.startswith((".debug", ".zdebug")) or header.sh_type == "SHT_NOBITS":
+    chdr = struct.Struct(("<" if elf.little_endian else ">") + ("I4xQ" if elf.elfclass == 64 else "II"))
+    skip = 24 if elf.elfclass == 64 else 12
+    for name, kind, flags, offset, size in elf.sections:
+        if not name.startswith((".debug", ".zdebug")) or kind == _SHT_NOBITS:
             continue
-        if section.compressed:
-            skip = elf.structs.Elf_Chdr.sizeof()
-            yield (name, section.data_size, header.sh_size, (header.sh_offset + skip, header.sh_size - skip),
-                   section._compression_type == "ELFCOMPRESS_ZLIB")
+        if flags & _SHF_COMPRESSED:
+            ch_type, claimed = chdr.unpack(elf._read(offset, chdr.size))
+            yield name, claimed, size, (offset + skip, size - skip), ch_type == 1  # ELFCOMPRESS_ZLIB
         elif name.startswith(".zdebug"):  # GNU style: "ZLIB" and the size, big-endian
-            elf.stream.seek(header.sh_offset)
+            elf.stream.seek(offset)
             head = elf.stream.read(12)
             if len(head) < 12 or head[:4] != b"ZLIB":
                 raise Damaged(f"section {name} is not zlib-compressed")
-            yield (name, struct.unpack(">Q", head[4:])[0], header.sh_size,
-                   (header.sh_offset + 12, header.sh_size - 12), True)
+            yield name, struct.unpack(">Q", head[4:])[0], size, (offset + 12, size - 12), True
 
 
-def _check_claims(elf: ELFFile) -> None:
+def _check_claims(elf: Elf) -> None:
     """Damaged if a compressed debug section claims to expand beyond reason."""
     for name, claimed, stored, _, _ in _compressed(elf):
         if claimed > stored * _MAX_EXPANSION + _EXPANSION_SLACK:
             raise Damaged(f"section {name} claims {claimed} bytes uncompressed from {stored}")
 
 
-def inflate_within_claims(elf: ELFFile) -> None:
+def inflate_within_claims(elf: Elf) -> None:
     """Damaged if a compressed debug section inflates to more than it
     claims; never inflates more than the claim and one chunk."""
     for name, claimed, _, (offset, length), is_zlib in _compressed(elf):

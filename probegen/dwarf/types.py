@@ -104,7 +104,7 @@ class DwarfTypes:
         if self._cxx is None:
             from probegen.dwarf.cxx import CxxTypes
 
-            self._cxx = CxxTypes(self.info.elf, self.pointer_size)
+            self._cxx = CxxTypes(self.info, self.pointer_size)
         return self._cxx
 
     def aggregate(self, name: str) -> m.Struct | m.Enum:

@@ -156,6 +156,19 @@ def open_elf(path: str | os.PathLike, *, pipe_ok: bool = False):
     is copied to a temporary file first (see probegen.files.inputs).
     Returns (ELFFile, file object, size); the caller closes the file.
     """
+    stream, size = open_elf_file(path, pipe_ok=pipe_ok)
+    try:
+        from elftools.elf.elffile import ELFFile
+
+        return guard_elf(str(path), lambda: ELFFile(stream)), stream, size
+    except BaseException:
+        stream.close()
+        raise
+
+
+def open_elf_file(path: str | os.PathLike, *, pipe_ok: bool = False):
+    """open_elf's checks without pyelftools, for a reader that parses the
+    file itself (probegen.dwarf.locate): (file object, size)."""
     shown = str(path)
     try:
         stream, size = open_seekable(path, "ELF binary", pipe_ok=pipe_ok, head=len(_MAGIC),
@@ -165,10 +178,7 @@ def open_elf(path: str | os.PathLike, *, pipe_ok: bool = False):
     try:
         _check_magic(shown, stream.read(len(_MAGIC)))  # a pipe's was checked before copying
         stream.seek(0)
-        from elftools.elf.elffile import ELFFile
-
-        elf = guard_elf(shown, lambda: ELFFile(stream))
-        return elf, stream, size
+        return stream, size
     except BaseException:
         stream.close()
         raise
