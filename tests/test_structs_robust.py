@@ -221,6 +221,35 @@ def test_type_that_contains_itself_is_refused(binaries, tmp_path, capsys, tag, n
     assert "contains itself" in err or "cycle" in err, err
 
 
+def test_types_are_converted_as_needed_and_cycles_refused():
+    """drgn's members and parameters are lazy, so drgn hands over cycles
+    its own DIE check lets by: a function type taking a pointer to itself
+    is refused as it is converted; a struct behind a pointer is converted
+    only when its members are asked for."""
+    import drgn
+
+    from probegen.dwarf.damage import Damaged
+    from probegen.dwarf.fromdrgn import Converter
+
+    prog = drgn.Program(drgn.host_platform)
+    later = {}
+
+    def pointer_to(name):
+        return lambda: drgn.Object(prog, prog.pointer_type(later[name]))
+
+    later["fn"] = prog.function_type(prog.int_type("int", 4, True), [drgn.TypeParameter(pointer_to("fn"), "self")])
+    looped = prog.struct_type("looped", 8, [drgn.TypeMember(prog.pointer_type(later["fn"]), "fn")])
+    with pytest.raises(Damaged, match="nested more than"):
+        Converter(8, "prog").convert(looped)
+    node = prog.struct_type("node", 8, [drgn.TypeMember(pointer_to("node_t"), "next")])
+    later["node_t"] = prog.typedef_type("node_t", node)
+    converter = Converter(8, "prog")
+    holder = converter.convert(prog.struct_type("holder", 8, [drgn.TypeMember(prog.pointer_type(node), "head")]))
+    target = holder.members[0].type.target
+    assert target._pending is not None and target.name == "node"  # its name only, until asked
+    assert m.strip_typedefs(target.members[0].type.target) is target and target._pending is None
+
+
 @pytest.mark.parametrize("where", ["itself", "backwards"])
 def test_sibling_link_that_does_not_go_forward_is_refused(binaries, tmp_path, capsys, where):
     binary = binaries["dwarf4"]
