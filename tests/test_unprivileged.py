@@ -129,3 +129,27 @@ def test_trace_reads_a_root_only_binary_through_the_unprivileged_child(tmp_path)
     assert f"enum names from the debug info of '{binary}': nvmf_tgt_state (differs from the catalog's)" \
         in result.stderr, result.stderr
     assert "FINI_STOP_LISTEN" in result.stdout and "usdt:" in result.stdout
+
+
+def enum_names_of(path):
+    from probegen.dwarf import DwarfTypes
+
+    with DwarfTypes.open(path) as types:
+        return [e.name for e in types.enumerators("nvmf_tgt_state")]
+
+
+@root_only
+def test_a_process_that_has_read_dwarf_forks_a_reader_that_does_not_hang(tmp_path):
+    """drgn reads DWARF on OpenMP threads, and libgomp is not fork-safe: a
+    child forked after they exist hung until the deadline (seen in the
+    suite, where earlier tests read DWARF in the same process)."""
+    binary = build_drift(tmp_path / "build")["master"]
+    names = enum_names_of(binary)  # the parent reads DWARF first
+    fd = os.open(binary, os.O_RDONLY)
+    try:
+        started = time.monotonic()
+        assert run_unprivileged(enum_names_of, f"/proc/self/fd/{fd}", deadline=deadline_in(30),
+                                modules=("probegen.dwarf",)) == names
+    finally:
+        os.close(fd)
+    assert time.monotonic() - started < 15

@@ -9,6 +9,14 @@ turns its types into the model); a C++ program's by pyelftools (cxx.py,
 load.py).
 """
 
-from probegen.dwarf.types import DwarfTypes
+import os
+
+# drgn indexes DWARF on OpenMP threads, and a child forked once they exist
+# hangs in its first parallel region (libgomp is not fork-safe): probegen
+# trace forks its unprivileged readers. One thread, set before drgn loads
+# libgomp, costs nothing measurable (three nvmf types of spdk_tgt: 0.07 s).
+os.environ["OMP_NUM_THREADS"] = "1"
+
+from probegen.dwarf.types import DwarfTypes  # noqa: E402
 
 __all__ = ["DwarfTypes"]
