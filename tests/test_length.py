@@ -1,6 +1,7 @@
 """Strings with a length (`length: keylen`): a key passed with its length,
 not NUL-terminated, as memcached passes keys. The catalog checks the name
-at its place; docs' one-liner and lint read exactly that many bytes."""
+at its place; docs' one-liner, lint, the generated bpftrace scripts (run by
+probegen trace) and the BCC tool read exactly that many bytes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import compile_c, require, require_sdt, run_cli
+from helpers import SYSTEM_PYTHON, compile_c, require, require_bpftrace, require_sdt, run_cli
 
 CATALOG = """\
 provider: kv
@@ -23,6 +24,12 @@ probes:
     args:
       - {name: key, type: const char *, length: keylen, doc: the key}
       - {name: keylen, type: uint8_t, doc: its length}
+  - name: set
+    group: kv
+    doc: A key is stored.
+    args:
+      - {name: key, type: const char *, length: keylen, doc: the key}
+      - {name: keylen, type: size_t, doc: its length}
 """
 
 PROGRAM = r"""
@@ -100,3 +107,58 @@ def test_docs_and_lint_read_exactly_the_length(tmp_path, capsys, catalog):
     hits = [l for l in result.stdout.splitlines() if l.startswith("get ")]
     assert len(hits) == 2 and hits[0].startswith("get key=alpha keylen=5"), result.stdout + result.stderr
     assert "ab" in hits[1] and "cd keylen=5" in hits[1] and not any("XYZ" in h for h in hits)
+
+
+# The protocol of tests/helpers/tracing.py: a key that is not NUL-terminated
+# with its length, a uint8_t one (memcached's nkey) and a size_t one, which
+# may be past max_len (63 bytes printed) or past 2**63 (none).
+TRACED = r"""
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include "kv_probes.h"
+
+int main(void)
+{
+	static char keys[2][16] = {"alphaXYZ", "ab\ncdXYZ"};
+	static char long_key[400];
+	char line[16];
+
+	memset(long_key, 'x', sizeof(long_key));
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("READY\n");
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+	printf("EXPECT get key=alpha keylen=5\n");
+	KV_GET(keys[0], (uint8_t)5);
+	printf("EXPECT get key=ab\\x0acd keylen=5\n");
+	KV_GET(keys[1], (uint8_t)5);
+	printf("EXPECT set key=alpha keylen=5\n");
+	KV_SET(keys[0], (size_t)5);
+	printf("EXPECT set key=%.63s keylen=300\n", long_key);
+	KV_SET(long_key, (size_t)300);
+	printf("EXPECT set key= keylen=%zu\n", (size_t)-1);
+	KV_SET(keys[0], (size_t)-1);
+	printf("DONE\n");
+	return 0;
+}
+"""
+
+
+def test_bpftrace_through_trace_and_bcc_print_exactly_the_length(tmp_path, capsys, catalog):
+    from helpers.tracing import build_program, expected_lines, probegen_argv, require_bcc, run_traced, tracer_lines
+
+    require_bpftrace()
+    require_bcc()
+    (tmp_path / "kv.c").write_text(TRACED)
+    program = build_program(tmp_path / "kv.c", catalog, "kv_probes.h", tmp_path)
+    assert run_cli(capsys, "bpftrace", "-c", catalog, "-o", tmp_path / "bt")[0] == 0
+    assert run_cli(capsys, "bcc", "-c", catalog, "-o", tmp_path / "tool")[0] == 0
+    traced, tracers = run_traced([program], {
+        "trace": lambda pid: probegen_argv("trace", "-c", catalog, "-p", pid, tmp_path / "bt" / "kv.bt"),
+        "bcc": lambda pid: [SYSTEM_PYTHON, tmp_path / "tool" / "kv.py", "-p", pid],
+    })
+    expected = expected_lines(traced)
+    assert len(expected) == 5 and "x" * 63 + " " in expected[3]
+    for name, tracer in tracers.items():
+        assert tracer_lines(tracer.lines) == expected, (name, tracer.lines, tracer.stderr)

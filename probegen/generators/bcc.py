@@ -40,6 +40,8 @@ def field_format(field: Field, arg: Arg | None = None) -> str:
     """The runtime's format of a value (probegen.runtime.bcc.Field)."""
     bits = field.size * 8
     if field.style is Style.STRING:
+        if field.length is not None:  # exactly that many bytes, up to max_len
+            return f"buf:{field.length}:{field.max_len}"
         if not field.is_member:
             return f"str:{field.max_len if arg is None or arg.max_len is not None else BCC_DEFAULT_MAX_LEN}"
         if field.ctype.pointer_sized:

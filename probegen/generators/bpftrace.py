@@ -96,7 +96,16 @@ class Variant:
 
 
 def _readable(field: Field) -> bool:
-    return field.index <= MAX_ARG_INDEX
+    return max(field.index, field.length or 0) <= MAX_ARG_INDEX
+
+
+def _buf(field: Field) -> str:
+    """buf() of a string with a length: exactly that many bytes, printed
+    with %r (bytes not printable as \\xNN, so a hit stays one line). The
+    length is the process's: a negative one (or one past 2**63) reads
+    nothing, a longer one max_len bytes (0.17 reads DEFAULT_STRLEN at most)."""
+    length, most = f"arg{field.length}", min(field.max_len, BIG_STRLEN - 1)
+    return f"buf({_value(field)}, (int64){length} < 0 ? 0 : ({length} > {most} ? {most} : {length}))"
 
 
 def _pointer_variable(field: Field) -> str:
@@ -138,7 +147,8 @@ def _is_char_array(field: Field) -> bool:
 
 
 def _reads_string(field: Field) -> bool:
-    return field.style is Style.STRING and not _is_char_array(field) and _readable(field)
+    """A string read by str() (one with a length is read by buf())."""
+    return field.style is Style.STRING and field.length is None and not _is_char_array(field) and _readable(field)
 
 
 def pieces(field: Field) -> int:
@@ -220,6 +230,8 @@ def _field_items(field: Field, number: int, known: bool | None, shown: int | Non
     style = field.style
     if _reads_string(field):
         return [Item(label)] + _string_items(field, number, shown)
+    if field.length is not None:
+        return [Item(label + "%r", (_buf(field),), PIECE_BYTES + WORD_BYTES, PIECE_BYTES + WORD_BYTES)]
     if style is Style.STRING:  # a char array member: bpftrace reads and prints it whole
         size = _round(field.ctype.size)
         return [Item(label + "%s", (value,), size, size)]
@@ -434,6 +446,9 @@ def whole_body(line: ProbeLine, small_stack: bool = True) -> list[str] | None:
             elif _reads_string(field):
                 text += label + "%s"
                 args.append(_string(field))
+            elif field.length is not None:
+                text += label + "%r"
+                args.append(_buf(field))
             else:
                 item = _field_items(field, number, None, None)[0]
                 text += item.format

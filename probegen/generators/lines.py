@@ -11,7 +11,7 @@ formatting, so the two tools cannot drift apart.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from probegen.bpftrace import DEFAULT_MAX_LEN, cut_literal
@@ -55,6 +55,7 @@ class Field:
     enum: EnumTable | None = None
     struct: str | None = None  # a member field: what the pointer points to, "struct NAME" or "union NAME"
     member: str | None = None  # ... and the member path in it
+    length: int | None = None  # a string that is not NUL-terminated: N of argN holding its length
 
     @property
     def size(self) -> int:
@@ -142,7 +143,10 @@ def probe_line(catalog: Catalog, probe: Probe, types: TypeSource | None = None) 
     fields: list[Field] = []
     for arg in probe.note_args:
         if arg.name:
-            fields.extend(arg_fields(catalog, arg, types))
+            found = arg_fields(catalog, arg, types)
+            if arg.length:  # exactly that many bytes, up to max_len
+                found[0] = replace(found[0], length=next(a.index for a in probe.args if a.name == arg.length))
+            fields.extend(found)
     named = sum(1 for f in fields if f.style is Style.ENUM)
     if named > MAX_NAMED_ENUMS:
         raise InputError(

@@ -60,7 +60,8 @@ def printable(value):
 
 class Field:
     """One printed value: its label, the note argument holding it (0-based),
-    its format ("s32", "u8", "x64", "s32:ENUM", "ptr", "str:MAX_LEN", or for
+    its format ("s32", "u8", "x64", "s32:ENUM", "ptr", "str:MAX_LEN",
+    "buf:ARG:MAX_LEN" for a string of the length argument ARG holds, or for
     a member "chars:SIZE", "flex:MAX_LEN") and, for a struct member,
     (struct, member path)."""
 
@@ -68,6 +69,9 @@ class Field:
         self.label, self.arg, self.fmt, self.member = label, arg, fmt, member
         kind, bits, more = re.match(r"([a-z]+?)(\d*)(?::(.*))?$", fmt).groups()
         self.max_len = int(more) if kind in ("str", "chars", "flex") else 0
+        self.length = None  # buf: the argument holding the length (0-based)
+        if kind == "buf":
+            self.length, self.max_len = map(int, more.split(":"))
         self.enum = more if kind in ("s", "u") else None
         self.kind = "enum" if self.enum else {"s": "int", "u": "int", "x": "hex"}.get(kind, kind)
         self.signed = kind == "s"  # the catalog's sign
@@ -79,9 +83,13 @@ class Field:
         return self.max_len > 0
 
     def c_decl(self, name):
+        if self.kind == "buf":
+            return "struct { u32 n; u8 b[%d]; } %s;" % (self.max_len, name)
         return "char %s[%d];" % (name, self.max_len + 1) if self.is_string else "u64 %s;" % name
 
     def c_type(self):
+        if self.kind == "buf":
+            return type("Buf", (ct.Structure,), {"_fields_": [("n", ct.c_uint32), ("b", ct.c_ubyte * self.max_len)]})
         return ct.c_char * (self.max_len + 1) if self.is_string else ct.c_uint64
 
     def catalog_type(self):
@@ -101,10 +109,16 @@ class Field:
             if self.bits != self.catalog_bits:
                 self.signed = not note_type.startswith("u")
 
-    def c_read(self, dst, note_type):
-        """C statements reading the value into ``dst`` (an event member)."""
+    def c_read(self, dst, note_type, length_type=None):
+        """C statements reading the value into ``dst`` (an event member);
+        ``length_type``: the note's C type of a buf's length argument."""
         if note_type is None:
             return ""
+        if self.kind == "buf":  # exactly min(length, max_len) bytes; a negative length (or past 2**63) none
+            n = "bpf_usdt_readarg(%d, ctx, &n);" % (self.length + 1) if length_type else ""
+            return (f"{{ {note_type} v = 0; bpf_usdt_readarg({self.arg + 1}, ctx, &v); {length_type or 'u64'} n = 0; "
+                    f"{n} s64 m = (s64)n; if (m < 0) m = 0; if (m > {self.max_len}) m = {self.max_len}; {dst}.n = 0; "
+                    f"if (m > 0 && bpf_probe_read_user({dst}.b, m, (void *)(unsigned long)v) == 0) {dst}.n = m; }}")
         d, at, pre = dst, "(void *)(unsigned long)v", ""
         if self.member:
             at = "&((%s *)(unsigned long)v)->%s" % self.member
@@ -125,6 +139,9 @@ class Field:
         """(text, JSON value) of the raw event member."""
         if self.missing:
             return "?", None
+        if self.kind == "buf":  # as bpftrace's %r prints it: a byte not printable as \\xNN
+            shown = "".join(chr(b) if 32 <= b < 127 else "\\x%02x" % b for b in bytes(raw.b)[:raw.n])
+            return shown, shown
         if self.is_string:
             return text(raw), text(raw)
         if self.kind == "ptr":
@@ -344,7 +361,12 @@ def program_text(tool, args, probes, spans, types=None):
     def reads(probe, pairs, indent):
         typed = (lambda f: f.catalog_type()) if types is None else (
             lambda f: types.get(("probe_%d" % probe.number, f.arg)))
-        return ("\n" + indent).join(filter(None, (f.c_read(dst, typed(f)) for f, dst in pairs)))
+
+        def length_type(f):  # the note's type of a buf's length, an argument the probe prints too
+            held = [g for g in probe.fields if g.arg == f.length and not g.member and not g.is_string]
+            return typed(held[0]) if held else None
+
+        return ("\n" + indent).join(filter(None, (f.c_read(dst, typed(f), length_type(f)) for f, dst in pairs)))
 
     if not args.hist:
         parts.append("BPF_PERF_OUTPUT(events);")
