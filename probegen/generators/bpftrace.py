@@ -99,13 +99,18 @@ def _readable(field: Field) -> bool:
     return max(field.index, field.length or 0) <= MAX_ARG_INDEX
 
 
-def _buf(field: Field) -> str:
-    """buf() of a string with a length: exactly that many bytes, printed
-    with %r (bytes not printable as \\xNN, so a hit stays one line). The
-    length is the process's: a negative one (or one past 2**63) reads
-    nothing, a longer one max_len bytes (0.17 reads DEFAULT_STRLEN at most)."""
+def _buf_length(field: Field) -> str:
+    """The length of a string with a length, as read: the process's, a
+    negative one (or one past 2**63) 0, a longer one max_len."""
     length, most = f"arg{field.length}", min(field.max_len, BIG_STRLEN - 1)
-    return f"buf({_value(field)}, (int64){length} < 0 ? 0 : ({length} > {most} ? {most} : {length}))"
+    return f"(int64){length} < 0 ? 0 : ({length} > {most} ? {most} : {length})"
+
+
+def _buf(field: Field) -> str:
+    """buf() of a string with a length, printed with %r: exactly that many
+    bytes, those not printable as \\xNN, so a hit stays one line (0.17
+    reads DEFAULT_STRLEN at most; the pieces form reads them all)."""
+    return f"buf({_value(field)}, {_buf_length(field)})"
 
 
 def _pointer_variable(field: Field) -> str:
@@ -220,6 +225,14 @@ def _string_items(field: Field, number: int, shown: int) -> list[Item]:
     return items
 
 
+def _buf_piece(field: Field, number: int, start: int) -> str:
+    """buf() of the bytes of a string with a length from ``start`` on, up
+    to DEFAULT_STRLEN of them (none past its length)."""
+    n, at = f"$pg_n{number}", _value(field) + (f" + {start}" if start else "")
+    rest = f"({n} > {start} ? {n} - {start} : 0)" if start else n
+    return f"buf({at}, {n} > {start + PIECE_BYTES} ? {PIECE_BYTES} : {rest})"
+
+
 def _field_items(field: Field, number: int, known: bool | None, shown: int | None) -> list[Item]:
     """Items of one ``name=value``; ``shown``: pieces of a string field
     (read_pieces)."""
@@ -230,8 +243,10 @@ def _field_items(field: Field, number: int, known: bool | None, shown: int | Non
     style = field.style
     if _reads_string(field):
         return [Item(label)] + _string_items(field, number, shown)
-    if field.length is not None:
-        return [Item(label + "%r", (_buf(field),), PIECE_BYTES + WORD_BYTES, PIECE_BYTES + WORD_BYTES)]
+    if field.length is not None:  # DEFAULT_STRLEN bytes a buf(), the length in $pg_nN (statements)
+        size = PIECE_BYTES + WORD_BYTES
+        return [Item(label)] + [Item("%r", (_buf_piece(field, number, k),), size, size)
+                                for k in range(0, min(field.max_len, BIG_STRLEN - 1), PIECE_BYTES)]
     if style is Style.STRING:  # a char array member: bpftrace reads and prints it whole
         size = _round(field.ctype.size)
         return [Item(label + "%s", (value,), size, size)]
@@ -266,7 +281,8 @@ def _limit(line: ProbeLine) -> int:
     name's string 64) and STACK_MARGIN."""
     strings = [f for f in line.fields if _reads_string(f)]
     enums = sum(1 for f in line.fields if f.style is Style.ENUM and _readable(f))
-    scalars = (1 + len(pointer_variables(line)) + 2 * len(strings) + enums
+    bufs = sum(1 for f in line.fields if f.length is not None and _readable(f))
+    scalars = (1 + len(pointer_variables(line)) + 2 * len(strings) + enums + bufs
                + (LOOP_VARIABLES if any(c > 1 for c in read_pieces(line).values()) else 0))
     return BPF_STACK - STACK_MARGIN - WORD_BYTES * scalars - PIECE_BYTES * enums
 
@@ -358,6 +374,8 @@ def statements(line: ProbeLine) -> list[str]:
             rows.append(f"{address} = (uint64){_value(field)};")
             if read[number] > 1:
                 rows.extend(_full_pieces(address, full, read[number]))
+        elif field.length is not None and _readable(field):
+            rows.append(f"$pg_n{number} = {_buf_length(field)};")
         elif field.style is Style.ENUM and _readable(field):
             rows.extend(enum_lookup(field.enum, _value(field), f"$pg_e{number}", f"$pg_k{number}"))
     return rows
