@@ -471,7 +471,10 @@ def whole_body(line: ProbeLine, small_stack: bool = True) -> list[str] | None:
                 item = _field_items(field, number, None, None)[0]
                 text += item.format
                 args.append(item.args[0].replace(_value(field), value))
-            size += PIECE_BYTES if field.style in (Style.STRING, Style.ENUM) else WORD_BYTES
+            if field.style is Style.STRING and _is_char_array(field):  # copied whole
+                size += _round(field.ctype.size)
+            else:
+                size += PIECE_BYTES if field.style in (Style.STRING, Style.ENUM) else WORD_BYTES
         if small_stack and size > BPF_STACK - STACK_MARGIN:
             return None
         test = " && ".join(f'{enums[n]} != ""' for n, k in known.items() if k)  # the ones before failed
