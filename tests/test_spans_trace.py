@@ -239,3 +239,52 @@ def test_spdk_span_script_measures_spdk_call_sites(tmp_path, way):
     others = sorted(l.split("[")[0].split(":")[0] for l in tracer.lines
                     if l.startswith("@") and not _HIST_HEAD.match(l) and not _COUNT.match(l))
     assert others == ["@poll_group_lifetime_start"], "\n".join(tracer.lines)
+
+
+def test_bpftrace_and_bcc_json_report_the_same_attached_and_unmatched(tmp_path):
+    """`probegen trace --hist --json` and the BCC tool's `--hist --json` on
+    one run of spans.c, each with a summary a second: `attached` is the
+    catalog probes attached in the process (4, whatever their sites and
+    bpftrace's BEGIN, END and interval blocks), and `unmatched` the same
+    counts, none printed as 0 (bpftrace prints its cleared maps)."""
+    from helpers import SYSTEM_PYTHON
+    from helpers.tracing import require_bcc
+    from probegen.files.output import write_all
+    from probegen.generators import bcc
+
+    require_bpftrace()
+    require_bcc()
+    catalog = load_catalog(CATALOG)
+    binary = build_program(C_DIR / "spans.c", CATALOG, "spans.h", tmp_path, defines=["SPANTEST_USDT"],
+                           extra=["-pthread"])
+    write_all(bcc.render_files(catalog, tmp_path / "tools"))
+    program = Process([binary, "2"], stdin=True)
+    tracers = {}
+    try:
+        program.wait_line("READY")
+        tracers["bpftrace"] = Process(probegen_argv("trace", program.pid, "--hist", "--json", "--interval", "1",
+                                                    "--catalog", CATALOG))
+        tracers["bpftrace"].wait_for(lambda lines: any("Tracing" in l for l in lines), "bpftrace to attach")
+        tracers["bcc"] = Process([SYSTEM_PYTHON, tmp_path / "tools" / bcc.tool_name(catalog), "-p", program.pid,
+                                  "--hist", "--json", "-i", "1"])
+        tracers["bcc"].wait_line('{"type": "attached"')
+        program.send("go\n")
+        program.wait_line("DONE")
+        assert program.proc.wait(60) == 0
+        assert tracers["bcc"].proc.wait(60) == 0, tracers["bcc"].stderr  # it ends with the process
+        assert tracers["bpftrace"].stop(signal.SIGINT) == 0, tracers["bpftrace"].stderr
+    finally:
+        program.kill()
+        for tracer in tracers.values():
+            tracer.kill()
+    results = {}
+    for name, tracer in tracers.items():
+        tracer.drain()
+        objects = [json.loads(line) for line in tracer.lines]
+        unmatched = Counter()
+        for o in objects:
+            if o["type"] == "unmatched":
+                assert o["count"] > 0, (name, o)
+                unmatched[o["span"]] += o["count"]
+        results[name] = ([o["probes"] for o in objects if o["type"] == "attached"], unmatched)
+    assert results["bpftrace"] == results["bcc"] == ([4], {"request": 1, "request_tagged": 1, "work": 1})

@@ -122,12 +122,12 @@ def run(args) -> int:
     if args.json:
         from probegen.runtime.summary import JsonLines
 
-        json_lines = JsonLines(catalog).convert
+        json_lines = JsonLines(catalog)
     if args.timeline is None:
         return trace.run(args.pid, args.scripts, args.output, scripts=texts, duration=args.duration,
                          json_lines=json_lines, catalog=catalog, debug_info=not args.no_debug_info)
     from probegen.runtime.trace_timeline import with_timeline
 
-    return with_timeline(args.timeline, catalog, args.pid, lambda tap: trace.run(
+    return with_timeline(args.timeline, catalog, args.pid, lambda tap, labels: trace.run(
         args.pid, args.scripts, args.output, scripts=texts, duration=args.duration, catalog=catalog,
-        debug_info=not args.no_debug_info, tap=tap))
+        debug_info=not args.no_debug_info, tap=tap, labels=labels))

@@ -97,11 +97,11 @@ def generated_group(script: Script, catalog) -> str | None:
 
 
 def regenerate(pid: int, scripts: list[trace.Script], groups: dict, catalog, debug_info: bool, big: bool,
-                holders: dict, notes: dict, deadline: float | None = None) -> list[trace.Script]:
+                holders: dict, notes: dict, deadline: float | None = None) -> tuple[list[trace.Script], dict]:
     """The generated line scripts among ``scripts`` made again from the
     catalog for this process: the probes it has (the others named once on
     stderr), their arguments as its notes pass them, enum names from its
-    debug info."""
+    debug info; and each such probe's labels, as its line prints them."""
     from probegen.generators.bpftrace import render_lines
     from probegen.runtime.enum_names import for_process
 
@@ -123,13 +123,15 @@ def regenerate(pid: int, scripts: list[trace.Script], groups: dict, catalog, deb
     tables = {e: table for e, (_, table) in sources.from_binary.items()} if sources else {}
     scripts = list(scripts)
     order = {p.name: n for n, p in enumerate(catalog.probes)}
+    labels = {}
     for number, pairs in chosen.items():
         lines = []
         for probe, sites in sorted(pairs, key=lambda pair: order[pair[0].name]):
             line, warnings = fit(catalog, probe, sites, tables)
             lines.append(line)
+            labels[probe.name] = [f.label for f in line.fields]
             for warning in warnings:
                 print(printable(f"probegen trace: warning: {warning}"), file=sys.stderr)
         scripts[number] = trace.Script(scripts[number].path, render_lines(catalog, groups[number], lines,
                                                                           big_strings=big))
-    return scripts
+    return scripts, labels

@@ -5,12 +5,14 @@ per line, named after the catalog's spans and probes.
 
 The JSON lines (every one has a "type"):
 
-- ``{"type": "attached", "probes": N}``: bpftrace attached, tracing starts
+- ``{"type": "attached", "probes": N}``: bpftrace attached, tracing starts;
+  N: the USDT probes attached in the process, each once (as the BCC tool counts)
 - ``{"type": "span", "span": S, "by": {ARG: VALUE}, "unit": "us", "count": N,
   "buckets": [{"min": LO, "max": HI, "count": N}, ...]}``: a histogram,
   empty buckets left out
 - ``{"type": "unmatched", "span": S, "count": N}``: ends without a start
-- ``{"type": "hits", "probe": P, "count": N}``
+- ``{"type": "hits", "probe": P, "count": N}`` (none of these three with a
+  count of 0, as the BCC tool prints them)
 - ``{"type": "interval", "time": "HH:MM:SS"}``: an --interval begins
 - anything else bpftrace prints, as bpftrace printed it (its own JSON), or
   ``{"type": "text", "text": LINE}`` for a line that is not JSON.
@@ -77,7 +79,8 @@ def summary_script(catalog: Catalog, pid: int, hist: str | None, count: str | No
 class JsonLines:
     """Turns bpftrace -f json lines into probegen's JSON lines."""
 
-    def __init__(self, catalog: Catalog | None = None):
+    def __init__(self, catalog: Catalog | None = None, attached: int | None = None):
+        self.attached = attached  # USDT probes attached (else bpftrace's count of attach points)
         self.maps: dict[str, tuple] = {HITS_MAP: ("hits", None)}
         for span in catalog.spans if catalog is not None else ():
             self.maps[hist_map(span)] = ("span", span)
@@ -94,7 +97,7 @@ class JsonLines:
             return [line.rstrip("\n")]
         kind, data = event.get("type"), event.get("data")
         if kind == "attached_probes" and isinstance(data, dict):
-            return [_dump({"type": "attached", "probes": data.get("probes")})]
+            return [_dump({"type": "attached", "probes": data.get("probes") if self.attached is None else self.attached})]
         if kind == "time" and isinstance(data, str):
             return [_dump({"type": "interval", "time": data.strip()})]
         if kind in ("hist", "map") and isinstance(data, dict) and len(data) == 1:
@@ -103,7 +106,7 @@ class JsonLines:
             if known is not None:
                 converted = self._map(known, value)
                 if converted is not None:
-                    return [_dump(c) for c in converted]
+                    return [_dump(c) for c in converted if c["count"]]
         return [line.rstrip("\n")]
 
     def _map(self, known, value) -> list[dict] | None:

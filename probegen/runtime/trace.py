@@ -398,13 +398,15 @@ def program_for(pid: int, paths=(), *, scripts=(), duration: int | None = None, 
     if big_strings is None:
         path = shutil.which("bpftrace")
         big_strings = holds_big_strings(path) if path else False
-    return _program(pid, read_scripts(paths) + list(scripts), duration, catalog, debug_info, big_strings)
+    return _program(pid, read_scripts(paths) + list(scripts), duration, catalog, debug_info, big_strings)[0]
 
 
 def _program(pid: int, scripts: list[Script], duration: int | None = None, catalog=None, debug_info: bool = True,
-             big: bool = False) -> str:
-    """``catalog``: the line scripts probegen made from it are made again
-    for the process (runtime/fit.py); ``big``: bpftrace holds big strings."""
+             big: bool = False) -> tuple[str, int, dict]:
+    """(the program, the USDT probes it attaches, the labels of each probe
+    line made again for the process). ``catalog``: the line scripts
+    probegen made from it are made again for the process (runtime/fit.py);
+    ``big``: bpftrace holds big strings."""
     from probegen.runtime import fit
 
     from probegen.files.unprivileged import deadline_in
@@ -413,9 +415,10 @@ def _program(pid: int, scripts: list[Script], duration: int | None = None, catal
     groups = {n: g for n, s in enumerate(scripts) if (g := fit.generated_group(s, catalog))}
     wanted = set().union(*(wanted_probes(s) for s in scripts))
     notes: dict = {}
+    fitted: dict = {}
     holders = probe_holders(pid, wanted, deadline, notes) if wanted else {}
     if groups:
-        scripts = fit.regenerate(pid, scripts, groups, catalog, debug_info, big, holders, notes, deadline)
+        scripts, fitted = fit.regenerate(pid, scripts, groups, catalog, debug_info, big, holders, notes, deadline)
         if not any(wanted_probes(s) for s in scripts):
             raise InputError(f"probegen trace: error: process {pid} ({shown(executable(pid))}) has none of "
                              "the scripts' probes")
@@ -433,7 +436,7 @@ def _program(pid: int, scripts: list[Script], duration: int | None = None, catal
         # Timed from the attach (bpftrace starts intervals after BEGIN),
         # and ended by exit(): the maps print as on Ctrl-C.
         program += f"\ninterval:s:{int(duration)}\n{{\n\texit();\n}}\n"
-    return program
+    return program, len(wanted), fitted
 
 
 def command(pid: int, program_file: str, output: str | None = None, bpftrace: str = "bpftrace",
@@ -454,19 +457,24 @@ def find_bpftrace() -> str:
 
 
 def run(pid: int, paths=(), output: str | None = None, *, scripts=(), duration: int | None = None,
-        json_lines=None, catalog=None, debug_info: bool = True, tap=lambda lines: lines) -> int:
+        json_lines=None, catalog=None, debug_info: bool = True, tap=lambda lines: lines,
+        labels: dict | None = None) -> int:
     """Trace until bpftrace ends (Ctrl-C, SIGTERM, ``duration`` seconds
     after attaching, or the process exits); returns bpftrace's exit status.
     ``scripts``: programs given as text, beside the files at ``paths``.
     ``json_lines``: bpftrace prints JSON (-f json) and each line it prints
-    goes through this function (line -> lines) on its way to the output.
-    ``tap``: sees the joined lines (runtime/timeline.py's Recorder)."""
+    goes through it (runtime/summary.py's JsonLines, told the USDT probes
+    attached) on its way to the output. ``tap``: sees the joined lines
+    (runtime/trace_timeline.py's Recorder); ``labels``: updated with the
+    labels of each probe line made again for the process, before any line."""
     if os.geteuid() != 0:
         raise InputError("probegen trace: error: bpftrace needs root: run as root (e.g. with sudo)")
     bpftrace = find_bpftrace()
     check_process(pid)
     scripts = read_scripts(paths) + list(scripts)
-    program = _program(pid, scripts, duration, catalog, debug_info, holds_big_strings(bpftrace))
+    program, attached, fitted = _program(pid, scripts, duration, catalog, debug_info, holds_big_strings(bpftrace))
+    if labels is not None:
+        labels.update(fitted)
     env = dict(os.environ)
     wanted = strlen("\n".join(s.text for s in scripts))
     if wanted and "BPFTRACE_STRLEN" not in env:
@@ -484,7 +492,8 @@ def run(pid: int, paths=(), output: str | None = None, *, scripts=(), duration: 
             if json_lines is not None:
                 argv = command(pid, file.name, None, bpftrace, json=True)
                 child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE)
-                return _relay(child, json_lines, output_fd, errors="replace")
+                json_lines.attached = attached
+                return _relay(child, json_lines.convert, output_fd, errors="replace")
             # Through a pipe: hits printed in parts are joined (one line per
             # hit) and printed in timestamp order across CPUs.
             argv = command(pid, file.name, None, bpftrace)

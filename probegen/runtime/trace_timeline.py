@@ -42,7 +42,7 @@ class Recorder:
 
 
 def with_timeline(path, catalog, pid, run) -> int:
-    """run(tap) with the hits it prints written to ``path`` at the end, as
+    """run(tap, labels) with the hits it prints written to ``path`` at the end, as
     trace-event JSON (runtime/timeline.py; the BCC tool's --timeline)."""
     if catalog is None:
         raise InputError("probegen trace: error: --timeline needs the catalog (--catalog) to read the hits")
@@ -50,7 +50,7 @@ def with_timeline(path, catalog, pid, run) -> int:
     spans = [(s.name, s.start.name, s.end.name, [(k.start.name, k.end.name) for k in s.key])
              for s in catalog.spans if s.key]  # bpftrace's lines carry no thread to match the others by
     recorder = Recorder(labels, spans, pid)
-    status = run(recorder.tap)
+    status = run(recorder.tap, recorder.labels)  # the labels of lines fitted to the process replace the catalog's
     with os.fdopen(open_stream(path), "w", encoding="utf-8") as file:
         json.dump(recorder.events(), file)
     return status
