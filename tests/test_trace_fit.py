@@ -5,6 +5,8 @@ committed nvmf.bt made from master's catalog, through real bpftrace."""
 from __future__ import annotations
 
 import collections
+import json
+import re
 
 import pytest
 
@@ -17,16 +19,18 @@ NVMF_BT = REPO / "scripts" / "bpf" / "probegen" / "nvmf.bt"
 @pytest.fixture(scope="module")
 def v25_09(tmp_path_factory):
     require_bpftrace()
-    binary = compile_c([C_DIR / "spdk_v25_09.c"], tmp_path_factory.mktemp("v25_09") / "spdk_v25_09",
-                       extra=["-g", "-pthread"])
-    return run_traced([binary], {"nvmf": lambda pid: probegen_argv("trace", "-c", SPDK_CATALOG, "-p", pid, NVMF_BT)})
+    directory = tmp_path_factory.mktemp("v25_09")
+    binary = compile_c([C_DIR / "spdk_v25_09.c"], directory / "spdk_v25_09", extra=["-g", "-pthread"])
+    program, tracers = run_traced([binary], {"nvmf": lambda pid: probegen_argv(
+        "trace", "-c", SPDK_CATALOG, "-p", pid, NVMF_BT, "--timeline", directory / "timeline.json")})
+    return program, tracers, json.loads((directory / "timeline.json").read_text())
 
 
 def test_every_value_printed_as_the_process_passes_it(v25_09):
     """Three arguments where the catalog has two, by position; status from
     a 1-byte and an 8-byte site; a 223-character NQN whole (in pieces on
     bpftrace 0.17, joined); v25.09's own nvmf_tgt_state names."""
-    program, tracers = v25_09
+    program, tracers, _ = v25_09
     expected = expected_lines(program)
     printed = tracer_lines(tracers["nvmf"].lines)
     assert printed[:6] == expected[:6]
@@ -37,14 +41,14 @@ def test_every_value_printed_as_the_process_passes_it(v25_09):
 def test_hits_from_two_cpus_print_in_timestamp_order(v25_09):
     """bpftrace prints each CPU's buffer in turn; trace puts the hits of
     two threads firing at once back in the order they happened."""
-    _, tracers = v25_09
+    _, tracers, _ = v25_09
     stamps = [line.split(":")[0] for line in tracers["nvmf"].lines if LINE.match(line)]
     assert len(stamps) == 6 + 2 * 2000
     assert stamps == sorted(stamps, key=lambda s: tuple(map(int, s.split("."))))
 
 
 def test_each_difference_is_a_warning_naming_the_probe(v25_09):
-    _, tracers = v25_09
+    _, tracers, _ = v25_09
     stderr = tracers["nvmf"].stderr
     assert ("probegen trace: warning: nvmf_ctrlr_destruct: the process's note passes 4 arguments, the catalog 3 "
             "(arg0 included): printed by position (arg0..arg3) as the note has them") in stderr
@@ -55,10 +59,26 @@ def test_each_difference_is_a_warning_naming_the_probe(v25_09):
 
 
 def test_probes_the_process_lacks_are_named_once_and_the_rest_traced(v25_09):
-    _, tracers = v25_09
+    _, tracers, _ = v25_09
     absent = [line for line in tracers["nvmf"].stderr if "not traced" in line]
     assert len(absent) == 1 and "nvmf_ctrlr_create" in absent[0] and "nvmf_tgt_state" not in absent[0]
     assert any(line.startswith("Tracing 3 probes (nvmf)") for line in tracers["nvmf"].lines)
+
+
+def test_timeline_values_are_named_as_the_fitted_lines_print_them(v25_09):
+    """--timeline reads each hit as the line fitted to the process prints
+    it: nvmf_ctrlr_destruct's four values by position (arg0..arg3, where
+    the catalog names three), each an instant event's argument with the
+    value the program passed."""
+    program, tracers, timeline = v25_09
+    instants = [e for e in timeline["traceEvents"] if e["ph"] == "i"]
+    printed = [m for m in map(re.compile(r"^(\d+)\.(\d{6}): (.*)$").match, tracers["nvmf"].lines) if m]
+    assert [(int(e["ts"]), " ".join([e["name"], *(f"{k}={v}" for k, v in e["args"].items())])) for e in instants] == \
+        [(int(m[1]) * 1_000_000 + int(m[2]), m[3]) for m in printed]
+    destruct = [e["args"] for e in instants if e["name"] == "nvmf_ctrlr_destruct"]
+    expected = [dict((k, int(v)) for k, v in (w.split("=") for w in line.split()[1:]))
+                for line in expected_lines(program) if line.startswith("nvmf_ctrlr_destruct ")]
+    assert destruct == expected and list(destruct[0]) == ["arg0", "arg1", "arg2", "arg3"]
 
 
 def test_bpftrace_holding_big_strings_gets_one_str_per_string(tmp_path):
