@@ -16,7 +16,7 @@ from probegen.runtime.timeline import trace_events
 from probegen.runtime.trace_timeline import Recorder
 
 CATALOG = CATALOGS / "spans.yaml"
-STAMP = re.compile(r"^(\d+)\.(\d{6}): (\w+) (.*)$")
+STAMP = re.compile(r"^(\d+)\.(\d{6}): (\w+) ?(.*)$")
 
 
 def check_trace_events(document):
@@ -40,22 +40,27 @@ def test_spans_pair_by_key_or_by_thread():
         ("req", 1.0, 2.0, 1), ("work", 2.5, 1.5, 2), ("work", 2.0, 7.0, 1)]  # an end without a start: no slice
 
 
-def test_probegen_trace_timeline_has_every_span_at_the_printed_times(tmp_path):
-    """probegen trace SCRIPT --timeline: a slice per request span from its
-    start's printed time to its end's; bpftrace's lines carry no thread, so
-    every event is on the process's track and spans by thread are left out."""
+def test_probegen_trace_timeline_has_every_span_at_the_printed_times_on_its_thread(tmp_path):
+    """probegen trace req.bt work.bt --timeline on spans.c's two threads: a
+    slice per span from its start's printed time to its end's, on the
+    thread of its start. The lines trace makes print each hit's thread for
+    the timeline (and trace takes it off what it prints), so each thread
+    is a track and the work spans, matched by thread, are there too: each
+    as long as the 24 ms a thread works (matched across the threads,
+    which work at once, some would be shorter)."""
     require_bpftrace()
     catalog = load_catalog(CATALOG)
     binary = build_program(C_DIR / "spans.c", CATALOG, "spans.h", tmp_path, defines=["SPANTEST_USDT"],
                            extra=["-pthread"])
-    scripts = [f for f in render_files(catalog, tmp_path / "bt") if f.path.name == "req.bt"]
+    scripts = [f for f in render_files(catalog, tmp_path / "bt") if f.path.name in ("req.bt", "work.bt")]
     scripts[0].path.parent.mkdir(parents=True)
-    scripts[0].path.write_text(scripts[0].text)
+    for script in scripts:
+        script.path.write_text(script.text)
     timeline = tmp_path / "timeline.json"
     program = Process([binary, "2"], stdin=True)
     try:
         program.wait_line("READY")
-        tracer = Process(probegen_argv("trace", program.pid, scripts[0].path, "--catalog", CATALOG,
+        tracer = Process(probegen_argv("trace", program.pid, *(s.path for s in scripts), "--catalog", CATALOG,
                                        "--timeline", timeline))
         tracer.wait_line("Tracing ")
         program.send("go\n")
@@ -68,14 +73,21 @@ def test_probegen_trace_timeline_has_every_span_at_the_printed_times(tmp_path):
     tracer.drain()
     events = check_trace_events(json.loads(timeline.read_text()))["traceEvents"]
     hits = [(int(m[1]) * 1_000_000 + int(m[2]), m[3], m[4]) for m in map(STAMP.match, tracer.lines) if m]
-    assert [(int(e["ts"]), e["name"]) for e in events if e["ph"] == "i"] == [(us, probe) for us, probe, _ in hits]
+    assert not any("[tid" in line for line in tracer.lines)
+    instants = [e for e in events if e["ph"] == "i"]
+    assert [(int(e["ts"]), e["name"]) for e in instants] == [(us, probe) for us, probe, _ in hits]
+    assert all(e["pid"] == program.pid for e in events)
+    workers = sorted({e["tid"] for e in instants if e["name"] == "req_start"})
+    assert len(workers) == 2 and program.pid not in workers
     starts = {re.search(r"\bid=(\d+)", rest)[1]: us for us, probe, rest in hits if probe == "req_start"}
     ends = {re.search(r"\bid=(\d+)", rest)[1]: us for us, probe, rest in hits if probe == "req_done"}
-    slices = {(e["name"], e["args"]["id"]): e for e in events if e["ph"] == "X"}
+    slices = {(e["name"], e["args"]["id"]): e for e in events if e["ph"] == "X" and e["name"] == "request"}
     paired = [i for i in ends if i in starts]
-    assert paired and {k for k in slices if k[0] == "request"} == {("request", int(i)) for i in paired}
+    assert paired and set(slices) == {("request", int(i)) for i in paired}
+    start_tids = {e["args"]["id"]: e["tid"] for e in instants if e["name"] == "req_start"}
     for i in paired:
         e = slices[("request", int(i))]
-        assert e["tid"] == e["pid"] == program.pid
-        assert e["ts"] == starts[i] and e["dur"] == ends[i] - starts[i]
-    assert not any(e["name"] == "work" for e in events if e["ph"] == "X")
+        assert e["tid"] == start_tids[int(i)] and e["ts"] == starts[i] and e["dur"] == ends[i] - starts[i]
+    work = [e for e in events if e["ph"] == "X" and e["name"] == "work"]
+    assert sorted(e["tid"] for e in work) == sorted(workers * 2)  # two rounds each; the stray end has no slice
+    assert all(e["dur"] >= 24000 for e in work), work

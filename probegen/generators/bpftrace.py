@@ -264,8 +264,8 @@ def _field_items(field: Field, number: int, known: bool | None, shown: int | Non
 def _line_items(line: ProbeLine, known: dict, shown: dict) -> list[Item]:
     """The line's items, ``shown`` (or all read_pieces) pieces of each string."""
     shown = {**read_pieces(line), **shown}
-    items = [Item("%llu.%06llu: " + printf_literal(line.probe.name),
-                  ("$t / 1000000000", "$t % 1000000000 / 1000"), 2 * WORD_BYTES)]
+    items = [Item("%llu.%06llu: " + printf_literal(line.probe.name) + " [tid %d]" * line.tid,
+                  ("$t / 1000000000", "$t % 1000000000 / 1000") + ("tid",) * line.tid, (2 + line.tid) * WORD_BYTES)]
     for number, field in enumerate(line.fields):
         items.extend(_field_items(field, number, known.get(number), shown.get(number)))
     return items
@@ -446,11 +446,12 @@ def whole_body(line: ProbeLine, small_stack: bool = True) -> list[str] | None:
         if field.style is Style.ENUM and _readable(field):
             enums[number] = _variable(field.label, taken)
             rows.append(_names(field, _whole_value(field, pointers), enums[number]))
-    stack = WORD_BYTES * (len(taken) + 2) + PIECE_BYTES * (len(enums) + 1)
+    stack = WORD_BYTES * (len(taken) + 2 + line.tid) + PIECE_BYTES * (len(enums) + 1)
     printfs = []
     for known in itertools.product((True, False), repeat=len(enums)):
         known = dict(zip(enums, known))
-        text, args = "%llu.%06llu: " + printf_literal(line.probe.name), ["$t / 1000000000", "$t % 1000000000 / 1000"]
+        text = "%llu.%06llu: " + printf_literal(line.probe.name) + " [tid %d]" * line.tid
+        args = ["$t / 1000000000", "$t % 1000000000 / 1000"] + ["tid"] * line.tid
         size = stack
         for number, field in enumerate(line.fields):
             label = " " + printf_literal(field.label) + "="

@@ -78,6 +78,7 @@ class ProbeLine:
     probe: Probe
     fields: tuple[Field, ...]
     arg_count: int  # arguments in the note (arg0 included)
+    tid: bool = False  # "PROBE [tid TID] ...": the thread too (for probegen trace's own reading)
 
     @property
     def structs(self) -> tuple[str, ...]:

@@ -97,11 +97,14 @@ def generated_group(script: Script, catalog) -> str | None:
 
 
 def regenerate(pid: int, scripts: list[trace.Script], groups: dict, catalog, debug_info: bool, big: bool,
-                holders: dict, notes: dict, deadline: float | None = None) -> tuple[list[trace.Script], dict]:
+                holders: dict, notes: dict, deadline: float | None = None,
+                tids: bool = False) -> tuple[list[trace.Script], dict]:
     """The generated line scripts among ``scripts`` made again from the
     catalog for this process: the probes it has (the others named once on
     stderr), their arguments as its notes pass them, enum names from its
-    debug info; and each such probe's labels, as its line prints them."""
+    debug info; and each such probe's labels, as its line prints them.
+    ``tids``: each line names its thread too, for trace's own reading
+    (``PROBE [tid TID] ...``: 8 bytes more per hit; trace takes it off)."""
     from probegen.generators.bpftrace import render_lines
     from probegen.runtime.enum_names import for_process
 
@@ -128,7 +131,7 @@ def regenerate(pid: int, scripts: list[trace.Script], groups: dict, catalog, deb
         lines = []
         for probe, sites in sorted(pairs, key=lambda pair: order[pair[0].name]):
             line, warnings = fit(catalog, probe, sites, tables)
-            lines.append(line)
+            lines.append(replace(line, tid=tids))
             labels[probe.name] = [f.label for f in line.fields]
             for warning in warnings:
                 print(printable(f"probegen trace: warning: {warning}"), file=sys.stderr)

@@ -11,6 +11,10 @@ Other lines of the same or another thread may come between them. Joined,
 they are the one line the hit would print if it fitted one printf::
 
     SECONDS.MICROSECONDS: PROBE name=value ...
+
+(or, for the probes in ``keep_tid``, ``SECONDS.MICROSECONDS: PROBE [tid TID]
+name=value ...``, as the lines `probegen trace` makes print the thread for
+its own use).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import heapq
 import re
 import time
 
+TID = re.compile(r"(?P<head>\d+\.\d{6}: (?P<probe>\S+)) \[tid (?P<tid>\d+)\]")
 PART = re.compile(r"(?P<head>\d+\.\d{6}: (?P<probe>\S+)) \[tid (?P<tid>\d+) (?P<part>\d+)/(?P<parts>\d+)\](?P<rest>.*)")
 CONTINUED = " +"
 
@@ -29,7 +34,8 @@ class HitJoiner:
     line when its last part arrives. Parts never completed (records lost,
     the tracer stopped) are given back as they came by ``finish``."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_tid=()) -> None:
+        self.keep_tid = keep_tid
         # (timestamp and probe, tid) -> [raw lines, joined text, next part, parts]
         self._pending: dict[tuple[str, str], list] = {}
 
@@ -41,7 +47,8 @@ class HitJoiner:
         part, parts, rest = int(match["part"]), int(match["parts"]), match["rest"]
         if part == 1:
             stale = self._pending.pop(key, None)
-            self._pending[key] = [[line], match["head"] + rest, 2, parts]
+            head = match["head"] + f" [tid {match['tid']}]" * (match["probe"] in self.keep_tid)
+            self._pending[key] = [[line], head + rest, 2, parts]
             shown = stale[0] if stale else []
             return shown + self._complete(key)
         hit = self._pending.get(key)

@@ -54,7 +54,7 @@ from probegen.errors import InputError, printable
 from probegen.files.inputs import read_input
 from probegen.files.output import open_stream
 from probegen.generators.escape import printf_literal
-from probegen.runtime.hitlines import HitJoiner, Reorder
+from probegen.runtime.hitlines import TID, HitJoiner, Reorder
 
 _STRLEN = re.compile(r"BPFTRACE_STRLEN=(\d+)")
 # address perms offset dev inode path; a path is what follows the spaces.
@@ -402,11 +402,12 @@ def program_for(pid: int, paths=(), *, scripts=(), duration: int | None = None, 
 
 
 def _program(pid: int, scripts: list[Script], duration: int | None = None, catalog=None, debug_info: bool = True,
-             big: bool = False) -> tuple[str, int, dict]:
+             big: bool = False, tids: bool = False) -> tuple[str, int, dict]:
     """(the program, the USDT probes it attaches, the labels of each probe
     line made again for the process). ``catalog``: the line scripts
     probegen made from it are made again for the process (runtime/fit.py);
-    ``big``: bpftrace holds big strings."""
+    ``big``: bpftrace holds big strings; ``tids``: those lines name their
+    thread too (runtime/hitlines.py)."""
     from probegen.runtime import fit
 
     from probegen.files.unprivileged import deadline_in
@@ -418,7 +419,7 @@ def _program(pid: int, scripts: list[Script], duration: int | None = None, catal
     fitted: dict = {}
     holders = probe_holders(pid, wanted, deadline, notes) if wanted else {}
     if groups:
-        scripts, fitted = fit.regenerate(pid, scripts, groups, catalog, debug_info, big, holders, notes, deadline)
+        scripts, fitted = fit.regenerate(pid, scripts, groups, catalog, debug_info, big, holders, notes, deadline, tids)
         if not any(wanted_probes(s) for s in scripts):
             raise InputError(f"probegen trace: error: process {pid} ({shown(executable(pid))}) has none of "
                              "the scripts' probes")
@@ -465,14 +466,16 @@ def run(pid: int, paths=(), output: str | None = None, *, scripts=(), duration: 
     ``json_lines``: bpftrace prints JSON (-f json) and each line it prints
     goes through it (runtime/summary.py's JsonLines, told the USDT probes
     attached) on its way to the output. ``tap``: sees the joined lines
-    (runtime/trace_timeline.py's Recorder); ``labels``: updated with the
-    labels of each probe line made again for the process, before any line."""
+    (runtime/trace_timeline.py's Recorder); ``labels`` (for the timeline):
+    updated with the labels of each probe line made again for the process,
+    before any line, and those lines name their thread for ``tap``."""
     if os.geteuid() != 0:
         raise InputError("probegen trace: error: bpftrace needs root: run as root (e.g. with sudo)")
     bpftrace = find_bpftrace()
     check_process(pid)
     scripts = read_scripts(paths) + list(scripts)
-    program, attached, fitted = _program(pid, scripts, duration, catalog, debug_info, holds_big_strings(bpftrace))
+    program, attached, fitted = _program(pid, scripts, duration, catalog, debug_info, holds_big_strings(bpftrace),
+                                         tids=labels is not None)
     if labels is not None:
         labels.update(fitted)
     env = dict(os.environ)
@@ -498,7 +501,7 @@ def run(pid: int, paths=(), output: str | None = None, *, scripts=(), duration: 
             # hit) and printed in timestamp order across CPUs.
             argv = command(pid, file.name, None, bpftrace)
             child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE)
-            hits = Hits(tap)
+            hits = Hits(tap, set(fitted) if labels is not None else ())
             return _relay(child, hits.feed, output_fd, hits.finish, tick=True)
     finally:
         if output_fd is not None:
@@ -508,12 +511,19 @@ def run(pid: int, paths=(), output: str | None = None, *, scripts=(), duration: 
 class Hits:
     """bpftrace's lines as trace prints them: split hits joined, then put
     in timestamp order; ``tap`` sees each finished line before it goes out
-    (runtime/timeline.py's Recorder)."""
+    (runtime/trace_timeline.py's Recorder), with the thread the lines of
+    probes in ``tids`` (made again for the process) print, which then is
+    taken off."""
 
-    def __init__(self, tap=lambda lines: lines) -> None:
-        self.joiner = HitJoiner()
+    def __init__(self, tap=lambda lines: lines, tids=frozenset()) -> None:
+        self.joiner = HitJoiner(keep_tid=tids)
         self.order = Reorder()
-        self.tap = tap
+        self.tap = lambda lines: [self._untid(line) for line in tap(lines)]
+        self.tids = tids
+
+    def _untid(self, line: str) -> str:
+        match = TID.match(line)
+        return match["head"] + line[match.end():] if match and match["probe"] in self.tids else line
 
     def feed(self, line: str | None) -> list[str]:
         """Lines to print after ``line`` (None: none came, time passed)."""

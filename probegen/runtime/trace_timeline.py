@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from probegen.errors import InputError
 from probegen.files.output import open_stream
@@ -15,8 +16,9 @@ from probegen.runtime.timeline import trace_events
 
 class Recorder:
     """Hits from the lines ``probegen trace`` prints (``SECONDS.MICROS: PROBE
-    label=value ...``): bpftrace's lines carry no thread, so all are on the
-    process's track. ``labels``: probe -> its values' labels, in order."""
+    label=value ...``), each on its thread's track where the line names it
+    (``PROBE [tid TID]``: lines made for the process), else on the
+    process's. ``labels``: probe -> its values' labels, in order."""
 
     def __init__(self, labels, spans, pid):
         self.labels, self.spans, self.pid, self.hits = labels, spans, pid, []
@@ -26,6 +28,8 @@ class Recorder:
             head, _, rest = line.partition(": ")
             probe, _, rest = rest.partition(" ")
             seconds, _, micros = head.partition(".")
+            tid = re.match(r"\[tid (\d+)\] ?", rest)
+            rest = rest[tid.end():] if tid else rest
             if probe not in self.labels or not (seconds.isdigit() and micros.isdigit()):
                 continue
             args, labels = {}, self.labels[probe]
@@ -34,11 +38,14 @@ class Recorder:
                 end = rest.find(" " + labels[number + 1] + "=", start) if number + 1 < len(labels) else len(rest)
                 value = rest[start:end if end >= 0 else len(rest)]
                 args[label] = int(value) if value.lstrip("-").isdigit() else value
-            self.hits.append(((int(seconds) * 1000000 + int(micros)) * 1000, self.pid, probe, args))
+            self.hits.append(((int(seconds) * 1000000 + int(micros)) * 1000, int(tid[1]) if tid else None, probe, args))
         return lines
 
     def events(self):
-        return trace_events(self.hits, self.spans, self.pid)
+        """Spans matched by thread too when every hit named its thread."""
+        threads = all(tid is not None for _, tid, _, _ in self.hits)
+        spans = [s for s in self.spans if s[3] or threads]
+        return trace_events([(ns, tid or self.pid, p, a) for ns, tid, p, a in self.hits], spans, self.pid)
 
 
 def with_timeline(path, catalog, pid, run) -> int:
@@ -47,8 +54,7 @@ def with_timeline(path, catalog, pid, run) -> int:
     if catalog is None:
         raise InputError("probegen trace: error: --timeline needs the catalog (--catalog) to read the hits")
     labels = {p.name: [f.label for f in probe_line(catalog, p).fields] for p in catalog.probes}
-    spans = [(s.name, s.start.name, s.end.name, [(k.start.name, k.end.name) for k in s.key])
-             for s in catalog.spans if s.key]  # bpftrace's lines carry no thread to match the others by
+    spans = [(s.name, s.start.name, s.end.name, [(k.start.name, k.end.name) for k in s.key]) for s in catalog.spans]
     recorder = Recorder(labels, spans, pid)
     status = run(recorder.tap, recorder.labels)  # the labels of lines fitted to the process replace the catalog's
     with os.fdopen(open_stream(path), "w", encoding="utf-8") as file:
