@@ -79,8 +79,8 @@ def summary_script(catalog: Catalog, pid: int, hist: str | None, count: str | No
 class JsonLines:
     """Turns bpftrace -f json lines into probegen's JSON lines."""
 
-    def __init__(self, catalog: Catalog | None = None, attached: int | None = None):
-        self.attached = attached  # USDT probes attached (else bpftrace's count of attach points)
+    def __init__(self, catalog: Catalog | None = None):
+        self.attached: int | None = None  # USDT probes attached, set by trace (else bpftrace's attach points)
         self.maps: dict[str, tuple] = {HITS_MAP: ("hits", None)}
         for span in catalog.spans if catalog is not None else ():
             self.maps[hist_map(span)] = ("span", span)
