@@ -15,7 +15,7 @@ from probegen.errors import InputError
 from probegen.generators import bpftrace
 from probegen.files.output import write_all
 from helpers import CATALOGS, C_DIR, TESTS as REPO_TESTS, require_bpftrace
-from helpers.tracing import LINE, build_program, expected_lines, probegen_argv, run_traced, tracer_lines
+from helpers.tracing import LINE, build_program, expected_lines, probegen_argv, run_traced, tracer_lines, wait_attached
 
 TYPES = CATALOGS / "tracing_types.yaml"
 MOST_UNREADABLE = ("a6", "a7", "a8", "a9", "a10", "a11")
@@ -189,14 +189,14 @@ def test_long_strings_whole_from_two_cpus(tmp_path, way):
         argv = {"probegen trace": probegen_argv("trace", pid, script),
                 "shebang": [script, "-p", pid],
                 "SPDK's bpftrace.sh": [REPO_TESTS / "spdk_bpftrace.sh", pid, script]}[way]
-        tracer = Process(argv)
-        # probegen trace prints once attached; bpftrace alone only "Attaching", before it attaches:
-        # its BEGIN-less scripts give nothing later to wait for but the probes themselves
-        tracer.wait_for(lambda lines: any(l.startswith("Tracing " if way == "probegen trace" else "Attaching ")
-                                          for l in lines), "attach")
-        if way != "probegen trace":
-            import time
-            time.sleep(3)
+        # Thousands of hits in a burst: room for them while a busy machine
+        # keeps bpftrace from reading (64 pages a CPU lost some).
+        tracer = Process(argv, env={**os.environ, "BPFTRACE_PERF_RB_PAGES": "1024"})
+        # probegen trace prints once attached; bpftrace alone only "Attaching", before it attaches
+        if way == "probegen trace":
+            tracer.wait_line("Tracing ")
+        else:
+            wait_attached(pid, script.read_text())
         program.send("go\n")
         program.wait_line("DONE")
         assert tracer.proc.wait(60) == 0  # ends with the process

@@ -22,7 +22,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from helpers import C_DIR, CATALOGS, require_bpftrace
-from helpers.tracing import Process, build_program, probegen_argv
+from helpers.tracing import Process, build_program, probegen_argv, wait_attached
 from probegen.catalog import load_catalog
 from probegen.generators.spans import render_files
 
@@ -196,7 +196,6 @@ def test_spdk_span_script_measures_spdk_call_sites(tmp_path, way):
     through each way a script is run: SPDK's bpftrace.sh
     (tests/spdk_bpftrace.sh) appends its own BEGIN and END blocks."""
     import os
-    import time
 
     require_bpftrace()
     from helpers import TESTS
@@ -216,8 +215,7 @@ def test_spdk_span_script_measures_spdk_call_sites(tmp_path, way):
         if way == "probegen trace":
             tracer.wait_line("Tracing ")  # its banner: spans.bt has no BEGIN
         else:  # bpftrace alone says "Attaching" before it attaches, and nothing after
-            tracer.wait_for(lambda lines: any(l.startswith("Attaching ") for l in lines), "attach")
-            time.sleep(3)
+            wait_attached(pid, script.read_text())
         program.send("go\n")
         program.wait_line("DONE")
         assert program.proc.wait(60) == 0

@@ -5,13 +5,11 @@ The same files on Debian 12's tracers: test_bpftrace.py and test_bcc.py."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from helpers import REPO
 from helpers.tracing import (
-    SPDK_CATALOG, Process, build_spdk_program, expected_lines, run_traced, tracer_lines,
+    Process, build_spdk_program, expected_lines, run_traced, tracer_lines, wait_attached,
 )
 from helpers.trixie import inside, install, trixie_root
 
@@ -34,9 +32,7 @@ def test_bpftrace_0_23_prints_what_spdk_passes_with_the_committed_script(root, p
     traced.wait_line("READY")
     tracer = Process(inside(root, "bpftrace", "-p", traced.pid, script))
     try:
-        # bpftrace says "Attaching" before it attaches, and nothing after.
-        tracer.wait_for(lambda lines: any(l.startswith("Attaching ") for l in lines), "attach")
-        time.sleep(3)
+        wait_attached(traced.pid, (SCRIPTS / "all.bt").read_text())
         traced.send("go\n")
         traced.wait_line("DONE")
         expected = expected_lines(traced)

@@ -144,6 +144,36 @@ def build_program(source: Path, catalog_path: Path, header_name: str, directory:
     return binary
 
 
+def wait_attached(pid: int, script: str, timeout: float = TIMEOUT) -> None:
+    """Wait until every site, in the process's executable, of the probes
+    the script names carries the kernel's breakpoint (int3 read through
+    /proc/PID/mem): plain bpftrace prints "Attaching" before it attaches,
+    and nothing after."""
+    from probegen.elf import read_binary
+
+    names = set(re.findall(r"usdt:[^:\s]*:\w+:(\w+)", script))
+    exe = Path(f"/proc/{pid}/exe")
+    inode = exe.stat().st_ino
+    base = next(int(line.split("-")[0], 16) for line in Path(f"/proc/{pid}/maps").read_text().splitlines()
+                if line.split()[4] == str(inode) and line.split()[2] == "00000000")
+    if exe.read_bytes()[16] == 2:  # ET_EXEC: its sites' addresses are where they run
+        base = 0
+    sites = [base + site.address for probe in read_binary(exe).probes if probe.name in names for site in probe.sites]
+    assert sites, f"none of {sorted(names)} in process {pid}"
+    deadline = time.monotonic() + timeout
+    with open(f"/proc/{pid}/mem", "rb", buffering=0) as memory:
+        while True:
+            breakpoints = 0
+            for address in sites:
+                memory.seek(address)
+                breakpoints += memory.read(1) == b"\xcc"
+            if breakpoints == len(sites):
+                return
+            if time.monotonic() > deadline:
+                pytest.fail(f"{breakpoints} of the {len(sites)} sites of {sorted(names)} attached in {timeout} s")
+            time.sleep(0.05)
+
+
 def probegen_argv(*args) -> list[str]:
     return [sys.executable, "-m", "probegen", *map(str, args)]
 
