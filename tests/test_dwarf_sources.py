@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from helpers import C_DIR, COMPILERS, compile_for, require, run_cli
-from helpers.dwarf import gcc
+from helpers.dwarf import gcc, zip_bomb
 
 SOURCE = C_DIR / "dwarf_types.c"
 TYPES = ("-t", "spdk_nvmf_qpair", "-t", "packed_bits", "--annotate")
@@ -41,41 +41,6 @@ def test_every_architecture_and_dwarf_version(arch, flags, tmp_path, capsys):
 # ---- zip bombs ----------------------------------------------------------------
 
 
-def _zeros(mib: int) -> bytes:
-    """A zlib stream of ``mib`` MiB of zeros, made without compressing them all."""
-    chunk = b"\0" * (1 << 20)
-    deflater = zlib.compressobj(9)
-    first = deflater.compress(chunk) + deflater.flush(zlib.Z_FULL_FLUSH)
-    again = deflater.compress(chunk) + deflater.flush(zlib.Z_FULL_FLUSH)
-    adler = 1
-    for _ in range(mib):
-        adler = zlib.adler32(chunk, adler)
-    return first + again * (mib - 1) + deflater.flush()[:-4] + struct.pack(">I", adler)
-
-
-def _bomb(binary: Path, out: Path, legacy: bool, mib: int = 256, claim: int = 1 << 20, section: str = "info") -> Path:
-    """``binary`` with .debug_SECTION replaced by ``mib`` MiB of zeros that
-    claim to be ``claim`` bytes: GNU .zdebug_SECTION or SHF_COMPRESSED."""
-    payload = out.with_suffix(".payload")
-    head = b"ZLIB" + struct.pack(">Q", claim) if legacy else struct.pack("<IIQQ", 1, 0, claim, 1)
-    payload.write_bytes(head + _zeros(mib))
-    name = f".zdebug_{section}" if legacy else f".debug_{section}"
-    subprocess.run(["objcopy", f"--remove-section=.debug_{section}", f"--add-section={name}={payload}", binary, out],
-                   check=True)
-    if not legacy:  # objcopy cannot set SHF_COMPRESSED (0x800) itself
-        from elftools.elf.elffile import ELFFile
-
-        with open(out, "r+b") as f:
-            elf = ELFFile(f)
-            index = next(i for i, s in enumerate(elf.iter_sections()) if s.name == name)
-            at = elf["e_shoff"] + index * elf["e_shentsize"] + 8
-            f.seek(at)
-            flags = struct.unpack("<Q", f.read(8))[0]
-            f.seek(at)
-            f.write(struct.pack("<Q", flags | 0x800))
-    return out
-
-
 @pytest.fixture(scope="module")
 def plain_binaries(tmp_path_factory):
     require("objcopy", "binutils")
@@ -94,7 +59,7 @@ def test_zip_bomb_lying_about_its_size_is_refused(plain_binaries, tmp_path, caps
     more than the claim; pyelftools (C++ types) inflates every debug
     section whole, .debug_aranges too, which drgn does not read: probegen
     inflates each first, within its claim, and refuses it."""
-    bomb = _bomb(plain_binaries / language, tmp_path / "bomb", legacy, section=section)
+    bomb = zip_bomb(plain_binaries / language, tmp_path / "bomb", legacy, section=section)
     err = one_error(*run_cli(capsys, "structs", bomb, "-t", name))
     assert err.startswith(f"{bomb}: error: damaged or truncated ELF/DWARF")
     if section == "aranges":
@@ -102,7 +67,7 @@ def test_zip_bomb_lying_about_its_size_is_refused(plain_binaries, tmp_path, caps
 
 
 def test_zip_bomb_claiming_too_much_is_refused(plain_binaries, tmp_path, capsys):
-    bomb = _bomb(plain_binaries / "c", tmp_path / "bomb", legacy=True, mib=1, claim=1 << 40)
+    bomb = zip_bomb(plain_binaries / "c", tmp_path / "bomb", legacy=True, mib=1, claim=1 << 40)
     err = one_error(*run_cli(capsys, "structs", bomb, "-t", "holder"))
     assert "claims 1099511627776 bytes uncompressed" in err
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import re
 import signal
+import struct
 import subprocess
 import time
+import zlib
 from pathlib import Path
 
 from helpers import require, require_bpftrace, run_compiler
@@ -20,6 +22,45 @@ def gcc(source, output, *flags, check=True) -> subprocess.CompletedProcess:
     """gcc with exactly these flags (no warnings added): DWARF test objects."""
     require("gcc", "gcc")
     return run_compiler(["gcc", *flags, "-o", output, source], check=check)
+
+
+# ---- zip bombs ----------------------------------------------------------------
+
+
+def zeros(mib: int) -> bytes:
+    """A zlib stream of ``mib`` MiB of zeros, made without compressing them all."""
+    chunk = b"\0" * (1 << 20)
+    deflater = zlib.compressobj(9)
+    first = deflater.compress(chunk) + deflater.flush(zlib.Z_FULL_FLUSH)
+    again = deflater.compress(chunk) + deflater.flush(zlib.Z_FULL_FLUSH)
+    adler = 1
+    for _ in range(mib):
+        adler = zlib.adler32(chunk, adler)
+    return first + again * (mib - 1) + deflater.flush()[:-4] + struct.pack(">I", adler)
+
+
+def zip_bomb(binary: Path, out: Path, legacy: bool, mib: int = 256, claim: int = 1 << 20,
+             section: str = "info") -> Path:
+    """``binary`` with .debug_SECTION replaced by ``mib`` MiB of zeros that
+    claim to be ``claim`` bytes: GNU .zdebug_SECTION or SHF_COMPRESSED."""
+    payload = out.with_suffix(".payload")
+    head = b"ZLIB" + struct.pack(">Q", claim) if legacy else struct.pack("<IIQQ", 1, 0, claim, 1)
+    payload.write_bytes(head + zeros(mib))
+    name = f".zdebug_{section}" if legacy else f".debug_{section}"
+    subprocess.run(["objcopy", f"--remove-section=.debug_{section}", f"--add-section={name}={payload}", binary, out],
+                   check=True)
+    if not legacy:  # objcopy cannot set SHF_COMPRESSED (0x800) itself
+        from elftools.elf.elffile import ELFFile
+
+        with open(out, "r+b") as f:
+            elf = ELFFile(f)
+            index = next(i for i, s in enumerate(elf.iter_sections()) if s.name == name)
+            at = elf["e_shoff"] + index * elf["e_shentsize"] + 8
+            f.seek(at)
+            flags = struct.unpack("<Q", f.read(8))[0]
+            f.seek(at)
+            f.write(struct.pack("<Q", flags | 0x800))
+    return out
 
 
 # ---- layout checks ----------------------------------------------------------
