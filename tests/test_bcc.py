@@ -597,3 +597,74 @@ def test_names_the_traced_process_chose_reach_the_terminal_escaped(tmp_path):
     shown = str(tmp_path).replace("\\", "\\\\") + "/evil\\x1b[2J\\r::error::forged\\x07"
     assert stderr == [f"pgmis.py: enum names from the debug info of '{shown}': "
                       "nvmf_tgt_state (differs from the catalog's)"]
+
+
+# --- debug info that is a zip bomb (issue 23) ---
+
+# Runs argv[2:], then writes the peak RSS (KiB) of it and the children it
+# waited for (the tool's DWARF reader) to argv[1]; exits as it did.
+PEAK_RSS = ("import os, sys\npid = os.fork()\nif not pid:\n    os.execv(sys.argv[2], sys.argv[2:])\n"
+            "_, status, usage = os.wait4(pid, 0)\nopen(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n"
+            "sys.exit(os.waitstatus_to_exitcode(status))")
+BOMBS = {  # library: (GNU .zdebug, section, claimed bytes); each section inflates to 512 MiB of zeros
+    1: (True, "info", 1 << 20),
+    2: (False, "info", 1 << 20),  # SHF_COMPRESSED
+    3: (False, "str", 255 << 20),  # just under the tool's 256 MB a section, with .debug_info intact
+}
+
+
+def test_zip_bombs_in_three_libraries_cost_the_tool_little(tmp_path):
+    """A program (no debug info) linked with three libraries holding probes,
+    each with a debug section that inflates to 512 MiB: the tool reads
+    none of them, prints every hit with the catalog's enum names, says
+    why on stderr, and starts in bounded time and memory (the issue: 96 s
+    and 3.3 GB for three such libraries before attaching)."""
+    from helpers import compile_c, require
+    from helpers.dwarf import zip_bomb
+
+    require_bcc()
+    require("objcopy", "binutils")
+    libraries = []
+    for n, (legacy, section, claim) in BOMBS.items():
+        built = compile_c([C_DIR / "bcc_bomb_lib.c"], tmp_path / f"built{n}.so", defines=[f"BOMB_LIB={n}"],
+                          extra=["-shared", "-fPIC", "-g"])
+        libraries.append(zip_bomb(built, tmp_path / f"libbomb{n}.so", legacy, mib=512, claim=claim, section=section))
+    binary = compile_c([C_DIR / "bcc_bomb_main.c", *libraries], tmp_path / "bombed", extra=["-g0"])
+    tool = write_tool(CATALOGS / "bcc_mismatch.yaml", tmp_path / "tools")
+    peak = tmp_path / "peak_rss"
+    program = Process([binary], stdin=True)
+    try:
+        program.wait_line("READY")
+        tracer = Process([SYSTEM_PYTHON, "-c", PEAK_RSS, peak, SYSTEM_PYTHON, tool, "-p", program.pid,
+                          "--probe", "tgt_state", "--probe", "key_set"])
+        tracer.wait_line("Tracing ")
+        program.send("go\n")
+        program.wait_line("DONE")
+        tracer.wait_for(lambda lines: len(tracer_lines(lines)) >= 6, "6 hits")
+        assert program.proc.wait(60) == 0
+        assert tracer.proc.wait(60) == 0, tracer.stderr  # it ends with the traced process
+    finally:
+        program.kill()
+        tracer.kill()
+    for process in (program, tracer):
+        process.drain()
+    assert tracer_lines(tracer.lines) == expected_lines(program)
+    assert "tgt_state state=FINI_STOP_LISTEN" in expected_lines(program)
+    from elftools.elf.elffile import ELFFile
+
+    with open(libraries[2], "rb") as file:
+        stored = ELFFile(file).get_section_by_name(".debug_str")["sh_size"]
+    where = f"/proc/{program.pid}/root{tmp_path}"
+    assert tracer.stderr == [  # the executable, then the libraries in order; no traceback
+        "pgmis.py: enum names of nvmf_tgt_state from the catalog (as the tool has them): "
+        f"'{binary}' has no debug info; "
+        f"debug info of '{where}/libbomb1.so' unusable: GNU .zdebug compression is not read; "
+        f"debug info of '{where}/libbomb2.so' unusable: .debug_info inflates to more than the 1048576 bytes "
+        f"it claims; debug info of '{where}/libbomb3.so' unusable: .debug_str claims {255 << 20} bytes "
+        f"inflated from {stored}"]
+    # Read (refused) within the 10 s deadline, and attached, for all three
+    # files together: ~0.2 s and ~1.3 s here
+    assert tracer.arrived[tracer.stderr[0]] < 10 and tracer.arrived[tracer.lines[0]] < 15
+    # The tool and its DWARF reader: ~140 MiB here (~550 before the claims
+    # were checked: pyelftools inflated libbomb3's .debug_str to its claim)
+    assert int(peak.read_text()) < 256 << 10

@@ -314,6 +314,29 @@ def test_enum_names_never_wait_on_a_file_the_process_swapped(enum_binaries, tmp_
                      "'swapped' unusable: not a regular file; not in the debug info of 'plain'"]
 
 
+def test_compressed_debug_info_is_read_and_zip_bombs_are_refused(enum_binaries, tmp_path):
+    """gcc -gz's sections (SHF_COMPRESSED, honest claims) give the names;
+    bombs inflating to 512 MiB (tests/test_bcc.py traces libraries holding
+    them with the tool) are refused before pyelftools reads them: by name,
+    by a claim past 64 times the stored bytes, or by inflating (a chunk at
+    a time) past the claim."""
+    from helpers import require
+    from helpers.dwarf import zip_bomb
+
+    require("objcopy", "binutils")
+    kind = compile_c([enum_binaries[0].with_suffix(".c")], tmp_path / "kind", extra=["-g", "-gz"])
+    with open(kind, "rb") as file:
+        assert bcc.dwarf_enums(file, ["req_kind"])["req_kind"][0] == ("KIND_WRITE", 0)
+    for legacy, section, claim, why in [
+            (True, "info", 1 << 20, "GNU .zdebug compression is not read"),
+            (False, "info", 1 << 20, ".debug_info inflates to more than the 1048576 bytes it claims"),
+            (False, "abbrev", 16 << 20, ".debug_abbrev inflates to more than the 16777216 bytes it claims"),
+            (False, "str", 255 << 20, r".debug_str claims 267386880 bytes inflated from \d+$")]:
+        bomb = zip_bomb(kind, tmp_path / f"bomb_{section}", legacy, mib=512, claim=claim, section=section)
+        with open(bomb, "rb") as file, pytest.raises(ValueError, match=why):
+            bcc.dwarf_enums(file, ["req_kind"])
+
+
 def hostile_reader(monkeypatch, behaviour):
     """dwarf_enums replaced in the child the tool forks (fork copies this
     process, the patch with it), as a hostile file could make it behave."""

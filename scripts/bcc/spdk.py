@@ -169,6 +169,7 @@ import signal
 import stat
 import sys
 import time
+import zlib
 
 """Hits and spans as Chrome trace-event JSON (Perfetto UI, chrome://tracing
 and speedscope open it): one track per thread, an instant event per hit
@@ -760,6 +761,9 @@ DWARF_SECONDS = 10
 DWARF_MEMORY = 1 << 30  # address space of the child
 DWARF_OUTPUT = 1 << 20  # bytes of results read from it
 SECTION_BYTES = 256 << 20  # a debug section larger than this, inflated or not, is not read
+# A compressed section's claim is believed within what zlib makes of real
+# DWARF (3-10x), with room to spare, as probegen's own reader does.
+EXPANSION, EXPANSION_SLACK = 64, 1 << 20
 
 
 def printed_enums(probes, spans):
@@ -784,7 +788,8 @@ def dwarf_enums(file, wanted):
     from elftools.elf.elffile import ELFFile
 
     elf = ELFFile(file)
-    debug = [s for s in elf.iter_sections() if s.name.startswith((".debug_", ".zdebug_"))]
+    debug = [s for s in elf.iter_sections()  # the sections get_dwarf_info reads
+             if s.name.startswith((".debug_", ".zdebug_")) or s.name in (".eh_frame", ".gnu_debugaltlink")]
     if not any(s.name in (".debug_info", ".zdebug_info") for s in debug):
         return None
     for section in debug:  # data_size: inflated, as the compression header says (pyelftools inflates no more)
@@ -792,6 +797,8 @@ def dwarf_enums(file, wanted):
             raise ValueError("GNU .zdebug compression is not read")
         if section.data_size > SECTION_BYTES:
             raise ValueError("%s holds %d bytes, over %d" % (section.name, section.data_size, SECTION_BYTES))
+        if section.compressed:
+            check_claim(section)
     wanted = {name.encode("utf-8", "surrogateescape"): name for name in wanted}
     found = {}
     for unit in elf.get_dwarf_info().iter_CUs():
@@ -807,6 +814,26 @@ def dwarf_enums(file, wanted):
         if len(found) == len(wanted):
             break
     return found
+
+
+def check_claim(section):
+    """ValueError if an SHF_COMPRESSED section claims more than its stored
+    bytes make of real DWARF, or its stream inflates past the claim (a zip
+    bomb: pyelftools would parse the zeros it inflates); inflates a chunk
+    at a time, keeping none."""
+    stored, claimed = section["sh_size"], section.data_size
+    if claimed > stored * EXPANSION + EXPANSION_SLACK:
+        raise ValueError("%s claims %d bytes inflated from %d" % (section.name, claimed, stored))
+    header = section.structs.Elf_Chdr.sizeof()
+    section.stream.seek(section["sh_offset"] + header)
+    data, inflater, total = section.stream.read(max(stored - header, 0)), zlib.decompressobj(), 0
+    while total <= claimed and not inflater.eof:
+        out = inflater.decompress(data, 1 << 20)
+        if not out and not inflater.unconsumed_tail:
+            break  # the stream ends early: pyelftools says so
+        total, data = total + len(out), inflater.unconsumed_tail
+    if total > claimed:
+        raise ValueError("%s inflates to more than the %d bytes it claims" % (section.name, claimed))
 
 
 def confine(uid, gid):
@@ -1112,7 +1139,7 @@ def main(tool, argv=None):
     if args.no_debug_info:
         sources = ["enum names of %s from the catalog (as the tool has them): --no-debug-info" % e for e in enums]
     else:
-        holders = {b for b, _, _, _ in usdt.enumerate_active_probes()}
+        holders = sorted({b for b, _, _, _ in usdt.enumerate_active_probes()})
         sources = use_debug_info(tool, enums, traced_files(args, holders), args.pid)
     for line in sources:
         warn(line)

@@ -43,10 +43,13 @@ def require_bcc() -> None:
 
 class Process:
     """A child whose output lines are collected by a thread, so a test can
-    wait for a line with a timeout."""
+    wait for a line with a timeout; ``arrived``: each line (stdout or
+    stderr) -> seconds from the start to its first arrival."""
 
     def __init__(self, argv, *, stdin=False, env=None, cwd=None):
         self.argv = [str(a) for a in argv]
+        self.arrived: dict[str, float] = {}
+        self.started = time.monotonic()
         self.proc = subprocess.Popen(
             self.argv, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd,
@@ -69,6 +72,7 @@ class Process:
 
     def _read(self, stream, into, notify):
         for line in stream:
+            self.arrived.setdefault(line.rstrip("\n"), time.monotonic() - self.started)
             into.append(line.rstrip("\n"))
             if notify:
                 self._new.put(None)
