@@ -111,7 +111,7 @@ class Process:
         self.proc.stdin.write(text)
         self.proc.stdin.flush()
 
-    def stop(self, sig=signal.SIGINT, timeout: float = 30) -> int:
+    def stop(self, sig=signal.SIGINT, timeout: float = TIMEOUT) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
