@@ -13,7 +13,6 @@ from helpers.tracing import Process, build_program, probegen_argv
 from probegen.catalog import load_catalog
 from probegen.generators.bpftrace import render_files
 from probegen.runtime.timeline import trace_events
-from probegen.runtime.trace_timeline import Recorder
 
 CATALOG = CATALOGS / "spans.yaml"
 STAMP = re.compile(r"^(\d+)\.(\d{6}): (\w+) ?(.*)$")

@@ -103,20 +103,23 @@ def run(args) -> int:
     from pathlib import Path
 
     from probegen.catalog import load_catalog
+    from probegen.files.unprivileged import deadline_in
 
     catalog = None
     texts = []
+    # One time limit for every file read at start-up (the summary's too).
+    deadline = deadline_in(trace.STARTUP_SECONDS)
     if summary:
         from probegen.runtime.summary import summary_script
 
         trace.check_process(args.pid)
         catalog = load_catalog(args.catalog)
-        texts.append(summary_script(catalog, args.pid, args.hist, args.count, args.interval))
+        texts.append(summary_script(catalog, args.pid, args.hist, args.count, args.interval, deadline))
     if catalog is None and Path(args.catalog).exists():  # names its enums, and the maps of its span script
         catalog = load_catalog(args.catalog)
     if args.dry_run:
         sys.stdout.write(trace.program_for(args.pid, args.scripts, scripts=texts, duration=args.duration,
-                                           catalog=catalog, debug_info=not args.no_debug_info))
+                                           catalog=catalog, debug_info=not args.no_debug_info, deadline=deadline))
         return 0
     json_lines = None
     if args.json:
@@ -125,9 +128,9 @@ def run(args) -> int:
         json_lines = JsonLines(catalog)
     if args.timeline is None:
         return trace.run(args.pid, args.scripts, args.output, scripts=texts, duration=args.duration,
-                         json_lines=json_lines, catalog=catalog, debug_info=not args.no_debug_info)
+                         json_lines=json_lines, catalog=catalog, debug_info=not args.no_debug_info, deadline=deadline)
     from probegen.runtime.trace_timeline import with_timeline
 
     return with_timeline(args.timeline, catalog, args.pid, lambda tap, labels: trace.run(
         args.pid, args.scripts, args.output, scripts=texts, duration=args.duration, catalog=catalog,
-        debug_info=not args.no_debug_info, tap=tap, labels=labels))
+        debug_info=not args.no_debug_info, tap=tap, labels=labels, deadline=deadline))

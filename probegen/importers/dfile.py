@@ -491,7 +491,7 @@ def merged_catalog(source: ProviderFile, provider_name, binaries) -> tuple:
     each difference. The catalog passes verify on the binaries."""
     import dataclasses
 
-    from probegen.importers.binaries import ImportedArg, ImportedProbe, infer_catalog
+    from probegen.importers.binaries import infer_catalog
 
     declared = imported_catalog(source, provider_name)
     provider = source.provider(provider_name)

@@ -86,7 +86,7 @@ def fit(catalog, probe, sites, enums: dict[str, EnumTable]) -> tuple[ProbeLine, 
     return ProbeLine(probe, tuple(fields), line.arg_count), warnings
 
 
-def generated_group(script: Script, catalog) -> str | None:
+def generated_group(script: trace.Script, catalog) -> str | None:
     """The group of a line script probegen made from ``catalog`` (it
     carries the marker and names the catalog), else None."""
     head = script.text[:4096]

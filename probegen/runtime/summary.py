@@ -49,14 +49,14 @@ def _pick(wanted: str | None, known: dict, what: str, catalog: Catalog) -> list 
 
 
 def summary_script(catalog: Catalog, pid: int, hist: str | None, count: str | None,
-                   interval: int | None = None) -> Script:
+                   interval: int | None = None, deadline: float | None = None) -> Script:
     """The program for --hist SPANS and --count PROBES (comma-separated
     names; empty: every span or probe of the catalog the process has)."""
     spans = _pick(hist, {s.name: s for s in catalog.spans}, "span", catalog)
     counted = _pick(count, {p.name: p for p in catalog.probes}, "probe", catalog)
     named_spans, named_probes = bool(hist and _names(hist)), bool(count and _names(count))
     if (spans is not None and not named_spans) or (counted is not None and not named_probes):
-        present = {name for _, name in probe_holders(pid, {(None, p.name) for p in catalog.probes})}
+        present = {name for _, name in probe_holders(pid, {(None, p.name) for p in catalog.probes}, deadline)}
         if spans is not None and not named_spans:
             spans = [s for s in spans if s.start.name in present and s.end.name in present]
             if not spans:

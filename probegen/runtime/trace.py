@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probegen.bpftrace import LEXEME, SPECIAL_PROBE, attach_string, holds_big_strings
-from probegen.errors import InputError, printable
+from probegen.errors import InputError
 from probegen.files.inputs import read_input
 from probegen.files.output import open_stream
 from probegen.generators.escape import printf_literal
@@ -390,7 +390,7 @@ def _executable_mapping(pid: int) -> MappedFile:
 
 
 def program_for(pid: int, paths=(), *, scripts=(), duration: int | None = None, catalog=None,
-                debug_info: bool = True, big_strings: bool | None = None) -> str:
+                debug_info: bool = True, big_strings: bool | None = None, deadline: float | None = None) -> str:
     """The bpftrace program `probegen trace` would run: the scripts at
     ``paths`` and the ``scripts`` given as text (summary programs), for a
     bpftrace holding big strings or not (None: as the one on PATH does)."""
@@ -398,21 +398,23 @@ def program_for(pid: int, paths=(), *, scripts=(), duration: int | None = None, 
     if big_strings is None:
         path = shutil.which("bpftrace")
         big_strings = holds_big_strings(path) if path else False
-    return _program(pid, read_scripts(paths) + list(scripts), duration, catalog, debug_info, big_strings)[0]
+    return _program(pid, read_scripts(paths) + list(scripts), duration, catalog, debug_info, big_strings,
+                    deadline=deadline)[0]
 
 
 def _program(pid: int, scripts: list[Script], duration: int | None = None, catalog=None, debug_info: bool = True,
-             big: bool = False, tids: bool = False) -> tuple[str, int, dict]:
+             big: bool = False, tids: bool = False, deadline: float | None = None) -> tuple[str, int, dict]:
     """(the program, the USDT probes it attaches, the labels of each probe
     line made again for the process). ``catalog``: the line scripts
     probegen made from it are made again for the process (runtime/fit.py);
     ``big``: bpftrace holds big strings; ``tids``: those lines name their
-    thread too (runtime/hitlines.py)."""
+    thread too (runtime/hitlines.py); ``deadline``: the start-up's, shared
+    by every file read for it (a new one if None)."""
     from probegen.runtime import fit
 
     from probegen.files.unprivileged import deadline_in
 
-    deadline = deadline_in(STARTUP_SECONDS)  # one for every file read at start-up
+    deadline = deadline or deadline_in(STARTUP_SECONDS)
     groups = {n: g for n, s in enumerate(scripts) if (g := fit.generated_group(s, catalog))}
     wanted = set().union(*(wanted_probes(s) for s in scripts))
     notes: dict = {}
@@ -459,7 +461,7 @@ def find_bpftrace() -> str:
 
 def run(pid: int, paths=(), output: str | None = None, *, scripts=(), duration: int | None = None,
         json_lines=None, catalog=None, debug_info: bool = True, tap=lambda lines: lines,
-        labels: dict | None = None) -> int:
+        labels: dict | None = None, deadline: float | None = None) -> int:
     """Trace until bpftrace ends (Ctrl-C, SIGTERM, ``duration`` seconds
     after attaching, or the process exits); returns bpftrace's exit status.
     ``scripts``: programs given as text, beside the files at ``paths``.
@@ -475,7 +477,7 @@ def run(pid: int, paths=(), output: str | None = None, *, scripts=(), duration: 
     check_process(pid)
     scripts = read_scripts(paths) + list(scripts)
     program, attached, fitted = _program(pid, scripts, duration, catalog, debug_info, holds_big_strings(bpftrace),
-                                         tids=labels is not None)
+                                         tids=labels is not None, deadline=deadline)
     if labels is not None:
         labels.update(fitted)
     env = dict(os.environ)
