@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from helpers import C_DIR, REPO, STUBS, compile_c, readelf_probes, require, sdt_include_dir, spdk_config, try_compile
+from helpers import (
+    C_DIR, REPO, STUBS, compile_c, readelf_probes, require, require_bpftrace, sdt_include_dir, spdk_config, try_compile,
+)
 from probegen.catalog import load_catalog
 from probegen.generators.header import render_header
 
@@ -209,7 +211,7 @@ def test_enabled_check_and_ticks_probe_fire_under_bpftrace(tmp_path, types_inclu
     probe fires with the clock as arg0."""
     if os.geteuid() != 0:
         pytest.skip("attaching bpftrace needs root")
-    bpftrace = require("bpftrace", "bpftrace")
+    bpftrace = require_bpftrace()
     source = tmp_path / "wait.c"
     source.write_text(
         '#define _DEFAULT_SOURCE\n#include "pgtest_probes.h"\n#include <stdio.h>\n#include <unistd.h>\n'

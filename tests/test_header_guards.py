@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 
 from probegen.catalog import load_catalog
 from probegen.catalog.names import default_guard
-from helpers import compile_c, readelf_probes, run_cli
+from helpers import compile_c, readelf_probes, require_bpftrace, run_cli
 
 CATALOG = """\
 provider: {provider}
@@ -103,11 +102,7 @@ def test_two_dtrace_style_headers_in_one_translation_unit(tmp_path, capsys):
 def fire(binary: Path, probes: list[str]) -> list[str]:
     """The probes hit, as bpftrace attached to them prints them (argument 0
     after the name); skips without root or bpftrace."""
-    if os.geteuid() != 0:
-        pytest.skip("firing the probes needs root (bpftrace attaches uprobes)")
-    bpftrace = shutil.which("bpftrace")
-    if bpftrace is None:
-        pytest.skip("bpftrace not found (install the Debian package bpftrace)")
+    bpftrace = require_bpftrace()
     script = " ".join(f'usdt:{binary}:{p} {{ printf("{p} %d\\n", arg0); }}' for p in probes)
     result = subprocess.run([bpftrace, "-e", script, "-c", str(binary)], capture_output=True, text=True,
                             timeout=120, env={**os.environ, "BPFTRACE_NO_USER_SYMBOLS": "1"})

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import SYSTEM_PYTHON, compile_c, require, require_bpftrace, require_sdt, run_cli
+from helpers import SYSTEM_PYTHON, compile_c, require_bpftrace, require_sdt, run_cli
 
 CATALOG = """\
 provider: kv
@@ -92,7 +92,7 @@ def test_docs_and_lint_read_exactly_the_length(tmp_path, capsys, catalog):
     # The reference's one-liner, run on a program passing "alphaXYZ" and
     # "ab\ncdXYZ" with a length of 5: five bytes each, one line a hit.
     require_sdt()
-    bpftrace = require("bpftrace", "bpftrace")
+    bpftrace = require_bpftrace()
     if os.geteuid() != 0:
         pytest.skip("bpftrace needs root to attach probes")
     assert run_cli(capsys, "header", "-c", catalog, "-o", tmp_path / "kv_probes.h")[0] == 0

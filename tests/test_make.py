@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import EXAMPLES, REPO, require, require_sdt, usdt_probes
+from helpers import EXAMPLES, REPO, require, require_bpftrace, require_sdt, usdt_probes
 from helpers.builds import copy_example, run, touch
 
 FRAGMENT = REPO / "probegen" / "data" / "probegen.mk"  # shipped; `probegen paths --make` prints it
@@ -140,7 +140,7 @@ def test_deleted_header_is_regenerated_and_fragment_errors_are_clear(project):
 def test_docs_one_liner_traces_the_built_program(project):
     """The reference's one-liner, pasted as is, shows the probe firing."""
     require_sdt()
-    bpftrace = require("bpftrace", "bpftrace")
+    bpftrace = require_bpftrace()
     if os.geteuid() != 0:
         pytest.skip("bpftrace needs root to attach probes")
     make(project, "CONFIG_USDT=y")

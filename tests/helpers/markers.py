@@ -18,7 +18,7 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent.parent
 
 SEEDS = {
-    "tracer": {"require_bpftrace", "require_bcc", "require_root", "bpftrace"},
+    "tracer": {"require_bpftrace", "require_bcc", "require_root"},
     "compile": {"compile_c", "compile_for", "try_compile", "run_compiler", "gcc", "g++", "cc", "meson", "cmake",
                 "make", "ninja", "build_program", "build_spdk_program", "build_pgtest", "build_drift"},
 }
