@@ -14,12 +14,16 @@ with its own clock. It runs untraced, then under `probegen trace` with:
 - spans: the span script (start times in maps, histograms at the ends)
 - hand-written: bench/bpf/nvmf_handwritten.bt, a line per hit written by
   hand in the style of SPDK's own scripts/bpf/nvmf.bt
+- printf floor: bench/bpf/printf_floor.bt, one printf a hit of its time and
+  probe name only: the least a line per hit costs (bpftrace sends each
+  printf to its perf buffer, most of a hit's cost)
 
 the first two made for the eight probes the loop fires, as the third is.
 
 Cost per event = (loop time traced - loop time untraced) / hits; each
-configuration runs once per round, in turns, and keeps its median. Target:
-generated within 1.1x of hand-written.
+configuration runs once per round, in turns, and keeps its median. Target
+(issue 24): generated at most 0.8x hand-written; the floor's ratio shows how
+far below hand-written any line per hit can go.
 
 --bcc: SPDK's BCC tool with --hist instead (the four spans the loop runs),
 as generated now (histograms kept in the kernel) against the tool of commit
@@ -51,7 +55,7 @@ from probegen.catalog import load_catalog  # noqa: E402
 from probegen.generators import bpftrace, spans  # noqa: E402
 from probegen.generators.header import render_header  # noqa: E402
 
-TARGET = 1.1  # generated / hand-written
+TARGET = 0.8  # generated / hand-written
 BCC_TARGET = 1 / 3  # in-kernel histograms / an event per span
 BCC_BEFORE = "ab2b50a"  # the last commit whose BCC tool sent an event per span
 STUBS = REPO / "tests" / "c" / "stubs"
@@ -93,6 +97,7 @@ def scripts(tmp: Path) -> dict[str, Path]:
         result[label].write_text(text)
     result["as written"] = result["generated"]
     result["hand-written"] = REPO / "bench" / "bpf" / "nvmf_handwritten.bt"
+    result["printf floor"] = REPO / "bench" / "bpf" / "printf_floor.bt"
     return result
 
 
@@ -209,13 +214,15 @@ def main() -> int:
     for label, note in notes.items():
         print(f"{label}: bpftrace said: {note}")
     # The machine's noise, seen in the rounds: each round's ratio of costs.
-    ratios = sorted((g - u) / (h - u) for g, h, u in zip(loop_ns["generated"], loop_ns["hand-written"],
-                                                          loop_ns["untraced"]))
-    print(f"generated / hand-written per round: median {statistics.median(ratios):.2f}x, "
-          f"from {ratios[0]:.2f}x to {ratios[-1]:.2f}x")
-    print(f"as written / hand-written: {cost['as written'] / cost['hand-written']:.2f}x")
+    for label in ("generated", "as written", "printf floor"):
+        ratios = sorted((g - u) / (h - u) for g, h, u in zip(loop_ns[label], loop_ns["hand-written"],
+                                                              loop_ns["untraced"]))
+        print(f"{label} / hand-written per round: median {statistics.median(ratios):.2f}x, "
+              f"from {ratios[0]:.2f}x to {ratios[-1]:.2f}x")
+    print(f"as written / hand-written: {cost['as written'] / cost['hand-written']:.2f}x; "
+          f"printf floor / hand-written: {cost['printf floor'] / cost['hand-written']:.2f}x")
     ratio = cost["generated"] / cost["hand-written"]
-    print(f"generated / hand-written: {ratio:.2f}x (target: within {TARGET}x): {'met' if ratio <= TARGET else 'NOT met'}")
+    print(f"generated / hand-written: {ratio:.2f}x (target: at most {TARGET}x): {'met' if ratio <= TARGET else 'NOT met'}")
     return 0
 
 
