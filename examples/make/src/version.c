@@ -1,0 +1,1 @@
+../../src/version.c

@@ -1,0 +1,1 @@
+../../src/counter.c
