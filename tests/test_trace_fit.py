@@ -177,3 +177,66 @@ def test_program_for_bpftrace_0_23_prints_every_value_whole(tmp_path_factory):
     printed = tracer_lines(tracer.lines)
     assert printed[:6] == expected[:6], tracer.stderr
     assert collections.Counter(printed[6:]) == collections.Counter(expected[6:])
+
+
+MEMCACHED_CATALOG = """\
+provider: memcached
+header:
+  style: dtrace
+probes:
+  - name: assoc__insert
+    group: memcached
+    doc: the catalog probegen import makes from memcached_dtrace.d and memcached
+    args:
+      - {name: key, type: const char *, length: keylen, doc: the key}
+      - {name: keylen, type: int, doc: its length}
+  - name: command__get
+    group: memcached
+    doc: a get
+    args:
+      - {name: connid, type: int, doc: connection}
+      - {name: key, type: const char *, length: keylen, doc: the key}
+      - {name: keylen, type: uint64_t, doc: its length}
+      - {name: size, type: int, doc: its size}
+      - {name: casid, type: uint64_t, doc: its cas}
+"""
+
+
+def test_what_verify_accepts_prints_the_same_and_is_no_warning(tmp_path):
+    """memcached passes its keys' uint8_t nkey where the .d file, and the
+    catalog import makes, say int (1@%sil), and a literal 0 casid
+    (-4@$0) for a uint64_t: verify passes them, bpftrace prints the same
+    value with the catalog's type, so probegen trace keeps that type and
+    warns of nothing (it warned 18 times on memcached). A wider site and a
+    negative literal of an unsigned type still differ."""
+    from probegen.catalog import load_catalog
+    from probegen.elf.argspec import parse_args
+    from probegen.runtime import trace
+    from probegen.runtime.fit import fit
+
+    (tmp_path / "probes.yaml").write_text(MEMCACHED_CATALOG)
+    catalog = load_catalog(tmp_path / "probes.yaml")
+    insert, get = catalog.probe("assoc__insert"), catalog.probe("command__get")
+
+    def sites(*specs):
+        return [parse_args(spec, "EM_X86_64") for spec in specs]
+
+    def facts(*specs):  # as the child without root reports them to probegen trace
+        rows = [[[a.size, a.signed, a.floating, trace._literal(a)] for a in site] for site in sites(*specs)]
+        assert trace._sites_ok(rows)
+        return [tuple(trace.NoteFacts(*a) for a in site) for site in rows]
+
+    for read in (sites, facts):
+        line, warnings = fit(catalog, insert, read("8@%rdi 1@%sil"), {})
+        assert not warnings and line == fit(catalog, insert, read("8@%rdi -4@%esi"), {})[0]
+        line, warnings = fit(catalog, get, read("-4@%ebx 8@%rbp 1@%sil -4@$-1 -4@$0",
+                                                "-4@%ebx 8@%r12 8@%r13 -4@%eax 8@%rdx"), {})
+        assert not warnings and [f.ctype.name for f in line.fields][2:] == ["uint64_t", "int", "uint64_t"]
+        _, warnings = fit(catalog, insert, read("8@%rdi 8@%r13"), {})
+        assert warnings == ["assoc__insert: argument keylen is int in the catalog (4 bytes), 8 bytes, unsigned "
+                            "in the process's note: printed as the note has it"]
+        _, warnings = fit(catalog, get, read("-4@%ebx 8@%rbp 1@%sil -4@%eax -4@$-1"), {})
+        assert warnings == ["command__get: argument casid is uint64_t in the catalog (8 bytes), 4 bytes, signed "
+                            "in the process's note: printed as the note has it"]
+    assert [a.constant for a in facts("-4@$0 8@%rdx 4@$7")[0]] == [0, None, 7]
+    assert not trace._sites_ok([[[4, True, False, 1 << 64]]]) and not trace._sites_ok([[[4, True, False]]])

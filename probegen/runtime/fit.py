@@ -4,12 +4,15 @@ its debug info (read by a child without root: runtime/enum_names.py).
 
 A catalog describes one version of a program; the process may be another.
 SPDK v25.09's ``nvmf_ctrlr_destruct`` passes one more argument than
-master's catalog says, and memcached passes ``uint8_t nkey`` where its
-``.d`` file says ``int``. bpftrace reads each argument as the note of each
+master's catalog says. bpftrace reads each argument as the note of each
 site says (size and sign), so the line prints what the note has: a count
 that differs gives every argument by position (``argN``), a size or sign
 that differs gives that argument as an integer of the note's width. Each
 difference is a warning naming the probe: never a wrong value in silence.
+What prints the same value is no difference, as ``probegen verify`` has
+it: memcached passes ``uint8_t nkey`` where its ``.d`` file (and the
+catalog ``probegen import`` makes) says ``int``, and ``-4@$0`` for a
+``uint64_t`` casid.
 """
 
 from __future__ import annotations
@@ -46,6 +49,37 @@ def _shown(sizes: set[int], signs: set[bool]) -> str:
     return f"{bytes_} byte{'s' if max(sizes) > 1 else ''}, {sign}"
 
 
+def _literal(arg) -> int | None:
+    """The integer literal a site passes: NoteFacts.constant, or the
+    operand of a parsed note argument."""
+    value = getattr(arg, "constant", None)
+    if value is None:
+        operand = getattr(arg, "operand", None)
+        value = operand.value if getattr(operand, "kind", None) == "constant" else None
+    return value if type(value) is int else None
+
+
+def _carries(ctype, arg) -> bool:
+    """Whether the catalog's type prints this site's argument as bpftrace
+    reads it, at the site's own size and sign: the note's own type, a
+    narrower integer C converts to it without loss (memcached's ``uint8_t
+    nkey`` for the ``int`` of its ``.d`` file), or a literal it holds as
+    it is (casid's ``-4@$0`` for a ``uint64_t``). What ``probegen verify``
+    accepts, but for a negative literal of an unsigned type, which
+    bpftrace prints extended to 64 bits."""
+    if arg.floating:
+        return False
+    if ctype.matches_note(arg.size, arg.signed) or ctype.promotes_from(arg.size, arg.signed):
+        return True
+    value = _literal(arg)
+    if value is None or ctype.kind is not Kind.INTEGER:
+        return False
+    bits = 8 * ctype.size_on(8)
+    low = 0 if ctype.signed is False else -(1 << (bits - 1))
+    high = (1 << (bits - 1)) if ctype.signed is True else (1 << bits)
+    return low <= value < high
+
+
 def fit(catalog, probe, sites, enums: dict[str, EnumTable]) -> tuple[ProbeLine, list[str]]:
     """(the probe's line as ``sites`` pass its arguments, warnings).
     ``sites``: each site's arguments (size, signed, floating); ``enums``:
@@ -75,7 +109,7 @@ def fit(catalog, probe, sites, enums: dict[str, EnumTable]) -> tuple[ProbeLine, 
             continue
         sizes, signs = facts[field.index]
         ctype = field.ctype
-        if all(ctype.matches_note(size, sign) for size in sizes for sign in signs):
+        if all(_carries(ctype, site[field.index]) for site in sites):
             continue
         warnings.append(f"{probe.name}: argument {field.label} is {ctype.name} in the catalog "
                         f"({ctype.size_on(8)} bytes), {_shown(sizes, signs)} in the process's note: "

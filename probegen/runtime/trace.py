@@ -196,7 +196,7 @@ def probe_holders(pid: int, wanted, deadline: float | None = None,
     file holding that probe. Root opens the files; their notes are parsed
     in one child without root (probegen.files.unprivileged), which reads
     them only until all are found. ``notes``: filled with each found key's
-    sites there, each a tuple of its arguments' (size, signed, floating)."""
+    sites there, each a tuple of its arguments' NoteFacts."""
     from probegen.files.unprivileged import deadline_in, run_unprivileged
 
     files, descriptors = [], []
@@ -228,25 +228,29 @@ def probe_holders(pid: int, wanted, deadline: float | None = None,
 
 @dataclass(frozen=True)
 class NoteFacts:
-    """One argument of one probe site, as its note records it."""
+    """One argument of one probe site, as its note records it (``constant``:
+    the literal it passes, when it is an integer literal)."""
 
     size: int
     signed: bool
     floating: bool
+    constant: int | None = None
 
 
 def _sites_ok(sites) -> bool:
     return (isinstance(sites, list) and 0 < len(sites) <= _MOST_SITES
             and all(isinstance(site, list) and len(site) <= _MOST_ARGS
-                    and all(isinstance(arg, list) and len(arg) == 3 and arg[0] in (1, 2, 4, 8)
-                            and type(arg[1]) is bool and type(arg[2]) is bool for arg in site)
+                    and all(isinstance(arg, list) and len(arg) == 4 and arg[0] in (1, 2, 4, 8)
+                            and type(arg[1]) is bool and type(arg[2]) is bool
+                            and (arg[3] is None or (type(arg[3]) is int and -(1 << 63) <= arg[3] < 1 << 64))
+                            for arg in site)
                     for site in sites))
 
 
 def _holders_in(paths: list[str], wanted: list) -> list[list]:
     """In the child: [index of the file, provider or None, name, sites] for
     the first file of ``paths`` holding each wanted probe; each site a list
-    of its arguments' [size, signed, floating]."""
+    of its arguments' [size, signed, floating, integer literal or None]."""
     from probegen.elf.notes import ElfError, read_binary
 
     missing = {tuple(key) for key in wanted}
@@ -262,10 +266,20 @@ def _holders_in(paths: list[str], wanted: list) -> list[list]:
         for provider, name in list(missing):
             probe = probes.get((provider, name)) if provider is not None else names.get(name)
             if probe is not None:
-                sites = [[[arg.size, arg.signed, arg.floating] for arg in site.args] for site in probe.sites]
+                sites = [[[arg.size, arg.signed, arg.floating, _literal(arg)] for arg in site.args]
+                         for site in probe.sites]
                 found.append([index, provider, name, sites])
                 missing.discard((provider, name))
     return found
+
+
+def _literal(arg) -> int | None:
+    """The integer literal a note argument passes ('-4@$0'), else None."""
+    operand = arg.operand
+    if getattr(operand, "kind", None) == "constant" and type(operand.value) is int \
+            and -(1 << 63) <= operand.value < 1 << 64:
+        return operand.value
+    return None
 
 
 def true_name(pid: int, mapped: MappedFile) -> bytes:
