@@ -316,6 +316,7 @@ def hostile_text_outputs(tmp_path_factory):
     return root, outputs
 
 
+@pytest.mark.slow
 def test_hostile_text_is_inert_in_every_output(hostile_text_outputs):
     root, outputs = hostile_text_outputs
     check_all(outputs, root / "run")

@@ -66,6 +66,7 @@ def autotools_build(tmp_path: Path, name: str, configure: str) -> Path:
     return directory
 
 
+@pytest.mark.slow
 def test_autotools_project_builds_unchanged(tmp_path):
     require_sdt()
     for tool, package in (("autoreconf", "autoconf"), ("automake", "automake"), ("make", "make")):
@@ -85,6 +86,7 @@ def test_autotools_project_builds_unchanged(tmp_path):
     run(["./adopt"], ours)
 
 
+@pytest.mark.slow
 def test_meson_project_builds_unchanged(tmp_path):
     require_sdt()
     require("meson", pip="meson")

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -94,6 +96,7 @@ def catalogs(draw) -> tuple[str, dict]:
     return draw(file_names), catalog
 
 
+@pytest.mark.slow
 def test_hostile_catalogs_are_refused_with_a_position_or_generate_sound_outputs(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile")
     numbers = itertools.count()

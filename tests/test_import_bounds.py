@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers import require
 
 # The .note.stapsdt entry <sys/sdt.h> would emit, with any name and arguments.
@@ -61,6 +63,7 @@ def test_hundred_thousand_character_name(tmp_path):
     assert_refused(result, tmp_path, "100000 characters", "at most 255")
 
 
+@pytest.mark.slow
 def test_provider_file_whose_catalog_is_over_the_limit(tmp_path):
     args = ", ".join(["int"] * 12)
     lines = ["provider big {", *(f"  probe probe_number_{i}({args});" for i in range(27_000)), "};"]

@@ -483,6 +483,7 @@ def tree(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_sigkill_loop_then_one_normal_run_leaves_complete_outputs(tmp_path_factory):
     clean = tmp_path_factory.mktemp("clean")
     big_catalog(clean)

@@ -137,6 +137,7 @@ def test_wheel_and_sdist_contents(dist):
         assert wanted <= members, f"tracked but not in the sdist: {sorted(wanted - members)}"
 
 
+@pytest.mark.slow
 def test_tests_collect_from_the_unpacked_sdist(dist, tmp_path):
     with tarfile.open(dist["sdist"]) as sdist:
         sdist.extractall(tmp_path, filter="data")

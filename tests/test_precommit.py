@@ -143,6 +143,7 @@ def test_lint_hook_takes_no_staged_name_for_an_option(repo, args):
     assert (repo / "scripts" / "good.bt").read_text() == CLEAN_SCRIPT
 
 
+@pytest.mark.slow
 def test_hooks_through_pre_commit_try_repo(repo, tmp_path_factory):
     """The real thing, when pre-commit and git are installed: try-repo builds
     the hook's Python environment from this repository and runs the hooks
