@@ -42,6 +42,15 @@ def cli(capsys):
 
 
 @pytest.fixture(scope="session")
+def trixie():
+    """Debian 13's root, its /proc, /sys and /dev bound for the session."""
+    from helpers.trixie import mounted_root
+
+    with mounted_root() as root:
+        yield root
+
+
+@pytest.fixture(scope="session")
 def sdt_dir(tmp_path_factory):
     """A directory holding only sys/sdt.h: the real header for cross compilers."""
     return sdt_include_dir(tmp_path_factory.mktemp("sdt"))

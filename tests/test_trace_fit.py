@@ -142,16 +142,16 @@ def test_fit_reads_each_argument_as_the_notes_have_it():
         "arg5 floating point in the process's note", "the process's note passes 6 arguments, the catalog 5 (arg0 included)"]
 
 
-def test_program_for_bpftrace_0_23_prints_every_value_whole(tmp_path_factory):
+def test_program_for_bpftrace_0_23_prints_every_value_whole(trixie, tmp_path_factory):
     """The program trace makes for Debian 13's bpftrace 0.23 (one str() a
     string), run there on the v25.09-shaped program: every value as with
     0.17, the 223-character NQNs whole, one line per hit."""
     from helpers.tracing import Process
-    from helpers.trixie import ROOT, inside, install, trixie_root
+    from helpers.trixie import ROOT, inside, install
     from probegen.catalog import load_catalog
     from probegen.runtime import trace
 
-    root = trixie_root(tmp_path_factory)
+    root = trixie
     directory = tmp_path_factory.mktemp("v25_09_trixie")
     binary, = install(root, compile_c([C_DIR / "spdk_v25_09.c"], directory / "spdk_v25_09", extra=["-g", "-pthread"]))
     traced = Process(inside(root, binary), stdin=True)

@@ -11,14 +11,14 @@ from helpers import REPO
 from helpers.tracing import (
     Process, build_spdk_program, expected_lines, run_traced, tracer_lines, wait_attached,
 )
-from helpers.trixie import inside, install, trixie_root
+from helpers.trixie import inside, install
 
 SCRIPTS = REPO / "scripts" / "bpf" / "probegen"
 
 
 @pytest.fixture(scope="module")
-def root(tmp_path_factory):
-    return trixie_root(tmp_path_factory)
+def root(trixie):
+    return trixie
 
 
 @pytest.fixture(scope="module")

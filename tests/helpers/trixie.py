@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -19,16 +20,27 @@ ROOT = Path.home() / ".cache" / "probegen-tests" / "debian13"
 BOUND = ("proc", "sys", "dev")
 
 
-def trixie_root(tmp_path_factory) -> Path:
-    """The root with /proc, /sys and /dev bound in (for the session), or skip."""
+@contextmanager
+def mounted_root():
+    """The root with /proc, /sys and /dev bound in (the last two read-only) while in use
+    (unbound after: a bind mount left in a cache directory would let a later
+    rm -r of that directory delete the machine's /dev), or skip."""
     require_root()
     if not (ROOT / "usr/bin/bpftrace").exists():
         pytest.skip(f"no Debian 13 root in {ROOT}: tools/setup.sh --test makes it (debootstrap)")
-    for name in BOUND:
-        target = ROOT / name
-        if not os.path.ismount(target):
-            subprocess.run(["mount", "--bind", f"/{name}", target], check=True)
-    return ROOT
+    mounted = []
+    try:
+        for name in BOUND:
+            target = ROOT / name
+            if not os.path.ismount(target):
+                # /proc stays writable: BCC raises a probe's semaphore through /proc/PID/mem
+                options = ["-o", "ro"] if name != "proc" else []
+                subprocess.run(["mount", "--bind", *options, f"/{name}", str(target)], check=True)
+                mounted.append(target)
+        yield ROOT
+    finally:
+        for target in reversed(mounted):
+            subprocess.run(["umount", "--lazy", str(target)], check=False)
 
 
 def install(root: Path, *files: Path) -> list[str]:
