@@ -12,6 +12,8 @@ binary's note gives it.
 
 from __future__ import annotations
 
+import ast
+
 import re
 import sys
 from pathlib import Path
@@ -118,7 +120,15 @@ def runtime_source() -> str:
     source = Path(probegen.runtime.bcc.__file__).read_text(encoding="utf-8")
     timeline = Path(probegen.runtime.timeline.__file__).read_text(encoding="utf-8")
     assert TIMELINE_IMPORT in source
-    return source.replace(TIMELINE_IMPORT, timeline)
+    return _without_docstring(source).replace(TIMELINE_IMPORT, _without_docstring(timeline).lstrip("\n"))
+
+
+def _without_docstring(source: str) -> str:
+    """The module without its opening docstring: it speaks to probegen's
+    readers; the tool's own header says what the tool is."""
+    first = ast.parse(source).body[0]
+    assert isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant), "a module opens with its docstring"
+    return "\n".join(source.split("\n")[first.end_lineno:])
 
 
 def tool_name(catalog: Catalog) -> str:

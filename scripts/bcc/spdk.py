@@ -141,20 +141,6 @@ SPANS = [
 STRUCTS = ""  # no member values
 
 # --- probegen's BCC runtime ---
-"""The catalog-independent part of probegen's generated BCC tools.
-
-A tool is its catalog's tables (PROVIDER, ENUMS, PROBES, SPANS, STRUCTS),
-then this module's source (timeline.py's in place of its import), then
-``main(Tool(...))``. It runs with the system's /usr/bin/python3, where BCC
-lives and probegen may not: this module imports only the standard library
-at load time (``bcc`` inside ``main``), on Python 3.9 and later.
-
-At start-up the tool enables the probes the traced files have, takes from
-BCC's argument readers the size each note gives each argument, and builds
-the BPF C of the mode chosen from the tables, by text substitution as BCC's
-own tools do: a line per hit (in timestamp order across CPUs), ``--count``,
-or ``--hist`` (log2 histograms of span durations, kept in the kernel).
-"""
 
 import argparse
 import contextlib
@@ -170,13 +156,6 @@ import stat
 import sys
 import time
 import zlib
-
-"""Hits and spans as Chrome trace-event JSON (Perfetto UI, chrome://tracing
-and speedscope open it): one track per thread, an instant event per hit
-with its arguments, a slice per span from its start to its end, on the
-thread that started it. Standard library only: every BCC tool carries
-this source (the tool runs where probegen may not be installed)."""
-
 
 def trace_events(hits, spans, pid):
     """The trace-event object of ``hits`` [(ns, tid, probe, {arg: value})],
