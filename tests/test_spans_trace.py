@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import signal
 from collections import Counter, defaultdict
 
 import pytest
@@ -115,8 +114,8 @@ def traced(tmp_path_factory):
         program.send("go\n")
         program.wait_line("DONE")
         assert program.proc.wait(60) == 0
-        for tracer in tracers.values():
-            code = tracer.stop(signal.SIGINT)
+        for tracer in tracers.values():  # each ends with the process (a SIGINT then raced its exit)
+            code = tracer.proc.wait(60)
             assert code == 0, (code, tracer.stderr)
     finally:
         program.kill()
@@ -270,7 +269,7 @@ def test_bpftrace_and_bcc_json_report_the_same_attached_and_unmatched(tmp_path):
         program.wait_line("DONE")
         assert program.proc.wait(60) == 0
         assert tracers["bcc"].proc.wait(60) == 0, tracers["bcc"].stderr  # it ends with the process
-        assert tracers["bpftrace"].stop(signal.SIGINT) == 0, tracers["bpftrace"].stderr
+        assert tracers["bpftrace"].proc.wait(60) == 0, tracers["bpftrace"].stderr  # so does probegen trace
     finally:
         program.kill()
         for tracer in tracers.values():
