@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 
 from probegen.errors import InputError
 from probegen.files.output import open_stream
@@ -57,6 +58,13 @@ def with_timeline(path, catalog, pid, run) -> int:
     spans = [(s.name, s.start.name, s.end.name, [(k.start.name, k.end.name) for k in s.key]) for s in catalog.spans]
     recorder = Recorder(labels, spans, pid)
     status = run(recorder.tap, recorder.labels)  # the labels of lines fitted to the process replace the catalog's
-    with os.fdopen(open_stream(path), "w", encoding="utf-8") as file:
-        json.dump(recorder.events(), file)
+    text = json.dumps(recorder.events())
+    # The trace has ended: a Ctrl-C now would only cut the file short.
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with os.fdopen(open_stream(path), "w", encoding="utf-8") as file:
+            file.write(text)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
     return status
