@@ -17,7 +17,9 @@ import subprocess
 import pytest
 
 from helpers import CATALOGS, C_DIR, SYSTEM_PYTHON, require_bpftrace
-from helpers.tracing import Process, build_program, expected_lines, require_bcc, run_traced, tracer_lines
+from helpers.tracing import (
+    Process, build_program, expected_lines, require_bcc, run_traced, tracer_lines, wait_attached,
+)
 from probegen.catalog import load_catalog
 from probegen.files.output import write_all
 from probegen.generators import bcc
@@ -230,6 +232,8 @@ def run_spans(binary, tools: dict, others: dict = None):
         for name, (argv, header) in (others or {}).items():
             running[name] = Process(argv(program.pid))
             running[name].wait_line(header)
+            if header == "Attaching ":  # bpftrace says so before it attaches
+                wait_attached(program.pid, " ".join(running[name].argv))
         for name, argv in tools.items():
             running[name] = Process([SYSTEM_PYTHON, *argv(program.pid)])
         for name, tracer in running.items():
@@ -241,7 +245,7 @@ def run_spans(binary, tools: dict, others: dict = None):
         for name in tools:  # each ends by itself when the traced process has
             assert running[name].proc.wait(60) == 0, "\n".join(running[name].stderr)
         for name in others or {}:
-            running[name].stop(signal.SIGINT)
+            running[name].end()
     finally:
         program.kill()
         for tracer in running.values():

@@ -111,6 +111,16 @@ class Process:
         self.proc.stdin.write(text)
         self.proc.stdin.flush()
 
+    def end(self) -> int:
+        """Once the traced process has exited: a tracer given -p ends with
+        it (a SIGINT sent meanwhile raced bpftrace's own exit and killed it:
+        exit 254); one still running after a while (on a binary alone) is
+        stopped with SIGINT."""
+        try:
+            return self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            return self.stop(signal.SIGINT)
+
     def stop(self, sig=signal.SIGINT, timeout: float = TIMEOUT) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
@@ -221,13 +231,7 @@ def run_traced(program_argv, tracers: dict, header_prefix: str = "Tracing ", *, 
                 tracer.wait_for(lambda lines: len(tracer_lines(lines)) >= want, f"{name} to print {want} hits")
         assert program.proc.wait(TIMEOUT) == 0
         for tracer in running.values():
-            # A tracer given -p ends with the process; a SIGINT sent while it
-            # does raced bpftrace's own exit (killed it: exit 254). Only one
-            # still running after a while (on a binary alone) is stopped.
-            try:
-                tracer.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                tracer.stop(signal.SIGINT)
+            tracer.end()
     finally:
         program.kill()
         for tracer in running.values():
