@@ -1,19 +1,11 @@
-"""The BCC tool of a catalog: one Python program with every probe and span.
-
-The tool is the catalog's tables made here (enums, probes with each
-value's argument and format, spans with their key and by values, the
-struct definitions members are read with), then probegen's BCC runtime
-(``probegen/runtime/bcc.py`` with ``runtime/timeline.py``, copied in whole:
-the tool runs with the system's /usr/bin/python3, where ``import bcc``
-works and probegen need not be installed). The runtime builds the BPF C
-from the tables at start-up, reading each argument at the size the traced
-binary's note gives it.
-"""
+"""The BCC tool of a catalog: one Python program with every probe and span,
+the catalog's tables then probegen's BCC runtime (runtime/bcc.py and
+runtime/timeline.py, copied in: the tool runs under the system's python3,
+where BCC lives and probegen need not be installed)."""
 
 from __future__ import annotations
 
 import ast
-
 import re
 import sys
 from pathlib import Path
@@ -30,9 +22,8 @@ from probegen.generators.typesource import TypeSource
 KIND, WRITES_DIRECTORY = "bcc", True  # the output it is (generators.outputs)
 TEMPLATE = "bcc_tool.py.j2"
 
-# Characters a BCC tool reads of a string the catalog gives no max_len:
-# the 63 of bpftrace scripts are bpftrace's BPFTRACE_STRLEN default, while
-# BCC reads into per-CPU memory; 255 holds SPDK's NQNs (char[224]) whole.
+# Characters read of a string without max_len (bpftrace's default is 63; BCC
+# reads into per-CPU memory): SPDK's NQNs (char[224]) whole.
 BCC_DEFAULT_MAX_LEN = 255
 ROW_WIDTH = 114  # a table row's longest one-line form (the tool's lines: 120)
 TIMELINE_IMPORT = "from probegen.runtime.timeline import trace_events  # a tool carries timeline.py's source here\n"
@@ -80,10 +71,8 @@ def _row(head: str, rest: str) -> str:
 
 
 def _python_raw_text(c_text: str) -> str:
-    """C text for the tool's r\"\"\"...\"\"\" string, which three quotes in a
-    row would end (and what follows run as Python). C definitions have no
-    string literals; only a comment quoting a name from the binary's DWARF
-    could hold quotes, and there a space between them is harmless."""
+    """C text for the tool's raw triple-quoted string, which three quotes would end
+    (only a comment quoting a DWARF name could hold any: a space there is harmless)."""
     return re.sub(r'"(?=")', '" ', c_text)
 
 
@@ -115,8 +104,7 @@ def render_tool(catalog: Catalog, types: TypeSource | None = None) -> str:
 
 
 def runtime_source() -> str:
-    """probegen/runtime/bcc.py with timeline.py in place of its import: the
-    part of every tool no catalog changes."""
+    """runtime/bcc.py with timeline.py in place of its import, without their docstrings."""
     source = Path(probegen.runtime.bcc.__file__).read_text(encoding="utf-8")
     timeline = Path(probegen.runtime.timeline.__file__).read_text(encoding="utf-8")
     assert TIMELINE_IMPORT in source
@@ -124,17 +112,14 @@ def runtime_source() -> str:
 
 
 def _without_docstring(source: str) -> str:
-    """The module without its opening docstring: it speaks to probegen's
-    readers; the tool's own header says what the tool is."""
     first = ast.parse(source).body[0]
     assert isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant), "a module opens with its docstring"
     return "\n".join(source.split("\n")[first.end_lineno:])
 
 
 def tool_name(catalog: Catalog) -> str:
-    """PROVIDER.py; PROVIDER_usdt.py when Python would import PROVIDER.py in
-    place of a module the tool imports (a script's directory comes first
-    on sys.path: a tool named json.py or bcc.py would import itself)."""
+    """PROVIDER.py, or PROVIDER_usdt.py where it would shadow a module the tool
+    imports (a script's directory is first on sys.path)."""
     shadowed = catalog.provider in sys.stdlib_module_names or catalog.provider == "bcc"
     return f"{catalog.provider}{'_usdt' if shadowed else ''}.py"
 

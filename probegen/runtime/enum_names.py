@@ -1,12 +1,6 @@
-"""Enum names for a traced process, from its own binary's debug info.
-
-A catalog names enum values as one version does: SPDK v25.09 numbers two
-nvmf_tgt_state states the other way round from master (SPDK's own
-scripts/bpf/gen_enums.sh greps the sources at trace time for the same
-reason). So `probegen trace`, which generates the program for the process
-it traces (runtime/fit.py), takes each enum's names from the traced
-files' DWARF where it has the enum, the catalog's elsewhere, and says on
-stderr which source each enum's names came from.
+"""Enum names for a traced process from its own files' debug info, where they
+have the enum, else the catalog's (SPDK v25.09 numbers two nvmf_tgt_state
+states the other way round from master); stderr says where each came from.
 """
 
 from __future__ import annotations
@@ -18,31 +12,28 @@ from probegen.catalog.model import Catalog
 from probegen.errors import InputError, NoDebugInfo
 from probegen.generators.lines import EnumTable, enum_table
 
+
 @dataclass
 class EnumSources:
-    """Each catalog enum printed: its names from a file's DWARF
-    (enum -> (file, table)), or the catalog's (enum -> why)."""
+    """Each enum printed: from a file's DWARF (enum -> (file, table)) or the catalog's (enum -> why)."""
 
     from_binary: dict[str, tuple[str, EnumTable]] = field(default_factory=dict)
     from_catalog: dict[str, str] = field(default_factory=dict)
 
     def messages(self, catalog: Catalog) -> list[str]:
-        lines = []
         by_file: dict[str, list[str]] = {}
         for enum, (shown, table) in self.from_binary.items():
             written = enum_table(catalog, enum, None)
             differs = written is not None and dict(written.names) != dict(table.names)
             by_file.setdefault(shown, []).append(enum + (" (differs from the catalog's)" if differs else ""))
-        for shown, enums in by_file.items():
-            lines.append(f"probegen trace: enum names from the debug info of {shown}: {', '.join(enums)}")
-        for enum, why in self.from_catalog.items():
-            lines.append(f"probegen trace: enum names of {enum} from the catalog {catalog.path.name}: {why}")
-        return lines
+        return ([f"probegen trace: enum names from the debug info of {shown}: {', '.join(enums)}"
+                 for shown, enums in by_file.items()]
+                + [f"probegen trace: enum names of {enum} from the catalog {catalog.path.name}: {why}"
+                   for enum, why in self.from_catalog.items()])
 
 
 def from_debug_info(catalog: Catalog, enums: list[str], files) -> EnumSources:
-    """Each enum's names from the first of ``files`` ((shown name, path to
-    open)) whose DWARF has it."""
+    """Each enum's names from the first of ``files`` ((shown name, path)) whose DWARF has it."""
     from probegen.dwarf import DwarfTypes
     from probegen.generators.typesource import TypeSource
 
@@ -75,11 +66,9 @@ def from_debug_info(catalog: Catalog, enums: list[str], files) -> EnumSources:
 
 def for_process(catalog: Catalog, pid: int, holders: dict, enums: list[str],
                 deadline: float | None = None) -> EnumSources:
-    """Where each of ``enums`` is named. Read are the files holding the
-    traced probes, the executable first, each opened by root through
-    /proc/PID/map_files as trace opens them for their notes, and parsed in
-    a child without root (probegen.files.unprivileged), by ``deadline``.
-    Should that fail, the catalog's names are printed."""
+    """Where each of ``enums`` is named: the executable and the files holding the
+    traced probes, opened by root as trace opens them, parsed in a child
+    without root by ``deadline``; should that fail, the catalog's names."""
     from probegen.files.unprivileged import Unprivileged, deadline_in, run_unprivileged
     from probegen.runtime import trace
 
@@ -120,8 +109,7 @@ def _plain_sources(catalog: Catalog, enums: list[str], opened) -> dict:
 
 
 def _checked_sources(found, enums: list[str], shown_names: set[str]) -> EnumSources:
-    """EnumSources from the child's answer, each part checked: the child
-    read hostile data, and what it says is data, never trusted as code."""
+    """EnumSources from the child's answer, each part checked (it read hostile data)."""
     from probegen.files.unprivileged import Unprivileged
 
     sources = EnumSources()

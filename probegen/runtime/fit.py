@@ -1,18 +1,11 @@
-"""A generated script made again for the process `probegen trace` traces:
-the probes it has, each probe's line fitted to its notes, enum names from
-its debug info (read by a child without root: runtime/enum_names.py).
-
-A catalog describes one version of a program; the process may be another.
-SPDK v25.09's ``nvmf_ctrlr_destruct`` passes one more argument than
-master's catalog says. bpftrace reads each argument as the note of each
-site says (size and sign), so the line prints what the note has: a count
-that differs gives every argument by position (``argN``), a size or sign
-that differs gives that argument as an integer of the note's width. Each
-difference is a warning naming the probe: never a wrong value in silence.
-What prints the same value is no difference, as ``probegen verify`` has
-it: memcached passes ``uint8_t nkey`` where its ``.d`` file (and the
-catalog ``probegen import`` makes) says ``int``, and ``-4@$0`` for a
-``uint64_t`` casid.
+"""A generated script made again for the process `probegen trace` traces: the
+probes it has, each line fitted to its notes (a catalog describes one version;
+SPDK v25.09's ``nvmf_ctrlr_destruct`` passes one argument more than master's),
+enum names from its debug info (runtime/enum_names.py). A differing count
+prints every argument by position, a differing size or sign that argument as
+the note has it, each with a warning; what prints the same value is no
+difference, as ``probegen verify`` has it (memcached's ``uint8_t nkey`` for
+its ``.d`` file's ``int``, ``-4@$0`` for a ``uint64_t``).
 """
 
 from __future__ import annotations
@@ -35,9 +28,7 @@ _GENERATED = re.compile(r"^// Made from (?P<catalog>.+?): change the catalog and
 
 
 def _integer(sizes: set[int], signs: set[bool]) -> tuple:
-    """(CType, style) of an integer holding every site's value: the widest
-    size, signed when a site is (each site's value is extended to 64 bits
-    by its own note's sign)."""
+    """(CType, style) of an integer holding every site's value: the widest, signed if one is."""
     signed = True in signs
     ctype = parse_ctype(integer_type(max(sizes), signed, exact=True))
     return ctype, Style.SIGNED if signed else Style.UNSIGNED
@@ -49,29 +40,15 @@ def _shown(sizes: set[int], signs: set[bool]) -> str:
     return f"{bytes_} byte{'s' if max(sizes) > 1 else ''}, {sign}"
 
 
-def _literal(arg) -> int | None:
-    """The integer literal a site passes: NoteFacts.constant, or the
-    operand of a parsed note argument."""
-    value = getattr(arg, "constant", None)
-    if value is None:
-        operand = getattr(arg, "operand", None)
-        value = operand.value if getattr(operand, "kind", None) == "constant" else None
-    return value if type(value) is int else None
-
-
 def _carries(ctype, arg) -> bool:
-    """Whether the catalog's type prints this site's argument as bpftrace
-    reads it, at the site's own size and sign: the note's own type, a
-    narrower integer C converts to it without loss (memcached's ``uint8_t
-    nkey`` for the ``int`` of its ``.d`` file), or a literal it holds as
-    it is (casid's ``-4@$0`` for a ``uint64_t``). What ``probegen verify``
-    accepts, but for a negative literal of an unsigned type, which
-    bpftrace prints extended to 64 bits."""
+    """Whether the catalog's type prints the site's argument as bpftrace reads it:
+    the note's type, a narrower integer it holds, or a literal it holds (not a
+    negative one in an unsigned type: bpftrace prints that extended to 64 bits)."""
     if arg.floating:
         return False
     if ctype.matches_note(arg.size, arg.signed) or ctype.promotes_from(arg.size, arg.signed):
         return True
-    value = _literal(arg)
+    value = arg.constant if isinstance(arg, trace.NoteFacts) else trace._literal(arg)
     if value is None or ctype.kind is not Kind.INTEGER:
         return False
     bits = 8 * ctype.size_on(8)
@@ -81,9 +58,8 @@ def _carries(ctype, arg) -> bool:
 
 
 def fit(catalog, probe, sites, enums: dict[str, EnumTable]) -> tuple[ProbeLine, list[str]]:
-    """(the probe's line as ``sites`` pass its arguments, warnings).
-    ``sites``: each site's arguments (size, signed, floating); ``enums``:
-    enum tables to print by, in place of the catalog's."""
+    """(the probe's line as ``sites`` pass its arguments, warnings); ``enums``:
+    tables to print by in place of the catalog's."""
     warnings = []
     line = probe_line(catalog, probe)
     fields = [replace(f, enum=enums.get(f.enum.name, f.enum)) if f.enum else f for f in line.fields]
@@ -121,8 +97,7 @@ def fit(catalog, probe, sites, enums: dict[str, EnumTable]) -> tuple[ProbeLine, 
 
 
 def generated_group(script: trace.Script, catalog) -> str | None:
-    """The group of a line script probegen made from ``catalog`` (it
-    carries the marker and names the catalog), else None."""
+    """The group of a line script probegen made from ``catalog``, else None."""
     head = script.text[:4096]
     match = _GENERATED.search(head)
     if catalog is None or match is None or not has_marker(head.encode()) or _STRUCT_CAST.search(script.text):
@@ -133,12 +108,9 @@ def generated_group(script: trace.Script, catalog) -> str | None:
 def regenerate(pid: int, scripts: list[trace.Script], groups: dict, catalog, debug_info: bool, big: bool,
                 holders: dict, notes: dict, deadline: float | None = None,
                 tids: bool = False) -> tuple[list[trace.Script], dict]:
-    """The generated line scripts among ``scripts`` made again from the
-    catalog for this process: the probes it has (the others named once on
-    stderr), their arguments as its notes pass them, enum names from its
-    debug info; and each such probe's labels, as its line prints them.
-    ``tids``: each line names its thread too, for trace's own reading
-    (``PROBE [tid TID] ...``: 8 bytes more per hit; trace takes it off)."""
+    """(the generated line scripts made again for this process, each such
+    probe's labels). ``tids``: the lines name their thread too (``PROBE [tid
+    TID] ...``), for trace's own reading."""
     from probegen.generators.bpftrace import render_lines
     from probegen.runtime.enum_names import for_process
 

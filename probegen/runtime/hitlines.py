@@ -1,20 +1,13 @@
-"""Join the lines of hits that generated bpftrace scripts print in parts.
-
-A hit too long for one bpftrace printf prints N whole lines (each one perf
-record, so bpftrace never mixes two CPUs' text inside a line)::
+"""Join the lines of hits that generated bpftrace scripts print in parts, and
+put hits in timestamp order. A hit too long for one printf prints N lines
+(each one perf record, so never mixed with another CPU's text)::
 
     SECONDS.MICROSECONDS: PROBE [tid TID 1/N] name=value ...
     SECONDS.MICROSECONDS: PROBE [tid TID K/N] +TEXT
 
-where TEXT continues the hit's text exactly (it may begin inside a value).
-Other lines of the same or another thread may come between them. Joined,
-they are the one line the hit would print if it fitted one printf::
-
-    SECONDS.MICROSECONDS: PROBE name=value ...
-
-(or, for the probes in ``keep_tid``, ``SECONDS.MICROSECONDS: PROBE [tid TID]
-name=value ...``, as the lines `probegen trace` makes print the thread for
-its own use).
+TEXT continuing the hit's text exactly; other lines may come between.
+Joined, they are ``SECONDS.MICROSECONDS: PROBE name=value ...`` (with
+``[tid TID]`` after PROBE for the probes in ``keep_tid``).
 """
 
 from __future__ import annotations
@@ -29,10 +22,8 @@ CONTINUED = " +"
 
 
 class HitJoiner:
-    """Feed it the tracer's lines in order; it gives back the lines to show:
-    every line that is no part of a split hit at once, a split hit as one
-    line when its last part arrives. Parts never completed (records lost,
-    the tracer stopped) are given back as they came by ``finish``."""
+    """Fed the tracer's lines, gives back the lines to show: a split hit as one
+    line once its last part arrives; ``finish``: parts never completed, as they came."""
 
     def __init__(self, keep_tid=()) -> None:
         self.keep_tid = keep_tid
@@ -79,21 +70,15 @@ def join_lines(lines) -> list[str]:
     return joined + joiner.finish()
 
 
-# A hit line's timestamp: bpftrace's nsecs (CLOCK_MONOTONIC), as SECONDS.MICROSECONDS.
-STAMP = re.compile(r"(\d+)\.(\d{6}): ")
-# bpftrace prints each CPU's perf buffer in turn, so hits from several CPUs
-# come out of order, by about one poll of the buffers. A hit is held until
-# it is WINDOW old (or LIMIT hits are held), then printed in timestamp
-# order; one arriving later than that, older than a hit already printed,
-# is printed as it comes.
+STAMP = re.compile(r"(\d+)\.(\d{6}): ")  # bpftrace's nsecs (CLOCK_MONOTONIC)
+# bpftrace prints each CPU's perf buffer in turn: a hit is held until it is
+# WINDOW seconds old (or LIMIT are held), then printed in timestamp order.
 WINDOW = 0.25
 LIMIT = 10_000
 
 
 class Reorder:
-    """Hit lines in timestamp order across CPUs, within a bounded window.
-    Lines that are no hit (a banner, maps at exit) print at once, after
-    every hit held."""
+    """Hit lines in timestamp order; other lines print at once, after every hit held."""
 
     def __init__(self, window: float = WINDOW, limit: int = LIMIT, clock=time.monotonic):
         self._held: list[tuple[int, int, str]] = []  # a heap: (microseconds, arrival, line)

@@ -1,22 +1,7 @@
-"""`probegen trace`'s summary modes: programs made from the catalog
-(``--hist``: span latency histograms, ``--count``: hits per probe) and
-``--json``: bpftrace's ``-f json`` output read back into one JSON object
-per line, named after the catalog's spans and probes.
-
-The JSON lines (every one has a "type"):
-
-- ``{"type": "attached", "probes": N}``: bpftrace attached, tracing starts;
-  N: the USDT probes attached in the process, each once (as the BCC tool counts)
-- ``{"type": "span", "span": S, "by": {ARG: VALUE}, "unit": "us", "count": N,
-  "buckets": [{"min": LO, "max": HI, "count": N}, ...]}``: a histogram,
-  empty buckets left out
-- ``{"type": "unmatched", "span": S, "count": N}``: ends without a start
-- ``{"type": "hits", "probe": P, "count": N}`` (none of these three with a
-  count of 0, as the BCC tool prints them)
-- ``{"type": "interval", "time": "HH:MM:SS"}``: an --interval begins
-- anything else bpftrace prints, as bpftrace printed it (its own JSON), or
-  ``{"type": "text", "text": LINE}`` for a line that is not JSON.
-"""
+"""`probegen trace`'s summary modes: programs made from the catalog (``--hist``:
+span latency histograms, ``--count``: hits per probe), and ``--json``:
+bpftrace's ``-f json`` read back into the JSON lines doc/tracing.md describes,
+named after the catalog's spans and probes."""
 
 from __future__ import annotations
 
@@ -50,8 +35,8 @@ def _pick(wanted: str | None, known: dict, what: str, catalog: Catalog) -> list 
 
 def summary_script(catalog: Catalog, pid: int, hist: str | None, count: str | None,
                    interval: int | None = None, deadline: float | None = None) -> Script:
-    """The program for --hist SPANS and --count PROBES (comma-separated
-    names; empty: every span or probe of the catalog the process has)."""
+    """The program for --hist SPANS and --count PROBES (comma-separated; empty:
+    every one the process has)."""
     spans = _pick(hist, {s.name: s for s in catalog.spans}, "span", catalog)
     counted = _pick(count, {p.name: p for p in catalog.probes}, "probe", catalog)
     named_spans, named_probes = bool(hist and _names(hist)), bool(count and _names(count))
@@ -127,9 +112,9 @@ class JsonLines:
         # bpftrace joins a tuple key's parts with ','.
         parts = key.split(",", len(span.by) - 1) if span.by else []
         by = {}
-        for b, part in zip(span.by, parts):
-            integer = b.arg.ctype.kind in (Kind.INTEGER, Kind.BOOL) or (b.arg.ctype.kind is Kind.ENUM and part.lstrip("-").isdigit())
-            by[b.name] = int(part) if integer and part.lstrip("-").isdigit() else part
+        for b, part in zip(span.by, parts):  # an enum without a name prints its number
+            integer = b.arg.ctype.kind in (Kind.INTEGER, Kind.BOOL, Kind.ENUM) and part.lstrip("-").isdigit()
+            by[b.name] = int(part) if integer else part
         kept = [b for b in buckets if isinstance(b, dict) and b.get("count")]
         return {"type": "span", "span": span.name, "by": by, "unit": "us",
                 "count": sum(b["count"] for b in kept), "buckets": kept}

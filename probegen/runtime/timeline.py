@@ -1,15 +1,12 @@
-"""Hits and spans as Chrome trace-event JSON (Perfetto UI, chrome://tracing
-and speedscope open it): one track per thread, an instant event per hit
-with its arguments, a slice per span from its start to its end, on the
-thread that started it. Standard library only: every BCC tool carries
-this source (the tool runs where probegen may not be installed)."""
+"""Hits and spans as Chrome trace-event JSON (Perfetto UI, chrome://tracing,
+speedscope): a track per thread, an instant event per hit, a slice per span
+on the thread that started it. Standard library only: BCC tools carry it."""
 
 
 def trace_events(hits, spans, pid):
-    """The trace-event object of ``hits`` [(ns, tid, probe, {arg: value})],
-    in time order, pairing each span's ends with its starts:
-    ``spans`` [(name, start probe, end probe, [(start arg, end arg)])],
-    matched by those arguments' values (by thread without any)."""
+    """The trace-event object of ``hits`` [(ns, tid, probe, {arg: value})] in time
+    order and ``spans`` [(name, start probe, end probe, [(start arg, end arg)])],
+    an end matched to a start by those arguments' values (else by thread)."""
     events, open_ = [], {}
     for ns, tid, probe, args in hits:
         events.append({"name": probe, "ph": "i", "s": "t", "ts": ns / 1000, "pid": pid, "tid": tid, "args": args})

@@ -1,39 +1,7 @@
-"""Run bpftrace scripts written with SPDK's markers against a live process.
-
-A script probegen generated from the catalog is first made again for the
-process (runtime/fit.py); then the markers of every script are replaced.
-
-``usdt:__EXE__:NAME`` (SPDK's marker) and ``usdt:*:NAME`` (generated
-scripts, which bpftrace -p resolves itself when run without probegen)
-become ``usdt:"/proc/PID/root/FILE":NAME`` where
-FILE is the file that really holds probe NAME for that process: the
-executable, or one of the files mapped in ``/proc/PID/maps`` (their notes
-read with ``probegen.elf``). ``uprobe:__EXE__:`` and ``uretprobe:__EXE__:``
-name the executable the same way. ``__PID__`` becomes the pid. bpftrace
-then runs on the result with ``-p PID``; no shell is involved.
-
-The traced process is not trusted: it chooses the names of the files it
-maps. So no byte it controls may change the structure of the program root
-runs:
-
-- a file name enters the program only as one bpftrace string, every byte
-  escaped that could end it (see ``bpftrace.attach_string``), and only where a
-  marker stands in code: a marker in a comment or a string is left alone
-  (there a quote would end the comment's or string's context);
-- names that bpftrace 0.17 cannot match exactly once are refused, exit 2:
-  ``:`` (it splits its probe names at every colon) and ``*`` (a wildcard
-  there: ``a*b`` attached to two libraries), and a newline (which
-  /proc/PID/maps shows as ``\\012``, so bpftrace would look up another
-  file);
-- messages show such names escaped, so they cannot forge lines or drive
-  the terminal.
-
-Notes are read from ``/proc/PID/map_files/RANGE`` (the very file mapped,
-whatever now lies at its path), opened with O_PATH and read only if it is
-a regular file, never a device. bpftrace reads the file again at attach
-time, by the same path: a process that swaps the file in between gets its
-own probes moved within its own process, nothing more, because the
-program text depends on the name alone, never on the file's contents.
+"""Run bpftrace scripts against a live process: generated scripts are made
+again for it (runtime/fit.py), then the markers of every script (``__EXE__``,
+``usdt:*:NAME``, ``__PID__``) name the files that hold its probes. The traced
+process is not trusted: doc/security.md says how its file names are kept inert.
 """
 
 from __future__ import annotations
@@ -60,8 +28,7 @@ _STRLEN = re.compile(r"BPFTRACE_STRLEN=(\d+)")
 # address perms offset dev inode path; a path is what follows the spaces.
 _MAPS_LINE = re.compile(rb"([0-9a-f]+-[0-9a-f]+) \S+ [0-9a-f]+ [0-9a-f]+:[0-9a-f]+ \d+ +(/.*)")
 _DELETED = b" (deleted)"
-# /proc/PID/maps is one line per mapping (at most vm.max_map_count, 65,530
-# by default); more than this is no process worth tracing.
+# /proc/PID/maps: a line per mapping (65,530 by default); more is no process worth tracing.
 MAPS_LIMIT = 64 << 20
 # Bytes bpftrace 0.17 cannot take in a file name it must match exactly.
 _UNNAMEABLE = {b":": "':' (bpftrace splits probe names at colons)",
@@ -95,9 +62,7 @@ def read_scripts(paths) -> list[Script]:
 
 
 def shown(name: bytes) -> str:
-    """A file name the traced process chose, quoted for a message: every
-    byte that is not printable ASCII is an escape, so the name cannot add
-    a line or send the terminal a control sequence."""
+    """A file name the traced process chose, for a message: all but printable ASCII escaped."""
     return repr(bytes(name))[1:]
 
 
@@ -136,9 +101,8 @@ def _read_maps(pid: int) -> bytes:
 
 
 def mapped_files(pid: int) -> list[MappedFile]:
-    """The executable, then every other file mapped into the process, each
-    once, in the order of /proc/PID/maps. Lines split at newlines only: the
-    kernel escapes those in names, not other line breaks."""
+    """The executable, then every other file mapped, each once, in the order of
+    /proc/PID/maps (split at newlines only: the kernel escapes those in names)."""
     exe = executable(pid)
     files: dict[bytes, MappedFile] = {}
     for line in _read_maps(pid).split(b"\n"):
@@ -148,10 +112,11 @@ def mapped_files(pid: int) -> list[MappedFile]:
     return sorted(files.values(), key=lambda f: f.name != exe)  # stable: the executable first
 
 
-def _open_mapped(pid: int, mapped: MappedFile) -> int | None:
-    """An O_PATH descriptor of the mapped file if it is a regular file.
-    map_files gives the very file mapped (root only); without root, a dry
-    run reads the file by its path in the process's root."""
+def open_for_reading(pid: int, mapped: MappedFile) -> int | None:
+    """A descriptor reading the mapped file, opened by root for a child without
+    root (/proc/self/fd/N), if it is a regular file (reading a device could act
+    on it). map_files gives the very file mapped (root only); without root, a
+    dry run opens its path in the process's root."""
     flags = os.O_PATH | os.O_CLOEXEC
     try:
         fd = os.open(_proc(pid, "map_files", mapped.addresses), flags)
@@ -162,41 +127,26 @@ def _open_mapped(pid: int, mapped: MappedFile) -> int | None:
             return None
     except OSError:
         return None  # unmapped since maps was read
-    if stat.S_ISREG(os.fstat(fd).st_mode):
-        return fd
-    os.close(fd)  # a device or socket: opening it for reading could act on it
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
     return None
 
 
-def open_for_reading(pid: int, mapped: MappedFile) -> int | None:
-    """A descriptor reading the mapped file (a regular file), opened here,
-    by root, for a child without root to read (/proc/self/fd/N)."""
-    fd = _open_mapped(pid, mapped)
-    if fd is None:
-        return None
-    try:
-        return os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-# Seconds for everything read from the traced process's files at start-up
-# (notes, then enum names), by children without root (files/unprivileged).
-STARTUP_SECONDS = 30
-# Bounds of a probe's sites and arguments the child may report (sdt.h
-# passes at most 12 arguments).
+STARTUP_SECONDS = 30  # for all a start-up reads from the process's files (notes, enum names)
+# Bounds of a probe's sites and arguments the child may report (sdt.h passes at most 12).
 _MOST_SITES, _MOST_ARGS = 4096, 12
 
 
 def probe_holders(pid: int, wanted, deadline: float | None = None,
                   notes: dict | None = None) -> dict[tuple[str | None, str], MappedFile]:
-    """For each (provider or None, name) in ``wanted``, the first mapped
-    file holding that probe. Root opens the files; their notes are parsed
-    in one child without root (probegen.files.unprivileged), which reads
-    them only until all are found. ``notes``: filled with each found key's
-    sites there, each a tuple of its arguments' NoteFacts."""
+    """For each (provider or None, name) in ``wanted``, the first mapped file
+    holding it, its notes parsed in a child without root. ``notes``: filled
+    with each found key's sites, each a tuple of its arguments' NoteFacts."""
     from probegen.files.unprivileged import deadline_in, run_unprivileged
 
     files, descriptors = [], []
@@ -228,8 +178,7 @@ def probe_holders(pid: int, wanted, deadline: float | None = None,
 
 @dataclass(frozen=True)
 class NoteFacts:
-    """One argument of one probe site, as its note records it (``constant``:
-    the literal it passes, when it is an integer literal)."""
+    """One argument of one probe site as its note has it (``constant``: an integer literal passed)."""
 
     size: int
     signed: bool
@@ -248,9 +197,9 @@ def _sites_ok(sites) -> bool:
 
 
 def _holders_in(paths: list[str], wanted: list) -> list[list]:
-    """In the child: [index of the file, provider or None, name, sites] for
-    the first file of ``paths`` holding each wanted probe; each site a list
-    of its arguments' [size, signed, floating, integer literal or None]."""
+    """In the child: [file index, provider or None, name, sites] for the first
+    file holding each wanted probe; a site: its arguments' [size, signed,
+    floating, integer literal or None]."""
     from probegen.elf.notes import ElfError, read_binary
 
     missing = {tuple(key) for key in wanted}
@@ -275,32 +224,22 @@ def _holders_in(paths: list[str], wanted: list) -> list[list]:
 
 def _literal(arg) -> int | None:
     """The integer literal a note argument passes ('-4@$0'), else None."""
-    operand = arg.operand
+    operand = getattr(arg, "operand", None)
     if getattr(operand, "kind", None) == "constant" and type(operand.value) is int \
             and -(1 << 63) <= operand.value < 1 << 64:
         return operand.value
     return None
 
 
-def true_name(pid: int, mapped: MappedFile) -> bytes:
-    """The mapped file's name as the kernel holds it (map_files, root only),
-    else as /proc/PID/maps shows it."""
-    try:
-        return os.readlink(bytes(_proc(pid, "map_files", mapped.addresses)))
-    except OSError:
-        return mapped.name
-
-
 def attach_target(pid: int, mapped: MappedFile, what: str) -> str:
-    """The quoted attach-point target naming ``mapped`` for bpftrace -p PID,
-    or InputError if bpftrace 0.17 cannot name it exactly.
-
-    bpftrace -p matches targets against the names BCC reads from
-    /proc/PID/maps, prefixed with /proc/PID/root; giving that prefix also
-    spares bpftrace from resolving the name in its own mount namespace."""
-    real = true_name(pid, mapped)
-    names = [mapped.name] if real == mapped.name else [real, mapped.name]
-    for name in names:
+    """The quoted target naming ``mapped`` for bpftrace -p PID (which matches
+    /proc/PID/root and the name in /proc/PID/maps), or InputError if
+    bpftrace 0.17 cannot name it exactly."""
+    try:  # the name as the kernel holds it (root only)
+        real = os.readlink(bytes(_proc(pid, "map_files", mapped.addresses)))
+    except OSError:
+        real = mapped.name
+    for name in (real, mapped.name):
         for byte, why in _UNNAMEABLE.items():
             if byte in name:
                 raise InputError(f"probegen trace: error: {what} of process {pid} is in {shown(real)}, a file "
@@ -318,9 +257,8 @@ def wanted_probes(script: Script) -> set[tuple[str | None, str]]:
 
 
 def resolve(script: Script, pid: int, holders: dict, exe_target) -> str:
-    """The script with its markers replaced for this process, in one pass,
-    so that nothing substituted is scanned again. ``exe_target``: a
-    function giving the quoted target of the executable."""
+    """The script with its markers replaced for this process, in one pass (nothing
+    substituted is scanned again). ``exe_target()``: the executable's target."""
     missing = sorted({f"{p}:{n}" if p else n for p, n in wanted_probes(script) if (p, n) not in holders})
     if missing:
         raise InputError(
@@ -374,10 +312,7 @@ def combine(scripts: list[Script], texts: list[str]) -> str:
 
 
 def header(scripts: list[Script], wanted) -> str:
-    """A BEGIN block saying the probes are attached (bpftrace runs BEGIN
-    after attaching every probe), for scripts that have none: generated
-    scripts leave BEGIN to whoever runs them (SPDK's bpftrace.sh adds its
-    own)."""
+    """A BEGIN block (run once every probe is attached) saying so, for scripts that have none."""
     if any("BEGIN" in SPECIAL_PROBE.findall(s.text) for s in scripts):
         return ""
     names = ", ".join(Path(s.path).stem for s in scripts)
@@ -388,8 +323,7 @@ def header(scripts: list[Script], wanted) -> str:
 
 
 def strlen(text: str) -> int | None:
-    """BPFTRACE_STRLEN the generated scripts ask for, if any (read from the
-    scripts as written, never from what was substituted into them)."""
+    """BPFTRACE_STRLEN the scripts as written (not substituted) ask for, if any."""
     values = [int(v) for v in _STRLEN.findall(text)]
     return max(values) if values else None
 
@@ -405,9 +339,8 @@ def _executable_mapping(pid: int) -> MappedFile:
 
 def program_for(pid: int, paths=(), *, scripts=(), duration: int | None = None, catalog=None,
                 debug_info: bool = True, big_strings: bool | None = None, deadline: float | None = None) -> str:
-    """The bpftrace program `probegen trace` would run: the scripts at
-    ``paths`` and the ``scripts`` given as text (summary programs), for a
-    bpftrace holding big strings or not (None: as the one on PATH does)."""
+    """The program `probegen trace` would run for the scripts at ``paths`` and
+    given as text, for a bpftrace holding big strings or not (None: as on PATH)."""
     check_process(pid)
     if big_strings is None:
         path = shutil.which("bpftrace")
@@ -418,12 +351,10 @@ def program_for(pid: int, paths=(), *, scripts=(), duration: int | None = None, 
 
 def _program(pid: int, scripts: list[Script], duration: int | None = None, catalog=None, debug_info: bool = True,
              big: bool = False, tids: bool = False, deadline: float | None = None) -> tuple[str, int, dict]:
-    """(the program, the USDT probes it attaches, the labels of each probe
-    line made again for the process). ``catalog``: the line scripts
-    probegen made from it are made again for the process (runtime/fit.py);
-    ``big``: bpftrace holds big strings; ``tids``: those lines name their
-    thread too (runtime/hitlines.py); ``deadline``: the start-up's, shared
-    by every file read for it (a new one if None)."""
+    """(the program, the USDT probes it attaches, the labels of each line made
+    again for the process from ``catalog``). ``big``: bpftrace holds big
+    strings; ``tids``: those lines name their thread too; ``deadline``: the
+    start-up's, for every file it reads."""
     from probegen.runtime import fit
 
     from probegen.files.unprivileged import deadline_in
@@ -456,38 +387,19 @@ def _program(pid: int, scripts: list[Script], duration: int | None = None, catal
     return program, len(wanted), fitted
 
 
-def command(pid: int, program_file: str, output: str | None = None, bpftrace: str = "bpftrace",
-            json: bool = False) -> list[str]:
-    argv = [bpftrace, "-p", str(pid)]
-    if output is not None:
-        argv += ["-o", output]
-    if json:
-        argv += ["-f", "json"]
-    return argv + [program_file]
-
-
-def find_bpftrace() -> str:
-    path = shutil.which("bpftrace")
-    if path is None:
-        raise InputError("probegen trace: error: bpftrace not found on PATH (install the bpftrace package)")
-    return path
-
-
 def run(pid: int, paths=(), output: str | None = None, *, scripts=(), duration: int | None = None,
         json_lines=None, catalog=None, debug_info: bool = True, tap=lambda lines: lines,
         labels: dict | None = None, deadline: float | None = None) -> int:
-    """Trace until bpftrace ends (Ctrl-C, SIGTERM, ``duration`` seconds
-    after attaching, or the process exits); returns bpftrace's exit status.
-    ``scripts``: programs given as text, beside the files at ``paths``.
-    ``json_lines``: bpftrace prints JSON (-f json) and each line it prints
-    goes through it (runtime/summary.py's JsonLines, told the USDT probes
-    attached) on its way to the output. ``tap``: sees the joined lines
-    (runtime/trace_timeline.py's Recorder); ``labels`` (for the timeline):
-    updated with the labels of each probe line made again for the process,
-    before any line, and those lines name their thread for ``tap``."""
+    """Trace until bpftrace ends (Ctrl-C, SIGTERM, ``duration`` seconds after
+    attaching, or the process's exit); returns its exit status. ``json_lines``:
+    bpftrace prints -f json, converted by summary.JsonLines. ``tap``: sees the
+    joined lines (trace_timeline.Recorder); ``labels``: updated with those of
+    each line made again for the process, which then names its thread for ``tap``."""
     if os.geteuid() != 0:
         raise InputError("probegen trace: error: bpftrace needs root: run as root (e.g. with sudo)")
-    bpftrace = find_bpftrace()
+    bpftrace = shutil.which("bpftrace")
+    if bpftrace is None:
+        raise InputError("probegen trace: error: bpftrace not found on PATH (install the bpftrace package)")
     check_process(pid)
     scripts = read_scripts(paths) + list(scripts)
     program, attached, fitted = _program(pid, scripts, duration, catalog, debug_info, holds_big_strings(bpftrace),
@@ -498,25 +410,18 @@ def run(pid: int, paths=(), output: str | None = None, *, scripts=(), duration: 
     wanted = strlen("\n".join(s.text for s in scripts))
     if wanted and "BPFTRACE_STRLEN" not in env:
         env["BPFTRACE_STRLEN"] = str(wanted)
-    # NamedTemporaryFile: 0600 and O_EXCL under a random name, so nobody
-    # can swap the program between writing and bpftrace reading it.
-    # bpftrace, as root, would follow any link at the output path: the
-    # output is a descriptor opened here, under output's checks, that this
-    # process writes bpftrace's lines to.
+    # The program: 0600 and O_EXCL under a random name, so nobody can swap it.
+    # The output: opened here under output's checks (bpftrace would follow a link).
     output_fd = None if output is None else open_stream(output)
     try:
         with tempfile.NamedTemporaryFile("w", prefix="probegen-", suffix=".bt", encoding="utf-8") as file:
             file.write(program)
             file.flush()
+            argv = [bpftrace, "-p", str(pid), *(["-f", "json"] if json_lines is not None else []), file.name]
+            child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE)
             if json_lines is not None:
-                argv = command(pid, file.name, None, bpftrace, json=True)
-                child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE)
                 json_lines.attached = attached
                 return _relay(child, json_lines.convert, output_fd, errors="replace")
-            # Through a pipe: hits printed in parts are joined (one line per
-            # hit) and printed in timestamp order across CPUs.
-            argv = command(pid, file.name, None, bpftrace)
-            child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE)
             hits = Hits(tap, set(fitted) if labels is not None else ())
             return _relay(child, hits.feed, output_fd, hits.finish, tick=True)
     finally:
@@ -525,11 +430,9 @@ def run(pid: int, paths=(), output: str | None = None, *, scripts=(), duration: 
 
 
 class Hits:
-    """bpftrace's lines as trace prints them: split hits joined, then put
-    in timestamp order; ``tap`` sees each finished line before it goes out
-    (runtime/trace_timeline.py's Recorder), with the thread the lines of
-    probes in ``tids`` (made again for the process) print, which then is
-    taken off."""
+    """bpftrace's lines as trace prints them: split hits joined, in timestamp
+    order; ``tap`` sees each line first, with the thread the lines of
+    probes in ``tids`` print, which is then taken off."""
 
     def __init__(self, tap=lambda lines: lines, tids=frozenset()) -> None:
         self.joiner = HitJoiner(keep_tid=tids)
@@ -553,15 +456,10 @@ class Hits:
 
 def _relay(child: subprocess.Popen, convert, output_fd: int | None, finish=None, tick: bool = False,
            errors: str = "surrogateescape") -> int:
-    """Copy the child's lines through ``convert`` to the output as they
-    come (read in bulk, written a burst at a time, so a reader sees each
-    interval at once and a busy tracer costs little); ``tick``:
-    ``convert(None)`` is also called when nothing came for a tenth of a
-    second (held lines fall due); ``finish()``: lines still held when the
-    child's output ends. Ctrl-C or SIGTERM sent to us go to the child, so
-    it prints its maps and exits cleanly rather than being orphaned. Bytes
-    that are not UTF-8 (the traced process's strings) are written back as
-    they came (``errors``)."""
+    """Copy the child's lines through ``convert`` to the output, a burst at a
+    time; ``tick``: ``convert(None)`` too after a tenth of a second without
+    any (held lines fall due); ``finish()``: lines held at the end. Ctrl-C
+    and SIGTERM go to the child, which prints its maps and exits."""
     import sys
 
     if output_fd is None:

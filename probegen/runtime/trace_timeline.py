@@ -1,6 +1,5 @@
-"""``probegen trace --timeline FILE``: the hits its scripts print, read
-back from their lines, and the catalog's spans between them, written as
-trace-event JSON by runtime/timeline.py (which the BCC tools carry too)."""
+"""``probegen trace --timeline FILE``: the hits read back from the lines printed,
+and the catalog's spans between them, as trace-event JSON (runtime/timeline.py)."""
 
 from __future__ import annotations
 
@@ -16,10 +15,8 @@ from probegen.runtime.timeline import trace_events
 
 
 class Recorder:
-    """Hits from the lines ``probegen trace`` prints (``SECONDS.MICROS: PROBE
-    label=value ...``), each on its thread's track where the line names it
-    (``PROBE [tid TID]``: lines made for the process), else on the
-    process's. ``labels``: probe -> its values' labels, in order."""
+    """Hits from the lines trace prints (``SECONDS.MICROS: PROBE [tid TID] label=value
+    ...``; without a tid, on the process's track). ``labels``: probe -> its labels."""
 
     def __init__(self, labels, spans, pid):
         self.labels, self.spans, self.pid, self.hits = labels, spans, pid, []
@@ -50,8 +47,7 @@ class Recorder:
 
 
 def with_timeline(path, catalog, pid, run) -> int:
-    """run(tap, labels) with the hits it prints written to ``path`` at the end, as
-    trace-event JSON (runtime/timeline.py; the BCC tool's --timeline)."""
+    """run(tap, labels), the hits it prints then written to ``path``."""
     if catalog is None:
         raise InputError("probegen trace: error: --timeline needs the catalog (--catalog) to read the hits")
     labels = {p.name: [f.label for f in probe_line(catalog, p).fields] for p in catalog.probes}

@@ -158,10 +158,9 @@ import time
 import zlib
 
 def trace_events(hits, spans, pid):
-    """The trace-event object of ``hits`` [(ns, tid, probe, {arg: value})],
-    in time order, pairing each span's ends with its starts:
-    ``spans`` [(name, start probe, end probe, [(start arg, end arg)])],
-    matched by those arguments' values (by thread without any)."""
+    """The trace-event object of ``hits`` [(ns, tid, probe, {arg: value})] in time
+    order and ``spans`` [(name, start probe, end probe, [(start arg, end arg)])],
+    an end matched to a start by those arguments' values (else by thread)."""
     events, open_ = [], {}
     for ns, tid, probe, args in hits:
         events.append({"name": probe, "ph": "i", "s": "t", "ts": ns / 1000, "pid": pid, "tid": tid, "args": args})
@@ -180,8 +179,7 @@ UNKNOWN = "UNKNOWN"  # an enum value without a name prints UNKNOWN(n)
 UNITS = {False: ("usecs", "us", 1000), True: ("msecs", "ms", 1000000)}  # by -m: text, JSON, ns per unit
 STARS = 40  # width of a histogram's distribution column
 POLL_MS = 100  # how long a turn of the main loop waits for events
-# A hit waits this long after its timestamp before it prints, so that the
-# other CPUs' buffers (read in turn, each poll) can deliver earlier ones.
+# A hit waits this long before it prints, for other CPUs' earlier hits.
 REORDER_NS = 250 * 1000 * 1000
 REORDER_MAX = 100000  # hits held at most; past that the oldest prints at once
 MAX_IN_FLIGHT = 10240  # span starts kept at once per span (its BPF hash)
@@ -199,18 +197,14 @@ def text(raw):
 
 
 def printable(value):
-    """Text from the traced process (file names, enum names from its
-    DWARF) for a terminal: control characters and backslashes escaped."""
+    """The traced process's text for a terminal: control characters and backslashes escaped."""
     return "".join(c if c.isprintable() and c != "\\" else c.encode("unicode_escape", "backslashreplace").decode()
                    for c in value)
 
 
 class Field:
-    """One printed value: its label, the note argument holding it (0-based),
-    its format ("s32", "u8", "x64", "s32:ENUM", "ptr", "str:MAX_LEN",
-    "buf:ARG:MAX_LEN" for a string of the length argument ARG holds, or for
-    a member "chars:SIZE", "flex:MAX_LEN") and, for a struct member,
-    (struct, member path)."""
+    """One printed value: its label, note argument (0-based), format (see the
+    PROBES table) and, for a struct member, (struct, member path)."""
 
     def __init__(self, label, arg, fmt, member=None):
         self.label, self.arg, self.fmt, self.member = label, arg, fmt, member
@@ -240,16 +234,14 @@ class Field:
         return ct.c_char * (self.max_len + 1) if self.is_string else ct.c_uint64
 
     def catalog_type(self):
-        """The argument's C type as the catalog has it (the pointer, for a
-        string or a member)."""
+        """The argument's C type in the catalog (the pointer, for a string or a member)."""
         if self.is_string or self.kind == "ptr" or self.member:
             return "uint64_t"
         return "%sint%d_t" % ("" if self.signed else "u", self.catalog_bits)
 
     def bind(self, note_type):
-        """Take the note's C type of the argument (None: the note has no such
-        argument). The value is read at the note's width; it keeps the
-        catalog's sign when the widths agree, else takes the note's."""
+        """Read at the note's C type (None: no such argument), with the
+        catalog's sign where the widths agree, else the note's."""
         self.missing = note_type is None
         if note_type is not None and not self.is_string and self.kind != "ptr" and not self.member:
             self.bits = int(re.sub(r"\D", "", note_type))
@@ -257,8 +249,7 @@ class Field:
                 self.signed = not note_type.startswith("u")
 
     def c_read(self, dst, note_type, length_type=None):
-        """C statements reading the value into ``dst`` (an event member);
-        ``length_type``: the note's C type of a buf's length argument."""
+        """C reading the value into ``dst``; ``length_type``: a buf's length's note type."""
         if note_type is None:
             return ""
         if self.kind == "buf":  # exactly min(length, max_len) bytes; a negative length (or past 2**63) none
@@ -479,25 +470,22 @@ SPAN_END_C = """struct span_ID_start *begun = span_ID_starts.lookup(&t->key);
 
 
 def fill(template, **values):
-    """The template with its placeholders replaced, in one pass (a value is
-    never searched for placeholders)."""
+    """The template's placeholders replaced in one pass (values are not searched)."""
     names = sorted(values, key=len, reverse=True)
     return re.sub("|".join(names), lambda m: str(values[m[0]]), template)
 
 
 def note_types(readers):
-    """{(fn_name, argument 0-based): C type} from BCC's argument readers: the
-    size each one takes (BCC's rule: the largest size among the probe's
-    locations, each location's value converted to it)."""
+    """{(fn_name, argument 0-based): C type} from BCC's argument readers (the
+    widest of the probe's locations)."""
     found = re.findall(r"_bpf_readarg_(\w+?)_(\d+)\(struct pt_regs \*ctx, void \*dest, size_t len\) \{\s*"
                        r"if \(len != sizeof\((\w+)\)\)", readers)
     return {(fn, int(n) - 1): c_type for fn, n, c_type in found}
 
 
 def program_text(tool, args, probes, spans, types=None):
-    """The BPF C of the mode chosen for these probes. types: note_types()
-    of the enabled probes; without it (--ebpf alone) every argument is read
-    at the catalog's width."""
+    """The BPF C of the mode chosen. types: note_types() (None: --ebpf alone,
+    every argument at the catalog's width)."""
     parts = ["#include <uapi/linux/ptrace.h>", tool.structs]
     if args.count:
         parts.append("BPF_PERCPU_ARRAY(counts, u64, %d);  /* per CPU, added atomically */" % len(tool.probes))
@@ -578,8 +566,8 @@ def format_histogram(unit, table):
 
 
 class Histograms:
-    """Span durations in log2 slots per span and by (or key) value, read from
-    the kernel's histograms as the change since the last read (never cleared)."""
+    """Span durations in log2 slots per span and by (or key) value: the
+    change in the kernel's histograms (never cleared) since the last read."""
 
     def __init__(self, tool, spans, per_key, milliseconds):
         self.tool, self.spans = tool, {s.number: s for s in spans}
@@ -692,10 +680,8 @@ def hit_line(hit, as_json):
 
 
 class Reorder:
-    """Hits in timestamp order across CPUs (each CPU has its own perf
-    buffer, read in turn): a hit is held until REORDER_NS after its
-    timestamp, at most REORDER_MAX of them (past that the oldest prints). One
-    arriving after a later hit printed prints at once, counted as late."""
+    """Hits in timestamp order across CPUs' perf buffers: each held REORDER_NS,
+    at most REORDER_MAX of them; one older than a hit printed prints at once, counted late."""
 
     def __init__(self, out):
         self.out, self.held, self.order, self.printed, self.late = out, [], 0, 0, 0
@@ -732,16 +718,12 @@ def listing(tool):
 
 # --- enum names from debug info ------------------------------------------
 
-# The traced process chooses its executable, the libraries it maps and
-# their debug info; the tool runs as root. Root only opens them (regular
-# files, without blocking); a child that has given up root parses them,
-# within one deadline for all files, memory and output limits.
+# Root only opens the traced files; a child without root parses them (doc/security.md).
 DWARF_SECONDS = 10
 DWARF_MEMORY = 1 << 30  # address space of the child
 DWARF_OUTPUT = 1 << 20  # bytes of results read from it
 SECTION_BYTES = 256 << 20  # a debug section larger than this, inflated or not, is not read
-# A compressed section's claim is believed within what zlib makes of real
-# DWARF (3-10x), with room to spare, as probegen's own reader does.
+# A compressed section's claimed size is believed up to this (real DWARF: 3-10x).
 EXPANSION, EXPANSION_SLACK = 64, 1 << 20
 
 
@@ -761,9 +743,8 @@ def open_regular(path):
 
 
 def dwarf_enums(file, wanted):
-    """{enum: ((enumerator, value), ...)} of the ``wanted`` enums defined at
-    the top of the file's compile units, reading units only until all are
-    found; None if the file has no DWARF. ImportError without pyelftools."""
+    """{enum: ((enumerator, value), ...)} of the ``wanted`` enums at the top of
+    the file's units, read until all are found; None without DWARF."""
     from elftools.elf.elffile import ELFFile
 
     elf = ELFFile(file)
@@ -796,10 +777,8 @@ def dwarf_enums(file, wanted):
 
 
 def check_claim(section):
-    """ValueError if an SHF_COMPRESSED section claims more than its stored
-    bytes make of real DWARF, or its stream inflates past the claim (a zip
-    bomb: pyelftools would parse the zeros it inflates); inflates a chunk
-    at a time, keeping none."""
+    """ValueError if a compressed section claims too much or inflates past its
+    claim (a zip bomb), inflated a chunk at a time, keeping none."""
     stored, claimed = section["sh_size"], section.data_size
     if claimed > stored * EXPANSION + EXPANSION_SLACK:
         raise ValueError("%s claims %d bytes inflated from %d" % (section.name, claimed, stored))
@@ -841,8 +820,7 @@ def owner(pid):
 
 def read_enums(files, wanted, pid=None, seconds=DWARF_SECONDS):
     """[(shown name, {enum: enumerators} or None, why not or None)] of the
-    files, in order, until the wanted enums are all found: parsed by a child
-    process, confined, within one deadline for them all."""
+    files until the wanted enums are found, parsed by a confined child."""
     results = [[shown, None, "debug info of '%s' not read within %d s" % (shown, seconds)] for shown, _ in files]
     opened = []
     for result, (shown, path) in zip(results, files):
@@ -898,8 +876,7 @@ def parse_enums(shown, file, wanted):
 
 
 def shown_names(enumerators, strip):
-    """value -> printed name, as the generator makes the catalog's: the
-    prefix stripped, an alias keeping the first name; escaped."""
+    """value -> printed name as the catalog's: prefix stripped, an alias keeping the first name."""
     names = {}
     for name, value in enumerators:
         names.setdefault(value, printable(name[len(strip):] if strip and name.startswith(strip) and name != strip
@@ -908,9 +885,8 @@ def shown_names(enumerators, strip):
 
 
 def traced_files(args, holders):
-    """(shown name, path to open) of the files whose DWARF names the enums:
-    the executable (-p) or BINARY, then the files holding the probes, each
-    once; names shown escaped."""
+    """(shown name, path) of the executable (-p) or BINARY, then the files
+    holding the probes, each once."""
     files = [(args.binary, args.binary)] if args.binary is not None else []
     if args.pid is not None:
         exe = "/proc/%d/exe" % args.pid
@@ -927,8 +903,8 @@ def traced_files(args, holders):
 
 
 def use_debug_info(tool, enums, files, pid=None, seconds=DWARF_SECONDS):
-    """Each enum's names from the first file whose DWARF has it, put in
-    the tool's tables; returns the stderr lines saying each one's source."""
+    """Each enum's names from the first file's DWARF that has it, into the
+    tool's tables; returns the lines saying each one's source."""
     missing, reasons, by_file = list(enums), [], {}
     for shown, found, reason in read_enums(files, enums, pid, seconds) if enums else []:
         if reason:
@@ -946,11 +922,12 @@ def use_debug_info(tool, enums, files, pid=None, seconds=DWARF_SECONDS):
     lines = ["enum names from the debug info of '%s': %s" % (shown, ", ".join(done)) for shown, done in by_file.items()]
     why = "; ".join(reasons) or "no file to read"
     return lines + ["enum names of %s from the catalog (as the tool has them): %s" % (enum, why) for enum in missing]
+
+
 # --- attaching -----------------------------------------------------------
 
 class BccUsdt(ct.Structure):
-    """libbcc's struct bcc_usdt (bcc_usdt.h of BCC 0.26); the binding's copy
-    lacks the last member, the semaphore's offset in its file."""
+    """libbcc's struct bcc_usdt (BCC 0.26), with the semaphore's offset the binding's copy lacks."""
 
     _fields_ = [
         ("provider", ct.c_char_p), ("name", ct.c_char_p), ("bin_path", ct.c_char_p),
@@ -960,15 +937,12 @@ class BccUsdt(ct.Structure):
 
 
 class Libbcc:
-    """The libbcc calls tools make with their C prototypes (libbpf.h and
-    bcc_usdt.h of BCC 0.26), on a handle of their own so BCC's binding
-    keeps its declarations."""
+    """The libbcc calls tools make, on a handle of their own (BCC's binding declares
+    bpf_attach_uprobe without the semaphore's offset)."""
 
     def __init__(self, name="libbcc.so.0"):
         self.lib = ct.CDLL(name, use_errno=True)
         self.callback = ct.CFUNCTYPE(None, ct.POINTER(BccUsdt))
-        # int bpf_attach_uprobe(int progfd, enum bpf_probe_attach_type, const char *ev_name,
-        #                       const char *binary_path, uint64_t offset, pid_t pid, uint32_t ref_ctr_offset)
         self.attach_uprobe = self.declare("bpf_attach_uprobe", ct.c_int, ct.c_int, ct.c_int, ct.c_char_p,
                                           ct.c_char_p, ct.c_uint64, ct.c_int, ct.c_uint32)
         self.close_perf_event_fd = self.declare("bpf_close_perf_event_fd", ct.c_int, ct.c_int)
@@ -992,8 +966,7 @@ class Libbcc:
 
 
 def attach(bpf, usdt, provider, names, libbcc):
-    """Attach every enabled location of the probes (names: fn_name -> probe
-    name); returns the perf event fds, or an error."""
+    """Attach every enabled location (names: fn_name -> probe name): the perf event fds, or an error."""
     from bcc import BPF
 
     offsets = libbcc.semaphore_offsets(usdt.get_context())
@@ -1020,9 +993,8 @@ def fail(message):
 
 
 class Stop:
-    """Set by Ctrl-C and SIGTERM (an exception raised inside BCC's ctypes
-    callback would be swallowed), and when the traced process exits (its
-    pidfd turns readable, zombie or not); the loop ends at its next turn."""
+    """Set by Ctrl-C and SIGTERM (an exception in BCC's callbacks would be
+    swallowed) and by the traced process's exit (its pidfd readable)."""
 
     def __init__(self, pid):
         self.signalled, self.fd = False, None
@@ -1043,9 +1015,8 @@ def warn(message):
 
 
 def bind(tool, usdt, probes, spans, names):
-    """Bind the fields to the notes of the probes enabled (names: fn_name ->
-    probe); warn of an argument count other than the catalog's; returns
-    the note types and the spans whose probes and values are all there."""
+    """Bind the fields to the enabled probes' notes (names: fn_name -> probe),
+    warning of other argument counts: (note types, spans with all their values)."""
     types = note_types(usdt.get_text())
     for found in usdt.enumerate_probes():
         probe = tool.by_name.get(text(found.name))
@@ -1139,8 +1110,7 @@ def main(tool, argv=None):
 
 
 def run(tool, args, bpf, probes, spans, stop):
-    """Collect until Ctrl-C, SIGTERM, --duration or the traced process's
-    exit; print the summaries (each --interval and at the end)."""
+    """Collect until Ctrl-C, SIGTERM, --duration or the process's exit; print the summaries."""
     sys.stdout.reconfigure(line_buffering=True, errors="surrogateescape")
     histograms = Histograms(tool, spans, args.per_key, args.milliseconds) if args.hist else None
     counts = Counters(bpf["counts"], len(tool.probes)) if args.count else None
