@@ -525,8 +525,9 @@ def hit_line(hit, as_json):
 
 
 class Reorder:
-    """Hits in timestamp order across CPUs' perf buffers: each held REORDER_NS,
-    at most REORDER_MAX of them; one older than a hit printed prints at once, counted late."""
+    """Hits (timestamp in ns first) in timestamp order across CPUs' buffers: each
+    held REORDER_NS, at most REORDER_MAX of them; one older than a hit printed
+    prints at once, counted late. probegen trace orders bpftrace's lines with it."""
 
     def __init__(self, out):
         self.out, self.held, self.order, self.printed, self.late = out, [], 0, 0, 0

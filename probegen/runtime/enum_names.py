@@ -32,12 +32,13 @@ class EnumSources:
                    for enum, why in self.from_catalog.items()])
 
 
-def from_debug_info(catalog: Catalog, enums: list[str], files) -> EnumSources:
-    """Each enum's names from the first of ``files`` ((shown name, path)) whose DWARF has it."""
+def from_debug_info(catalog: Catalog, enums: list[str], files) -> dict:
+    """In the child: each enum's names from the first of ``files`` ((shown name,
+    path)) whose DWARF has it, as plain data (_checked_sources reads it)."""
     from probegen.dwarf import DwarfTypes
     from probegen.generators.typesource import TypeSource
 
-    sources = EnumSources()
+    found: dict = {"binary": {}, "script": {}}
     missing = list(enums)
     reasons = []
     for shown, path in files:
@@ -55,13 +56,13 @@ def from_debug_info(catalog: Catalog, enums: list[str], files) -> EnumSources:
             source = TypeSource(types)
             for enum in list(missing):
                 if source.enumerators(enum):
-                    sources.from_binary[enum] = (shown, enum_table(catalog, enum, source))
+                    found["binary"][enum] = [shown, [list(row) for row in enum_table(catalog, enum, source).names]]
                     missing.remove(enum)
             if missing:
                 reasons.append(f"not in the debug info of {shown}")
     for enum in missing:
-        sources.from_catalog[enum] = "; ".join(reasons) or "no file to read"
-    return sources
+        found["script"][enum] = "; ".join(reasons) or "no file to read"
+    return found
 
 
 def for_process(catalog: Catalog, pid: int, holders: dict, enums: list[str],
@@ -82,7 +83,7 @@ def for_process(catalog: Catalog, pid: int, holders: dict, enums: list[str],
             if fd is not None:
                 descriptors.append(fd)
                 opened.append((trace.shown(mapped.name), f"/proc/self/fd/{fd}"))
-        found = run_unprivileged(_plain_sources, catalog, enums, opened,
+        found = run_unprivileged(from_debug_info, catalog, enums, opened,
                                  deadline=deadline or deadline_in(trace.STARTUP_SECONDS),
                                  what=f"reading enum names from the debug info of process {pid}'s files",
                                  modules=_READER_MODULES)
@@ -98,14 +99,6 @@ def for_process(catalog: Catalog, pid: int, holders: dict, enums: list[str],
 # What the child runs with (imported before it gives up root).
 _READER_MODULES = ("elftools", "probegen.elf", "probegen.dwarf", "probegen.generators.typesource",
                    "probegen.generators.lines")
-
-
-def _plain_sources(catalog: Catalog, enums: list[str], opened) -> dict:
-    """In the child: from_debug_info as plain data."""
-    sources = from_debug_info(catalog, enums, opened)
-    return {"binary": {enum: [shown, [list(row) for row in table.names]]
-                       for enum, (shown, table) in sources.from_binary.items()},
-            "script": sources.from_catalog}
 
 
 def _checked_sources(found, enums: list[str], shown_names: set[str]) -> EnumSources:

@@ -1,6 +1,6 @@
-"""Join the lines of hits that generated bpftrace scripts print in parts, and
-put hits in timestamp order. A hit too long for one printf prints N lines
-(each one perf record, so never mixed with another CPU's text)::
+"""Join the lines of hits that generated bpftrace scripts print in parts. A hit
+too long for one printf prints N lines (each one perf record, so never mixed
+with another CPU's text)::
 
     SECONDS.MICROSECONDS: PROBE [tid TID 1/N] name=value ...
     SECONDS.MICROSECONDS: PROBE [tid TID K/N] +TEXT
@@ -12,12 +12,11 @@ Joined, they are ``SECONDS.MICROSECONDS: PROBE name=value ...`` (with
 
 from __future__ import annotations
 
-import heapq
 import re
-import time
 
 TID = re.compile(r"(?P<head>\d+\.\d{6}: (?P<probe>\S+)) \[tid (?P<tid>\d+)\]")
 PART = re.compile(r"(?P<head>\d+\.\d{6}: (?P<probe>\S+)) \[tid (?P<tid>\d+) (?P<part>\d+)/(?P<parts>\d+)\](?P<rest>.*)")
+STAMP = re.compile(r"(\d+)\.(\d{6}): ")  # bpftrace's nsecs (CLOCK_MONOTONIC)
 CONTINUED = " +"
 
 
@@ -68,40 +67,3 @@ def join_lines(lines) -> list[str]:
     joiner = HitJoiner()
     joined = [shown for line in lines for shown in joiner.feed(line)]
     return joined + joiner.finish()
-
-
-STAMP = re.compile(r"(\d+)\.(\d{6}): ")  # bpftrace's nsecs (CLOCK_MONOTONIC)
-# bpftrace prints each CPU's perf buffer in turn: a hit is held until it is
-# WINDOW seconds old (or LIMIT are held), then printed in timestamp order.
-WINDOW = 0.25
-LIMIT = 10_000
-
-
-class Reorder:
-    """Hit lines in timestamp order; other lines print at once, after every hit held."""
-
-    def __init__(self, window: float = WINDOW, limit: int = LIMIT, clock=time.monotonic):
-        self._held: list[tuple[int, int, str]] = []  # a heap: (microseconds, arrival, line)
-        self._arrived = 0
-        self._window = int(window * 1_000_000)
-        self._limit = limit
-        self._clock = clock
-
-    def feed(self, line: str) -> list[str]:
-        match = STAMP.match(line)
-        if match is None:
-            return self.finish() + [line]
-        heapq.heappush(self._held, (int(match[1]) * 1_000_000 + int(match[2]), self._arrived, line))
-        self._arrived += 1
-        return self.due()
-
-    def due(self) -> list[str]:
-        """The held hits whose time has come."""
-        oldest = int(self._clock() * 1_000_000) - self._window
-        out = []
-        while self._held and (self._held[0][0] <= oldest or len(self._held) > self._limit):
-            out.append(heapq.heappop(self._held)[2])
-        return out
-
-    def finish(self) -> list[str]:
-        return [heapq.heappop(self._held)[2] for _ in range(len(self._held))]

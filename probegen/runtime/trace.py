@@ -22,7 +22,8 @@ from probegen.errors import InputError
 from probegen.files.inputs import read_input
 from probegen.files.output import open_stream
 from probegen.generators.escape import printf_literal
-from probegen.runtime.hitlines import TID, HitJoiner, Reorder
+from probegen.runtime.bcc import Reorder
+from probegen.runtime.hitlines import STAMP, TID, HitJoiner
 
 _STRLEN = re.compile(r"BPFTRACE_STRLEN=(\d+)")
 # address perms offset dev inode path; a path is what follows the spaces.
@@ -436,9 +437,21 @@ class Hits:
 
     def __init__(self, tap=lambda lines: lines, tids=frozenset()) -> None:
         self.joiner = HitJoiner(keep_tid=tids)
-        self.order = Reorder()
-        self.tap = lambda lines: [self._untid(line) for line in tap(lines)]
-        self.tids = tids
+        self.ready: list[str] = []
+        self.order = Reorder(lambda hit: self.ready.append(hit[1]))
+        self.tap, self.tids = tap, tids
+
+    def _add(self, line: str) -> None:
+        match = STAMP.match(line)
+        if match is None:  # no hit (a banner, maps at exit): after every hit held
+            self.order.release()
+            self.ready.append(line)
+        else:
+            self.order.add(((int(match[1]) * 1000000 + int(match[2])) * 1000, line))
+
+    def _take(self) -> list[str]:
+        lines, self.ready = self.ready, []
+        return [self._untid(line) for line in self.tap(lines)]
 
     def _untid(self, line: str) -> str:
         match = TID.match(line)
@@ -446,12 +459,16 @@ class Hits:
 
     def feed(self, line: str | None) -> list[str]:
         """Lines to print after ``line`` (None: none came, time passed)."""
-        if line is None:
-            return self.tap(self.order.due())
-        return self.tap([out for joined in self.joiner.feed(line.rstrip("\n")) for out in self.order.feed(joined)])
+        for joined in self.joiner.feed(line.rstrip("\n")) if line is not None else ():
+            self._add(joined)
+        self.order.due()
+        return self._take()
 
     def finish(self) -> list[str]:
-        return self.tap([out for held in self.joiner.finish() for out in self.order.feed(held)] + self.order.finish())
+        for held in self.joiner.finish():
+            self._add(held)
+        self.order.release()
+        return self._take()
 
 
 def _relay(child: subprocess.Popen, convert, output_fd: int | None, finish=None, tick: bool = False,
