@@ -6,6 +6,7 @@ process is not trusted: doc/security.md says how its file names are kept inert.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import select
@@ -329,13 +330,13 @@ def strlen(text: str) -> int | None:
     return max(values) if values else None
 
 
-def _executable_mapping(pid: int) -> MappedFile:
+def _executable_target(pid: int) -> str:
     exe = executable(pid)
     files = mapped_files(pid)
     if not files or files[0].name != exe:
         raise InputError(f"probegen trace: error: process {pid} does not map its executable {shown(exe)} "
                          f"under that name in /proc/{pid}/maps: cannot name it to bpftrace")
-    return files[0]
+    return attach_target(pid, files[0], "the executable")
 
 
 def program_for(pid: int, paths=(), *, scripts=(), duration: int | None = None, catalog=None,
@@ -356,9 +357,8 @@ def _program(pid: int, scripts: list[Script], duration: int | None = None, catal
     again for the process from ``catalog``). ``big``: bpftrace holds big
     strings; ``tids``: those lines name their thread too; ``deadline``: the
     start-up's, for every file it reads."""
-    from probegen.runtime import fit
-
     from probegen.files.unprivileged import deadline_in
+    from probegen.runtime import fit
 
     deadline = deadline or deadline_in(STARTUP_SECONDS)
     groups = {n: g for n, s in enumerate(scripts) if (g := fit.generated_group(s, catalog))}
@@ -372,13 +372,7 @@ def _program(pid: int, scripts: list[Script], duration: int | None = None, catal
             raise InputError(f"probegen trace: error: process {pid} ({shown(executable(pid))}) has none of "
                              "the scripts' probes")
         wanted = set().union(*(wanted_probes(s) for s in scripts))
-    exe_cache: list[str] = []
-
-    def exe_target() -> str:
-        if not exe_cache:
-            exe_cache.append(attach_target(pid, _executable_mapping(pid), "the executable"))
-        return exe_cache[0]
-
+    exe_target = functools.cache(lambda: _executable_target(pid))
     texts = [resolve(s, pid, holders, exe_target) for s in scripts]
     program = combine(scripts, texts) + header(scripts, wanted)
     if duration is not None:
