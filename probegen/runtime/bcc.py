@@ -417,7 +417,7 @@ class Histograms:
     def __init__(self, tool, spans, per_key, milliseconds):
         self.tool, self.spans = tool, {s.number: s for s in spans}
         self.per_key = per_key
-        self.unit, self.json_unit, self.divisor = UNITS[milliseconds]
+        self.unit, self.json_unit = UNITS[milliseconds][:2]
         self.slots = {}  # (span number, ((label, text, json), ...)) -> {slot: count}
         self.seen = {}  # (span number, the key's bytes) -> count taken so far
 

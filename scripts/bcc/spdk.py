@@ -21,7 +21,7 @@ ENUMS = {
 # (name, group, doc, note arguments (SPDK's arg0 counted),
 #  [(label, argument (0-based), format[, (struct, member)])])
 # formats: s/u/x and bits (integers; x: hex; :ENUM: printed by name), ptr, str:MAX_LEN,
-# and for char array members chars:SIZE (flex:MAX_LEN: of no fixed size)
+# buf:LENGTH_ARGUMENT:MAX_LEN, and for char array members chars:SIZE (flex:MAX_LEN: of no fixed size)
 PROBES = [
     ('event_exec', 'event', "A reactor runs an event's function.", 4,
      [('fn', 1, 'ptr'), ('arg1', 2, 'ptr'), ('arg2', 3, 'ptr')]),
@@ -572,7 +572,7 @@ class Histograms:
     def __init__(self, tool, spans, per_key, milliseconds):
         self.tool, self.spans = tool, {s.number: s for s in spans}
         self.per_key = per_key
-        self.unit, self.json_unit, self.divisor = UNITS[milliseconds]
+        self.unit, self.json_unit = UNITS[milliseconds][:2]
         self.slots = {}  # (span number, ((label, text, json), ...)) -> {slot: count}
         self.seen = {}  # (span number, the key's bytes) -> count taken so far
 
