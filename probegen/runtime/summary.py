@@ -39,16 +39,16 @@ def summary_script(catalog: Catalog, pid: int, hist: str | None, count: str | No
     every one the process has)."""
     spans = _pick(hist, {s.name: s for s in catalog.spans}, "span", catalog)
     counted = _pick(count, {p.name: p for p in catalog.probes}, "probe", catalog)
-    named_spans, named_probes = bool(hist and _names(hist)), bool(count and _names(count))
-    if (spans is not None and not named_spans) or (counted is not None and not named_probes):
+    every_span, every_probe = hist is not None and not _names(hist), count is not None and not _names(count)
+    if every_span or every_probe:
         present = {name for _, name in probe_holders(pid, {(None, p.name) for p in catalog.probes}, deadline)}
-        if spans is not None and not named_spans:
+        if every_span:
             spans = [s for s in spans if s.start.name in present and s.end.name in present]
             if not spans:
                 raise InputError(f"probegen trace: error: process {pid} has the probes of none of "
                                  f"{catalog.path.name}'s spans" if catalog.spans else
                                  f"probegen trace: error: {catalog.path.name} declares no spans")
-        if counted is not None and not named_probes:
+        if every_probe:
             counted = [p for p in counted if p.name in present]
             if not counted:
                 raise InputError(f"probegen trace: error: process {pid} has none of {catalog.path.name}'s probes")
