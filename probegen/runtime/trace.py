@@ -280,16 +280,10 @@ def resolve(script: Script, pid: int, holders: dict, exe_target) -> str:
             return match[0].replace("__PID__", str(pid))  # digits: inert anywhere
         if match["pid"]:
             return str(pid)
-        start = match.start()
-        if match["usdt"]:
-            key = (match["provider"], match["name"])
-            inner_start, inner_end = match.span("usdt")
-            value = target(key, holders[key])
-        else:
-            inner_start, inner_end = match.span("exe")
-            value = exe_target()
-        text = match[0]
-        return text[: inner_start - start] + value + text[inner_end - start:]
+        key = (match["provider"], match["name"])
+        value = target(key, holders[key]) if match["usdt"] else exe_target()
+        inner_start, inner_end = match.span("usdt" if match["usdt"] else "exe")
+        return match[0][:inner_start - match.start()] + value + match[0][inner_end - match.start():]
 
     return LEXEME.sub(replace, script.text)
 
