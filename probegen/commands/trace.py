@@ -126,14 +126,11 @@ def run(args) -> int:
         from probegen.runtime.summary import JsonLines
 
         json_lines = JsonLines(catalog)
-
-    def traced(tap=lambda lines: lines, labels=None) -> int:
-        return trace.run(args.pid, args.scripts, args.output, scripts=texts, duration=args.duration,
-                         json_lines=json_lines, catalog=catalog, debug_info=not args.no_debug_info, tap=tap,
-                         labels=labels, deadline=deadline)
-
     if args.timeline is None:
-        return traced()
+        return trace.run(args.pid, args.scripts, args.output, scripts=texts, duration=args.duration,
+                         json_lines=json_lines, catalog=catalog, debug_info=not args.no_debug_info, deadline=deadline)
     from probegen.runtime.trace_timeline import with_timeline
 
-    return with_timeline(args.timeline, catalog, args.pid, traced)
+    return with_timeline(args.timeline, catalog, args.pid, lambda tap, labels: trace.run(
+        args.pid, args.scripts, args.output, scripts=texts, duration=args.duration, catalog=catalog,
+        debug_info=not args.no_debug_info, tap=tap, labels=labels, deadline=deadline))
