@@ -834,7 +834,7 @@ def attach(bpf, usdt, provider, names, libbcc):
 
 
 def fail(message):
-    print("%s: error: %s" % (os.path.basename(sys.argv[0]), message), file=sys.stderr)
+    warn("error: " + message)
     return 2
 
 
