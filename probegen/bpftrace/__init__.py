@@ -1,13 +1,10 @@
-"""What probegen knows about bpftrace, in one place: its printf
-conversions, its string and literal sizes, what each version can do, how a
-name becomes an attach-point string, and the lexemes of a script that
-markers are looked for in. Generators, lint, docs and trace import it.
+"""What probegen knows about bpftrace, in one place: printf conversions,
+string and literal sizes, what each version can do, attach-point strings,
+and the lexemes of a script that markers are looked for in.
 
-Two generations are in use: Debian 12's bpftrace 0.17, which keeps strings
-on the 512-byte BPF stack (64 bytes each by default, 200 at most), and
-0.21 and later (Debian 13: 0.23.2), which keep them off it, up to 1024
-bytes by default. Both refuse a second BEGIN and a usdt probe the binary
-lacks.
+Two generations are in use: Debian 12's 0.17 keeps strings on the 512-byte
+BPF stack (64 bytes each by default, 200 at most); 0.21 and later (Debian
+13: 0.23.2) keep them off it, up to 1024 bytes by default.
 """
 
 from __future__ import annotations
@@ -52,45 +49,27 @@ def cut_literal(text: str) -> str:
     return "".join(kept)
 
 
-def version(bpftrace: str) -> tuple[int, int] | None:
-    """(major, minor) of the bpftrace at this path, None if it says none."""
+def holds_big_strings(bpftrace: str) -> bool:
+    """The bpftrace at this path says it is 0.21 or later."""
     try:
         out = subprocess.run([bpftrace, "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
-        return None
+        return False
     match = re.search(r"v(\d+)\.(\d+)", out)
-    return (int(match[1]), int(match[2])) if match else None
+    return match is not None and (int(match[1]), int(match[2])) >= BIG_STRINGS
 
 
-def holds_big_strings(bpftrace: str) -> bool:
-    found = version(bpftrace)
-    return found is not None and found >= BIG_STRINGS
+# bpftrace 0.17 unescapes an attach-point string twice (see doc/security.md):
+# a backslash is written as four, a quote as \", any other byte outside
+# printable ASCII as \xHH.
+_ATTACH = [chr(byte) if 0x20 <= byte < 0x7F else f"\\x{byte:02x}" for byte in range(256)]
+_ATTACH[0x5C], _ATTACH[0x22] = "\\\\\\\\", '\\"'
 
 
 def attach_string(data: bytes) -> str:
-    """``data`` as a bpftrace 0.17 attach-point string, byte for byte.
-
-    bpftrace unescapes such a string twice: its lexer (``\\"``, ``\\\\``,
-    ``\\xHH``), then its attach-point parser (``\\`` before any byte), after
-    its grammar has put ``\\`` back before each ``"`` only. So a backslash
-    is written as four, a quote as ``\\"``, and every byte outside
-    printable ASCII as ``\\xHH``: the result is printable ASCII, one
-    token, whatever ``data`` holds. Checked against bpftrace 0.17 with
-    names holding ``"``, ``\\``, ``\\"``, ``\\n``, spaces, ``{}();,$'%#``,
-    tabs, UTF-8 and invalid UTF-8 (tests/test_trace_security.py).
-    """
-    out = ['"']
-    for byte in data:
-        if byte == 0x5C:
-            out.append("\\\\\\\\")
-        elif byte == 0x22:
-            out.append('\\"')
-        elif 0x20 <= byte < 0x7F:
-            out.append(chr(byte))
-        else:
-            out.append(f"\\x{byte:02x}")
-    out.append('"')
-    return "".join(out)
+    """``data`` as a bpftrace 0.17 attach-point string, byte for byte: one
+    token of printable ASCII, whatever ``data`` holds."""
+    return '"' + "".join(_ATTACH[byte] for byte in data) + '"'
 
 
 # What a script may hold, as bpftrace 0.17's lexer sees it: markers count

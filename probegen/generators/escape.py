@@ -1,10 +1,7 @@
-"""Escaping for text that goes into generated C, bpftrace, Python, YAML and
-Markdown.
-
-Names are validated as C identifiers when the catalog loads; free text
-(docs, file names) passes through these before it reaches a generated
-file. Each function makes text safe for one place: it cannot end that
-place (a comment, a string) or start a new line of code there.
+"""Escaping for catalog text (docs, file names) that goes into generated C,
+bpftrace, Python, YAML and Markdown: each function makes text safe for one
+place, where it can neither end that place (a comment, a string) nor start
+a new line of code.
 """
 
 from __future__ import annotations
@@ -12,9 +9,8 @@ from __future__ import annotations
 import re
 
 # Shown as escapes, never written raw: C0 and C1 controls, DEL, line and
-# paragraph separators, bidirectional overrides (which make code read
-# differently from how it compiles) and lone surrogates (the bytes of a
-# file name that are not UTF-8).
+# paragraph separators, bidirectional overrides (code that reads differently
+# from how it compiles) and lone surrogates (a file name's non-UTF-8 bytes).
 _HIDDEN = re.compile(
     "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 )
@@ -22,9 +18,19 @@ _COMMENT_DELIMITER = re.compile(r"(?<=\*)(?=/)|(?<=/)(?=\*)")
 # ??/ is a backslash (a line splice at a line's end) and ??= a '#' where
 # trigraphs are on (gcc -trigraphs, -std=c11 without GNU extensions).
 _TRIGRAPH = re.compile(r"(?<=\?\?)(?=[=/'()!<>-])")
-# A comment on line 1 or 2 of a Python file matching this sets the
-# source encoding: "coding: utf-7" would let later text decode to code.
+# A comment on line 1 or 2 of a Python file matching this sets the source
+# encoding: "coding: utf-7" would let later text decode to code.
 _PYTHON_CODING = re.compile(r"(?<=coding)(?=[:=])")
+# Words `probegen trace` replaces or reads anywhere in a script (the file
+# holding the probes, the pid, the string size).
+_TRACE_MARKERS = re.compile(r"(?<=__EXE_)(?=_)|(?<=__PID_)(?=_)|(?<=BPFTRACE_STRLEN)(?==)")
+# The body of a bpftrace (or Python) string literal: a lone surrogate that
+# stands for a file name's byte (surrogateescape) is that byte again, any
+# other cannot be written as UTF-8.
+_C_STRING = {code: f"\\x{code:02x}" for code in [*range(0x20), 0x7F]}
+_C_STRING.update({code: "?" for code in range(0xD800, 0xE000)})
+_C_STRING.update({code: f"\\x{code - 0xDC00:02x}" for code in range(0xDC80, 0xDD00)})
+_C_STRING.update({ord('"'): '\\"', ord("\\"): "\\\\", ord("\n"): "\\n", ord("\t"): "\\t"})
 
 
 def _escape(match: re.Match) -> str:
@@ -40,46 +46,29 @@ def visible(text: str) -> str:
 
 
 def one_line(text: str) -> str:
-    """Collapse whitespace, including newlines and Unicode line separators,
-    to single spaces; show other control characters as escapes."""
+    """Whitespace, line separators included, collapsed to single spaces;
+    other control characters shown as escapes."""
     return visible(" ".join(str(text).split()))
 
 
 def _no_splice(line: str) -> str:
-    # A backslash ending a line joins the next line to it (C, the C a
+    # A backslash ending a line joins the next line to it (C, and the C a
     # bpftrace script hands to clang): a '//' comment would swallow it.
     return line + " ." if line.endswith("\\") else line
 
 
 def c_comment(text: str) -> str:
-    """Text safe inside a /* */ block comment (and a // comment): one line,
-    no comment delimiter, no trigraph, no line splice."""
+    """Text safe in a /* */ or // comment: one line, no comment delimiter,
+    no trigraph, no line splice."""
     line = _COMMENT_DELIMITER.sub(" ", one_line(text))
     return _no_splice(_TRIGRAPH.sub(" ", line))
 
 
 def c_string(text: str) -> str:
     """Body of a bpftrace double-quoted string literal (also valid in a
-    Python one). Not for C: C would need trigraphs escaped, bpftrace
-    refuses the escape for them."""
-    out = []
-    for char in str(text):
-        code = ord(char)
-        if char in '"\\':
-            out.append("\\" + char)
-        elif char == "\n":
-            out.append("\\n")
-        elif char == "\t":
-            out.append("\\t")
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
-        elif 0xD800 <= code <= 0xDFFF:
-            # A file name's undecodable byte: the same byte again; any other
-            # lone surrogate cannot be written as UTF-8.
-            out.append(f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else "?")
-        else:
-            out.append(char)
-    return "".join(out)
+    Python one). Not for C, where trigraphs would need escapes bpftrace
+    refuses."""
+    return str(text).translate(_C_STRING)
 
 
 def printf_literal(text: str) -> str:
@@ -88,29 +77,21 @@ def printf_literal(text: str) -> str:
 
 
 def hash_comment(text: str) -> str:
-    """Text safe in a '#' or '//' line comment (bpftrace, YAML, shell):
-    one line, no line splice."""
+    """Text safe in a '#' or '//' line comment (bpftrace, YAML, shell)."""
     return _no_splice(one_line(text))
 
 
-# Words `probegen trace` replaces or reads anywhere in a script (the file
-# holding the probes, the pid, the string size): text in a comment must not
-# be taken for them.
-_TRACE_MARKERS = re.compile(r"(?<=__EXE_)(?=_)|(?<=__PID_)(?=_)|(?<=BPFTRACE_STRLEN)(?==)")
-
-
 def bpftrace_comment(text: str) -> str:
-    """Text safe in a bpftrace '//' comment: one line, and none of the
-    markers `probegen trace` acts on."""
+    """Text safe in a bpftrace '//' comment: none of the markers `probegen
+    trace` acts on."""
     return _TRACE_MARKERS.sub(" ", hash_comment(text))
 
 
 def python_comment(text: str) -> str:
-    """Text safe in a Python '#' comment, on any line: also no encoding
-    declaration."""
+    """Text safe in a Python '#' comment on any line: no encoding declaration."""
     return _PYTHON_CODING.sub(" ", hash_comment(text))
 
 
 def html_comment(text: str) -> str:
-    """Text safe inside an HTML (Markdown) <!-- --> comment: one line, no '--'."""
+    """Text safe in an HTML (Markdown) <!-- --> comment: one line, no '--'."""
     return re.sub(r"-(?=-)", "- ", one_line(text))
