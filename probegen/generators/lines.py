@@ -1,11 +1,7 @@
-"""The one-line-per-hit output that bpftrace scripts and BCC tools share.
-
-Every hit prints ``SECONDS.MICROSECONDS: PROBE name=value ...``; this module
-decides, once for both tools, which fields a probe's line has, in which
-order, and how each is styled (signed or unsigned integer of a width, hex,
-pointer, bounded string, enum by name). The generators only translate
-these fields into bpftrace ``printf`` arguments or BCC reads and Python
-formatting, so the two tools cannot drift apart.
+"""The line a hit prints, ``SECONDS.MICROSECONDS: PROBE name=value ...``,
+decided once for bpftrace scripts and BCC tools alike: which fields, in
+which order, each styled how. The generators only translate the fields, so
+the two tools cannot drift apart.
 """
 
 from __future__ import annotations
@@ -162,23 +158,16 @@ def probe_lines(catalog: Catalog, probes, types: TypeSource | None = None) -> li
 
 
 def enum_lookup(table: EnumTable, value: str, name: str, known: str, unnamed: str = "") -> list[str]:
-    """bpftrace statements setting the string variable ``name`` to the
-    name of ``value`` in ``table`` and ``known`` to 1, or ``name`` to
-    ``unnamed`` and ``known`` to 0 when the table has no name for it.
-    Written where the name is used, one row per value, so a script needs
-    no BEGIN block to fill a map (nor an END block to keep the map from
-    printing at exit): SPDK's bpftrace.sh appends its own, and bpftrace
-    0.17 takes one of each. A chain of conditional string literals inside
-    a printf instead fails bpftrace 0.17's verifier in some probes
-    ("invalid size of register spill")."""
+    """bpftrace statements setting the string variable ``name`` to the name
+    of ``value`` and ``known`` to 1, or ``name`` to ``unnamed`` and ``known``
+    to 0. Rows where the name is used, not a map filled in BEGIN: SPDK's
+    bpftrace.sh appends its own BEGIN and END, and bpftrace takes one of
+    each; a chain of conditional literals inside a printf fails 0.17's
+    verifier in some probes."""
+    chain = [f'if ({value} == {enum_value}) {{ {name} = "{name_literal(shown)}"; }}'
+             for enum_value, shown in table.names]
     return [f"// names of enum {table.name}", f'{name} = "{name_literal(unnamed)}";', f"{known} = 1;",
-            *enum_chain(table, value, name), f"else {{ {known} = 0; }}"]
-
-
-def enum_chain(table: EnumTable, value: str, name: str) -> list[str]:
-    """The rows of enum_lookup that name each value, in table order."""
-    return [f'{"if" if number == 0 else "else if"} ({value} == {enum_value}) {{ {name} = "{name_literal(shown)}"; }}'
-            for number, (enum_value, shown) in enumerate(table.names)]
+            *chain[:1], *("else " + row for row in chain[1:]), f"else {{ {known} = 0; }}"]
 
 
 def name_literal(shown: str) -> str:
