@@ -1,10 +1,9 @@
-"""Generators: each turns the catalog model into files through a template.
+"""Generators: the catalog model as files, through templates.
 
-An output is one module here that declares ``KIND`` (its key under the
-catalog's ``outputs:``), ``WRITES_DIRECTORY`` (scripts) or not (one file),
-and ``render_files(catalog, output, types=None) -> list[GeneratedFile]``:
-``output`` is the path the catalog gives for its kind, ``types`` a binary's
-DWARF (generators.typesource), which scripts print struct members from.
+An output is one module here declaring ``KIND`` (its key under the catalog's
+``outputs:``), ``WRITES_DIRECTORY`` (scripts) or not (one file), and
+``render_files(catalog, output, types=None) -> list[GeneratedFile]``
+(``types``: a binary's DWARF, which scripts print struct members from).
 """
 
 from __future__ import annotations
@@ -24,15 +23,14 @@ if TYPE_CHECKING:  # the struct writer imports this package without any catalog
 
 @functools.cache
 def outputs() -> dict:
-    """Every output module of this package, by kind (tests keep the
+    """Every output module of this package, by kind (a test keeps the
     schema's ``outputs`` equal to it)."""
     modules = (importlib.import_module(f"{__name__}.{info.name}") for info in pkgutil.iter_modules(__path__))
     return {module.KIND: module for module in modules if hasattr(module, "KIND")}
 
 
 def render_outputs(catalog: Catalog, types=None) -> list[GeneratedFile]:
-    """Every file the catalog's ``outputs:`` asks for; ``types`` (a binary's
-    DWARF) is what scripts print struct members from."""
+    """Every file the catalog's ``outputs:`` asks for."""
     files: list[GeneratedFile] = []
     for kind, path in catalog.outputs.items():
         module = outputs()[kind]
@@ -43,9 +41,8 @@ def render_outputs(catalog: Catalog, types=None) -> list[GeneratedFile]:
 
 
 def require_types_for_members(catalog: Catalog, types) -> None:
-    """Scripts print an argument's ``members:`` only from a binary's DWARF
-    (the catalog knows their names, not their offsets): without one, the
-    first argument that lists members is an error, not silently dropped."""
+    """Scripts print an argument's ``members:`` only at the offsets a
+    binary's DWARF gives: without one, members are an error, not dropped."""
     if types is not None:
         return
     for probe in catalog.probes:
@@ -57,27 +54,20 @@ def require_types_for_members(catalog: Catalog, types) -> None:
                 )
 
 
-def script_directories(catalog: Catalog) -> list[Path]:
-    """The catalog's output directories (bpftrace scripts, BCC tools)."""
-    return [Path(path) for kind, path in catalog.outputs.items() if outputs()[kind].WRITES_DIRECTORY]
-
-
 def leftover_files(catalog: Catalog, files: list[GeneratedFile]) -> list[Path]:
     """Files probegen generated into the catalog's output directories that
-    it no longer produces (a group renamed or removed): they carry the
-    marker but are not among ``files``."""
+    are not among ``files`` (a group renamed or removed)."""
     from probegen.files.marker import leftovers
 
-    return leftovers(script_directories(catalog), [f.path for f in files])
+    directories = [Path(path) for kind, path in catalog.outputs.items() if outputs()[kind].WRITES_DIRECTORY]
+    return leftovers(directories, [f.path for f in files])
 
 
 def sync_outputs(catalog: Catalog, types=None, force: bool = False) -> list[tuple[str, Path]]:
-    """Make the catalog's outputs what it generates: write the files that
-    changed, then remove the generated files it no longer produces.
-    ("wrote" | "unchanged" | "removed", path) for each file, in that order;
-    an empty list when the catalog configures no outputs. Nothing is
-    written or removed when an output path holds a file probegen did not
-    generate, unless ``force`` (probegen.files.output.ForeignFile)."""
+    """Write the catalog's outputs that changed, then remove the generated
+    files it no longer produces: ("wrote" | "unchanged" | "removed", path)
+    each. Nothing is written or removed where an output path holds a file
+    probegen did not generate, unless ``force``."""
     from probegen.files.marker import remove_generated
     from probegen.files.output import refuse_foreign, write_if_changed
 

@@ -1,9 +1,7 @@
 """The Markdown reference of every probe: what it means, what it carries,
-and a bpftrace one-liner to try it.
-
-Catalog text reaches Markdown through ``md_text`` / ``md_cell`` here, so a
-doc that happens to contain ``|``, ``*`` or ``<`` cannot break a table or
-turn into markup.
+and a bpftrace one-liner to try it. Catalog text goes through md_text or
+md_cell, so a ``|``, ``*`` or ``<`` in it cannot break a table or become
+markup.
 """
 
 from __future__ import annotations
@@ -26,9 +24,8 @@ TEMPLATE = "docs.md.j2"
 # emphasise at word edges, so spdk_nvmf_qpair stays readable unescaped.
 _INLINE = re.compile(r"([\\`*\[\]~])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-# A line starting like this would become a heading, list, quote or rule.
-# (A backslash escapes punctuation only, so a list number keeps its digits
-# and loses its '.' or ')'.)
+# A line starting like this would become a heading, list or rule (a list
+# number keeps its digits and has its '.' or ')' escaped).
 _BLOCK_MARK = re.compile(r"^[#+=-]")
 _LIST_NUMBER = re.compile(r"^(\d+)([.)])")
 
@@ -60,17 +57,11 @@ def md_code(text: str) -> str:
 def _one_liner_value(arg: Arg, probe: Probe) -> tuple[str, str]:
     """printf conversion and expression for one argument in a one-liner."""
     index, style = f"arg{arg.index}", style_of(arg.ctype, arg.hex)
-    if style is Style.STRING and arg.length:
-        # Not NUL-terminated: exactly its length in bytes, with the bytes
-        # that are not printable escaped (one line per hit).
+    if style is Style.STRING and arg.length:  # exactly its length in bytes, unprintable ones escaped
         return "%r", f"buf({index}, arg{next(a.index for a in probe.args if a.name == arg.length)})"
-    if style is Style.STRING:
-        # str(p, n) with n above bpftrace's BPFTRACE_STRLEN (64) prints
-        # 63 characters all the same: the note under the table says so.
+    if style is Style.STRING:  # 63 characters at most on 0.17, as the note under the table says
         return "%s", f"str({index})"
-    if style is Style.ENUM:
-        # Generated scripts print enums by name through a map; a one-liner
-        # has no map, so it shows the number.
+    if style is Style.ENUM:  # by number: names need the lookups generated scripts have
         return "%d", index
     return conversion(style.value, arg.ctype.size), index
 

@@ -23,30 +23,26 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 @dataclass
 class ProbeMacros:
-    """What the template writes for one probe. An object, not a dict:
-    jinja2 reads attributes directly, while a dict costs it a failed
-    getattr per access. Lists are joined here, not by per-item loops in
-    the template: a 2,000-probe header renders in half the time."""
+    """What the template writes for one probe. An object, not a dict, and
+    lists joined here, not in the template: a 2,000-probe header renders in
+    half the time."""
 
     probe: object
     macro: str
     params: str  # the macro's parameter list, "a, b"
-    args: list  # (N of argN, Arg)
     locals: list  # (declaration of the typed local, parameter, local name)
     semaphore: str
-    has_semaphore: bool  # the header defines it (Catalog.has_semaphore); else a weak 0 for the note
+    has_semaphore: bool  # the header defines it; else a weak 0 for the note
     sdt_call: str  # the sdt.h macro call with its arguments
     guarded: bool  # the probe reads the clock only when enabled
     passed_as_written: list  # style dtrace: the parameters, passed uncast (none in style probegen)
 
 
 def context(catalog: Catalog, extern_semaphores: bool = False) -> dict:
-    """``extern_semaphores``: the header declares the semaphores and the
-    object `probegen dtrace -G` writes defines them (else each object file
-    carries a weak copy)."""
-    header = catalog.header
-    provider = catalog.provider
-    # Style dtrace passes the arguments as dtrace -h's header does, uncast,
+    """``extern_semaphores``: the object `probegen dtrace -G` writes defines
+    the semaphores (else each object file carries a weak copy)."""
+    header, provider = catalog.header, catalog.provider
+    # Style dtrace passes the arguments uncast, as dtrace -h's header does,
     # so a call site's notes are the same with either header.
     dtrace = header.style == "dtrace"
     probes = []
@@ -61,24 +57,18 @@ def context(catalog: Catalog, extern_semaphores: bool = False) -> dict:
         # after its enum tag, the provider, the clock) would be substituted
         # there too; such parameters get a trailing underscore.
         taken = {provider, probe.name, semaphore, sdt_macro, macro, enabled_macro(header, probe.name)}
-        if passed:
-            taken.update(_words(passed[0]))
-        for arg in probe.args:
-            taken.update(_words(arg.ctype.spelling))
-        if not taken.isdisjoint(params):
-            # Renamed ones must not meet another parameter either.
-            for i, param in enumerate(params):
-                others = params[:i] + params[i + 1:]
-                while param in taken or param in others:
-                    param += "_"
-                params[i] = param
+        for text in [*passed[:1], *(arg.ctype.spelling for arg in probe.args)]:
+            taken.update(_words(text))
+        for i, param in enumerate(params):  # a renamed one must not meet another parameter either
+            while param in taken or param in params[:i] + params[i + 1:]:
+                param += "_"
+            params[i] = param
         if dtrace:
             passed = passed[:len(passed) - len(params)] + params
         probes.append(ProbeMacros(
             probe=probe,
             macro=macro,
             params=", ".join(params),
-            args=[(arg.index, arg) for arg in probe.args],
             locals=[] if dtrace else [(arg.ctype.declare(local), param, local)
                                       for arg, local, param in zip(probe.args, locals_, params)],
             semaphore=semaphore,
@@ -87,16 +77,14 @@ def context(catalog: Catalog, extern_semaphores: bool = False) -> dict:
             guarded=probe.ticks and catalog.has_semaphore(probe),
             passed_as_written=params if dtrace else [],
         ))
-    catalog_name = catalog.path.name
-    semaphores = any(p.has_semaphore for p in probes)
-    # <stdint.h> always: the clock is cast to uint64_t.
     return {
         "catalog": catalog,
         "header": header,
-        "catalog_name": catalog_name,
+        "catalog_name": catalog.path.name,
         "probes": probes,
-        "semaphores": semaphores,  # some probe has one: <sys/sdt.h> then names one at every site
+        "semaphores": any(p.has_semaphore for p in probes),  # <sys/sdt.h> then names one at every site
         "no_semaphore": no_semaphore_macro(header),
+        # <stdint.h> always: the clock is cast to uint64_t.
         "system_headers": sorted({"stdint.h", *system_headers(a.ctype for p in catalog.probes for a in p.args)}),
         "compat_arities": range(1, catalog.max_args + 1),
         "extern_semaphores": extern_semaphores,

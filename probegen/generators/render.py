@@ -11,34 +11,23 @@ import probegen.templates
 from probegen.files import marker
 from probegen.generators import escape
 
-_OPTIONS = dict(
-    undefined=jinja2.StrictUndefined,
-    keep_trailing_newline=True,
-    trim_blocks=True,
-    lstrip_blocks=True,
-    autoescape=False,
-)
+FILTERS = ("c_comment", "c_string", "printf_literal", "hash_comment", "python_comment", "bpftrace_comment",
+           "html_comment", "one_line")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         # Package data, next to the package's __init__ (see pyproject.toml).
         loader=jinja2.FileSystemLoader(os.path.dirname(probegen.templates.__file__)),
-        **_OPTIONS,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
     )
-    env.filters.update(
-        c_comment=escape.c_comment,
-        c_string=escape.c_string,
-        printf_literal=escape.printf_literal,
-        hash_comment=escape.hash_comment,
-        python_comment=escape.python_comment,
-        bpftrace_comment=escape.bpftrace_comment,
-        html_comment=escape.html_comment,
-        one_line=escape.one_line,
-    )
-    # The first line of every generated file (probegen.files.marker).
-    env.globals["marker"] = marker.LINES
+    env.filters.update({name: getattr(escape, name) for name in FILTERS})
+    env.globals["marker"] = marker.LINES  # the first line of every generated file (files/marker.py)
     return env
 
 
