@@ -121,16 +121,6 @@ def _pointer_rows(line: ProbeLine, pointers: dict[int, str]) -> list[str]:
     return [f"{variable} = ({structs[index]} *)arg{index};" for index, variable in pointers.items()]
 
 
-def _scalar(field: Field, label: str, value: str) -> Item:
-    """A field neither string read nor enum: a char array, or a number."""
-    if field.style is Style.STRING:  # a char array member: bpftrace reads and prints it whole
-        size = _round(field.ctype.size)
-        return Item(label + "%s", (value,), size, size)
-    if field.style is Style.HEX:  # its own bits at its width, not sign-extended
-        value = f"(uint{field.size * 8}){value}"
-    return Item(label + conversion(field.style.value, field.size), (value,), WORD_BYTES)
-
-
 def _head(line: ProbeLine) -> Item:
     return Item("%llu.%06llu: " + printf_literal(line.probe.name) + " [tid %d]" * line.tid,
                 TIME + ("tid",) * line.tid, (2 + line.tid) * WORD_BYTES)
@@ -193,20 +183,7 @@ def whole_body(line: ProbeLine, small_stack: bool = True) -> list[str] | None:
         known = dict(zip(enums, known))
         items = [_head(line)]
         for number, field in enumerate(line.fields):
-            label = " " + printf_literal(field.label) + "="
-            value = _value(field, pointers)
-            if not _readable(field):
-                items.append(Item(label + UNREADABLE))
-            elif number in enums and known[number]:
-                items.append(Item(label + "%s", (enums[number],)))
-            elif number in enums:
-                items.append(Item(label + printf_literal(UNKNOWN_ENUM) + "(%d)", (value,)))
-            elif _reads_string(field):  # up to BIG_STRLEN on 0.21 and later, 63 characters before
-                items.append(Item(label + "%s", (f"str({_value(field)}, {min(field.max_len, BIG_STRLEN - 1) + 1})",)))
-            elif field.length is not None:  # exactly that many bytes, unprintable ones as \xNN
-                items.append(Item(label + "%r", (f"buf({_value(field)}, {_buf_length(field)})",)))
-            else:
-                items.append(_scalar(field, label, value))
+            items += _field_items(field, number, known.get(number), pointers=pointers, enum=enums.get(number))
         test = " && ".join(f'{enums[n]} != ""' for n, k in known.items() if k)  # the ones before failed
         printfs.append((test, _call(_join(items))))
     if len(printfs) == 1:
@@ -265,11 +242,24 @@ def _full_pieces(address: str, full: str, count: int) -> list[str]:
     ]
 
 
-def _field_items(field: Field, number: int, known: bool | None, shown: int | None) -> list[Item]:
-    """Items of one ``name=value``; ``shown``: pieces of a string field."""
+def _field_items(field: Field, number: int, known: bool | None, shown: int | None = None,
+                 pointers: dict[int, str] | None = None, enum: str | None = None) -> list[Item]:
+    """Items of one ``name=value``. The pieces form reads ``shown`` pieces of
+    a string field; the whole form (``pointers`` given) reads it by one
+    str(), a string with a length by one buf(), an enum's name from ``enum``."""
     label = " " + printf_literal(field.label) + "="
+    value = _value(field, pointers)
     if not _readable(field):
         return [Item(label + UNREADABLE)]
+    if field.style is Style.ENUM and known:
+        return [Item(label + "%s", (enum or f"$pg_e{number}",), PIECE_BYTES)]
+    if field.style is Style.ENUM:
+        return [Item(label + printf_literal(UNKNOWN_ENUM) + "(%d)", (value,), WORD_BYTES)]
+    if _reads_string(field) and pointers is not None:  # all of it on 0.21 and later, 63 characters before
+        # _value(field): a char * member names $pg_argN, unset in this form (a bug, kept byte for byte: issue 22)
+        return [Item(label + "%s", (f"str({_value(field)}, {min(field.max_len, BIG_STRLEN - 1) + 1})",))]
+    if field.length is not None and pointers is not None:  # exactly that many bytes, unprintable ones as \xNN
+        return [Item(label + "%r", (f"buf({value}, {_buf_length(field)})",))]
     if _reads_string(field):  # piece k is read only if the k before it are full ($pg_fN)
         items = [Item(label)]
         for k in range(shown):
@@ -280,15 +270,16 @@ def _field_items(field: Field, number: int, known: bool | None, shown: int | Non
     if field.length is not None:  # buf()s of PIECE_BYTES at most, the length in $pg_nN
         items, size, n = [Item(label)], PIECE_BYTES + WORD_BYTES, f"$pg_n{number}"
         for start in range(0, min(field.max_len, BIG_STRLEN - 1), PIECE_BYTES):
-            at = f"{_value(field)} + {start}" if start else _value(field)
+            at = f"{value} + {start}" if start else value
             rest = f"({n} > {start} ? {n} - {start} : 0)" if start else n
             items.append(Item("%r", (f"buf({at}, {n} > {start + PIECE_BYTES} ? {PIECE_BYTES} : {rest})",), size, size))
         return items
-    if field.style is Style.ENUM and known:
-        return [Item(label + "%s", (f"$pg_e{number}",), PIECE_BYTES)]
-    if field.style is Style.ENUM:
-        return [Item(label + printf_literal(UNKNOWN_ENUM) + "(%d)", (_value(field),), WORD_BYTES)]
-    return [_scalar(field, label, _value(field))]
+    if field.style is Style.STRING:  # a char array member: bpftrace reads and prints it whole
+        size = _round(field.ctype.size)
+        return [Item(label + "%s", (value,), size, size)]
+    if field.style is Style.HEX:  # its own bits at its width, not sign-extended
+        value = f"(uint{field.size * 8}){value}"
+    return [Item(label + conversion(field.style.value, field.size), (value,), WORD_BYTES)]
 
 
 def _line_items(line: ProbeLine, known: dict, shown: dict) -> list[Item]:
