@@ -416,20 +416,11 @@ def render_lines(catalog: Catalog, group: str, lines: list[ProbeLine], definitio
         body, split = (whole, False) if whole is not None else pieces_body(line)
         blocks.append({"line": line, "body": body, "split": split, "cut": [] if whole else cut_strings(line),
                        "unreadable": [f.label for f in line.fields if not _readable(f)]})
-    return render(
-        TEMPLATE,
-        catalog=catalog,
-        group=group,
-        blocks=blocks,
-        definitions=definitions,
-        split=[b["line"].probe.name for b in blocks if b["split"]],
-        strings=any(_reads_string(f) for l in lines for f in l.fields),
-        big_strlen=BIG_STRLEN - 1,
-        long_strings=any(_reads_string(f) and f.max_len >= BIG_STRLEN for l in lines for f in l.fields),
-        piece=PIECE,
-        max_arg=MAX_ARG_INDEX,
-        for_process=big_strings is not None,
-    )
+    strings = [f for l in lines for f in l.fields if _reads_string(f)]
+    return render(TEMPLATE, catalog=catalog, group=group, blocks=blocks, definitions=definitions,
+                  split=[b["line"].probe.name for b in blocks if b["split"]], strings=bool(strings),
+                  long_strings=any(f.max_len >= BIG_STRLEN for f in strings), big_strlen=BIG_STRLEN - 1,
+                  piece=PIECE, max_arg=MAX_ARG_INDEX, for_process=big_strings is not None)
 
 
 def render_script(catalog: Catalog, group: str, probes, types: TypeSource | None = None) -> str:

@@ -6,6 +6,7 @@ markup.
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
@@ -23,7 +24,6 @@ TEMPLATE = "docs.md.j2"
 # Characters that start inline markup anywhere in a line. Underscores only
 # emphasise at word edges, so spdk_nvmf_qpair stays readable unescaped.
 _INLINE = re.compile(r"([\\`*\[\]~])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 # A line starting like this would become a heading, list or rule (a list
 # number keeps its digits and has its '.' or ')' escaped).
 _BLOCK_MARK = re.compile(r"^[#+=-]")
@@ -34,8 +34,7 @@ PLACEHOLDER = "BINARY"  # the program or library path the reader substitutes
 
 def md_text(text: str) -> str:
     """Catalog prose as one line of Markdown that renders as written."""
-    line = one_line(text)
-    line = "".join(_HTML.get(c, c) for c in line)
+    line = html.escape(one_line(text), quote=False)
     line = _INLINE.sub(lambda m: "\\" + m.group(0), line)
     line = _BLOCK_MARK.sub(lambda m: "\\" + m.group(0), line)
     return _LIST_NUMBER.sub(lambda m: f"{m.group(1)}\\{m.group(2)}", line)
