@@ -155,15 +155,6 @@ def _names(field: Field, value: str, name: str) -> str:
     return f'{name} = ""; ' + " else ".join(rows)
 
 
-def _whole_size(field: Field) -> int:
-    """Stack bytes bpftrace 0.17 gives the field in one printf."""
-    if not _readable(field):
-        return 0
-    if field.style is Style.STRING and _is_char_array(field):  # copied whole
-        return _round(field.ctype.size)
-    return PIECE_BYTES if field.style in (Style.STRING, Style.ENUM) else WORD_BYTES
-
-
 def whole_body(line: ProbeLine, small_stack: bool = True) -> list[str] | None:
     """A probe's statements printing each hit in one printf: enum names
     looked up once into a variable, one printf per combination of names
@@ -173,9 +164,6 @@ def whole_body(line: ProbeLine, small_stack: bool = True) -> list[str] | None:
     taken = {"$t"}
     pointers = _pointers(line, lambda f: _variable(f.label.split("->")[0], taken))
     enums = {n: _variable(f.label, taken) for n, f in enumerate(line.fields) if f.style is Style.ENUM and _readable(f)}
-    stack = WORD_BYTES * (len(taken) + 2 + line.tid) + PIECE_BYTES * (len(enums) + 1)
-    if small_stack and stack + sum(map(_whole_size, line.fields)) > BPF_STACK - STACK_MARGIN:
-        return None
     rows = ["$t = nsecs;", *_pointer_rows(line, pointers)]
     rows += [_names(line.fields[n], _value(line.fields[n], pointers), name) for n, name in enums.items()]
     printfs = []
@@ -184,6 +172,10 @@ def whole_body(line: ProbeLine, small_stack: bool = True) -> list[str] | None:
         items = [_head(line)]
         for number, field in enumerate(line.fields):
             items += _field_items(field, number, known.get(number), pointers=pointers, enum=enums.get(number))
+        # 0.17's stack: the printf's arguments, each variable, each enum name and one str() buffer
+        stack = sum(i.size for i in items) + WORD_BYTES * len(taken) + PIECE_BYTES * (len(enums) + 1)
+        if small_stack and stack > BPF_STACK - STACK_MARGIN:
+            return None
         test = " && ".join(f'{enums[n]} != ""' for n, k in known.items() if k)  # the ones before failed
         printfs.append((test, _call(_join(items))))
     if len(printfs) == 1:
@@ -257,9 +249,9 @@ def _field_items(field: Field, number: int, known: bool | None, shown: int | Non
         return [Item(label + printf_literal(UNKNOWN_ENUM) + "(%d)", (value,), WORD_BYTES)]
     if _reads_string(field) and pointers is not None:  # all of it on 0.21 and later, 63 characters before
         # _value(field): a char * member names $pg_argN, unset in this form (a bug, kept byte for byte: issue 22)
-        return [Item(label + "%s", (f"str({_value(field)}, {min(field.max_len, BIG_STRLEN - 1) + 1})",))]
+        return [Item(label + "%s", (f"str({_value(field)}, {min(field.max_len, BIG_STRLEN - 1) + 1})",), PIECE_BYTES)]
     if field.length is not None and pointers is not None:  # exactly that many bytes, unprintable ones as \xNN
-        return [Item(label + "%r", (f"buf({value}, {_buf_length(field)})",))]
+        return [Item(label + "%r", (f"buf({value}, {_buf_length(field)})",), PIECE_BYTES)]
     if _reads_string(field):  # piece k is read only if the k before it are full ($pg_fN)
         items = [Item(label)]
         for k in range(shown):
