@@ -9,6 +9,7 @@ BPF stack (64 bytes each by default, 200 at most); 0.21 and later (Debian
 
 from __future__ import annotations
 
+import itertools
 import re
 import subprocess
 
@@ -40,13 +41,8 @@ def conversion(style: str, size: int) -> str:
 def cut_literal(text: str) -> str:
     """``text`` cut to the DEFAULT_MAX_LEN bytes a string literal holds on
     bpftrace 0.17: one longer literal stops the whole script from loading."""
-    kept, size = [], 0
-    for char in text:
-        size += len(char.encode("utf-8", "surrogatepass"))
-        if size > DEFAULT_MAX_LEN:
-            break
-        kept.append(char)
-    return "".join(kept)
+    sizes = itertools.accumulate(len(char.encode("utf-8", "surrogatepass")) for char in text)
+    return "".join(char for char, size in zip(text, sizes) if size <= DEFAULT_MAX_LEN)
 
 
 def holds_big_strings(bpftrace: str) -> bool:

@@ -26,7 +26,7 @@ from probegen.catalog import Catalog
 from probegen.generators.escape import printf_literal
 from probegen.bpftrace import BIG_STRLEN, BPF_STACK, DEFAULT_STRLEN, MAX_ARG_INDEX, UNREADABLE, conversion
 from probegen.generators.lines import (
-    UNKNOWN_ENUM, Field, ProbeLine, Style, enum_lookup, name_literal, probe_lines, script_groups,
+    UNKNOWN_ENUM, Field, ProbeLine, Style, enum_chain, enum_lookup, probe_lines, script_groups,
 )
 from probegen.files.output import GeneratedFile
 from probegen.generators.render import render
@@ -51,9 +51,6 @@ WORD_BYTES = 8
 # before it ended: measured on bpftrace 0.17, 8 x 8 x 8 and 16 x 16 pieces
 # load, 16 x 16 x 16 do not (one string of 66 does). Longer strings are cut.
 VERIFIER_PIECES = 512
-# (w - ONES) & ~w & HIGHS is non-zero exactly when a byte of w is 0.
-ONES = "0x0101010101010101"
-HIGHS = "0x8080808080808080"
 TIME = ("$t / 1000000000", "$t % 1000000000 / 1000")
 
 
@@ -146,15 +143,6 @@ def _variable(label: str, taken: set[str]) -> str:
     return name
 
 
-def _names(field: Field, value: str, name: str) -> str:
-    """A row setting ``name`` to the name of ``value``, "" for a value
-    unnamed: assigned first (bpftrace 0.21 scopes a variable to its block),
-    then an if chain (0.17 gives each string of a ternary chain its own
-    stack)."""
-    rows = [f'if ({value} == {number}) {{ {name} = "{name_literal(shown)}"; }}' for number, shown in field.enum.names]
-    return f'{name} = ""; ' + " else ".join(rows)
-
-
 def whole_body(line: ProbeLine, small_stack: bool = True) -> list[str] | None:
     """A probe's statements printing each hit in one printf: enum names
     looked up once into a variable, one printf per combination of names
@@ -165,7 +153,11 @@ def whole_body(line: ProbeLine, small_stack: bool = True) -> list[str] | None:
     pointers = _pointers(line, lambda f: _variable(f.label.split("->")[0], taken))
     enums = {n: _variable(f.label, taken) for n, f in enumerate(line.fields) if f.style is Style.ENUM and _readable(f)}
     rows = ["$t = nsecs;", *_pointer_rows(line, pointers)]
-    rows += [_names(line.fields[n], _value(line.fields[n], pointers), name) for n, name in enums.items()]
+    for n, name in enums.items():
+        # "" first (bpftrace 0.21 scopes a variable to the block it is made in), then an if
+        # chain (0.17 gives each string of a ternary chain stack of its own)
+        chain = enum_chain(line.fields[n].enum, _value(line.fields[n], pointers), name)
+        rows.append(f'{name} = ""; ' + " else ".join(chain))
     printfs = []
     for known in itertools.product((True, False), repeat=len(enums)):
         known = dict(zip(enums, known))
@@ -213,7 +205,8 @@ def _full_pieces(address: str, full: str, count: int) -> list[str]:
     ``address`` that hold no NUL, up to ``count`` - 1: a piece past the
     string's end is not read. A piece and the byte after it are tested as
     words; a failed read gives zeros, which end the count. A loop, as 0.17
-    gives every unrolled read 8 bytes of stack."""
+    gives every unrolled read 8 bytes of stack. (w - 0x0101...) & ~w &
+    0x8080... is non-zero exactly when a byte of the word w is 0."""
     words = _round(PIECE) // WORD_BYTES
     return [
         f"{full} = 0;",
@@ -223,11 +216,11 @@ def _full_pieces(address: str, full: str, count: int) -> list[str]:
         f"$pg_at = {address};",
         f"while ($pg_more && $pg_words < {words * (count - 1)}) {{",
         "	$pg_word = *(uint64 *)uptr($pg_at);",
-        f"	$pg_zero = $pg_zero | (($pg_word - {ONES}) & ~$pg_word);",
+        "	$pg_zero = $pg_zero | (($pg_word - 0x0101010101010101) & ~$pg_word);",
         f"	$pg_at = $pg_at + {WORD_BYTES};",
         "	$pg_words = $pg_words + 1;",
         f"	if ($pg_words % {words} == 0) {{",
-        f"		if ($pg_zero & {HIGHS}) {{ $pg_more = 0; }} "
+        "		if ($pg_zero & 0x8080808080808080) { $pg_more = 0; } "
         f"else {{ {full} = {full} + 1; $pg_at = $pg_at - {_round(PIECE) - PIECE}; }}",
         "	}",
         "}",

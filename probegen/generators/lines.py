@@ -157,6 +157,11 @@ def probe_lines(catalog: Catalog, probes, types: TypeSource | None = None) -> li
     return [probe_line(catalog, p, types) for p in probes]
 
 
+def enum_chain(table: EnumTable, value: str, name: str) -> list[str]:
+    """bpftrace ``if`` rows setting ``name`` to the name of ``value``, one per value."""
+    return [f'if ({value} == {number}) {{ {name} = "{name_literal(shown)}"; }}' for number, shown in table.names]
+
+
 def enum_lookup(table: EnumTable, value: str, name: str, known: str, unnamed: str = "") -> list[str]:
     """bpftrace statements setting the string variable ``name`` to the name
     of ``value`` and ``known`` to 1, or ``name`` to ``unnamed`` and ``known``
@@ -164,8 +169,7 @@ def enum_lookup(table: EnumTable, value: str, name: str, known: str, unnamed: st
     bpftrace.sh appends its own BEGIN and END, and bpftrace takes one of
     each; a chain of conditional literals inside a printf fails 0.17's
     verifier in some probes."""
-    chain = [f'if ({value} == {enum_value}) {{ {name} = "{name_literal(shown)}"; }}'
-             for enum_value, shown in table.names]
+    chain = enum_chain(table, value, name)
     return [f"// names of enum {table.name}", f'{name} = "{name_literal(unnamed)}";', f"{known} = 1;",
             *chain[:1], *("else " + row for row in chain[1:]), f"else {{ {known} = 0; }}"]
 
