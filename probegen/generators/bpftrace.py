@@ -69,14 +69,11 @@ def _readable(field: Field) -> bool:
     return max(field.index, field.length or 0) <= MAX_ARG_INDEX
 
 
-def _is_char_array(field: Field) -> bool:
-    """A member not pointer-sized: a char array prints with %s as it is."""
-    return field.is_member and not field.ctype.pointer_sized
-
-
 def _reads_string(field: Field) -> bool:
-    """A string read by str() (one with a length is read by buf())."""
-    return field.style is Style.STRING and field.length is None and not _is_char_array(field) and _readable(field)
+    """A string read by str(): a char pointer, argument or member (a char
+    array member prints as it is; a string with a length is read by buf())."""
+    pointer = not field.is_member or field.ctype.pointer_sized
+    return field.style is Style.STRING and field.length is None and pointer and _readable(field)
 
 
 def _value(field: Field, pointers: dict[int, str] | None = None) -> str:
@@ -102,20 +99,17 @@ def _round(size: int) -> int:
     return -(-size // WORD_BYTES) * WORD_BYTES
 
 
-def _pointers(line: ProbeLine, name) -> dict[int, str]:
-    """A variable for each struct pointer whose members the line prints, by
-    argument. Read once: reading the argument in every access lets LLVM
-    share a ctx + offset address bpftrace 0.17's verifier refuses."""
-    pointers = {}
+def _pointers(line: ProbeLine, name) -> tuple[dict[int, str], list[str]]:
+    """A variable for each struct pointer whose members the line prints (by
+    argument) and the rows setting them. Read once: reading the argument in
+    every access lets LLVM share a ctx + offset address bpftrace 0.17's
+    verifier refuses."""
+    pointers, rows = {}, []
     for field in line.fields:
         if field.is_member and _readable(field) and field.index not in pointers:
             pointers[field.index] = name(field)
-    return pointers
-
-
-def _pointer_rows(line: ProbeLine, pointers: dict[int, str]) -> list[str]:
-    structs = {f.index: f.struct for f in line.fields if f.is_member}
-    return [f"{variable} = ({structs[index]} *)arg{index};" for index, variable in pointers.items()]
+            rows.append(f"{pointers[field.index]} = ({field.struct} *)arg{field.index};")
+    return pointers, rows
 
 
 def _head(line: ProbeLine) -> Item:
@@ -150,9 +144,9 @@ def whole_body(line: ProbeLine, small_stack: bool = True) -> list[str] | None:
     0.17's stack could not hold it (its strings take 64 bytes whatever
     str() asks)."""
     taken = {"$t"}
-    pointers = _pointers(line, lambda f: _variable(f.label.split("->")[0], taken))
+    pointers, rows = _pointers(line, lambda f: _variable(f.label.split("->")[0], taken))
     enums = {n: _variable(f.label, taken) for n, f in enumerate(line.fields) if f.style is Style.ENUM and _readable(f)}
-    rows = ["$t = nsecs;", *_pointer_rows(line, pointers)]
+    rows.insert(0, "$t = nsecs;")
     for n, name in enums.items():
         # "" first (bpftrace 0.21 scopes a variable to the block it is made in), then an if
         # chain (0.17 gives each string of a ternary chain stack of its own)
@@ -361,7 +355,7 @@ def variants(line: ProbeLine) -> list[tuple[tuple[str, ...], list[Item]]]:
 def statements(line: ProbeLine) -> list[str]:
     """What a probe computes before printing: struct pointers, string
     addresses and their full pieces, lengths, enum names."""
-    rows = ["$t = nsecs;", *_pointer_rows(line, _pointers(line, lambda f: f"$pg_arg{f.index}"))]
+    rows = ["$t = nsecs;", *_pointers(line, lambda f: f"$pg_arg{f.index}")[1]]
     read = read_pieces(line)
     for number, field in enumerate(line.fields):
         if _reads_string(field):
@@ -410,7 +404,7 @@ def render_lines(catalog: Catalog, group: str, lines: list[ProbeLine], definitio
 
 def render_script(catalog: Catalog, group: str, probes, types: TypeSource | None = None) -> str:
     lines = probe_lines(catalog, probes, types)
-    structs = list(dict.fromkeys(s for l in lines for s in l.structs))
+    structs = list(dict.fromkeys(f.struct for l in lines for f in l.fields if f.struct))
     return render_lines(catalog, group, lines, types.definitions(structs) if types is not None and structs else "")
 
 
