@@ -404,7 +404,7 @@ def render_lines(catalog: Catalog, group: str, lines: list[ProbeLine], definitio
 
 def render_script(catalog: Catalog, group: str, probes, types: TypeSource | None = None) -> str:
     lines = probe_lines(catalog, probes, types)
-    structs = list(dict.fromkeys(f.struct for l in lines for f in l.fields if f.struct))
+    structs = list(dict.fromkeys(s for l in lines for s in l.structs))
     return render_lines(catalog, group, lines, types.definitions(structs) if types is not None and structs else "")
 
 

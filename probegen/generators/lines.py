@@ -76,6 +76,10 @@ class ProbeLine:
     arg_count: int  # arguments in the note (arg0 included)
     tid: bool = False  # "PROBE [tid TID] ...": the thread too (for probegen trace's own reading)
 
+    @property
+    def structs(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(f.struct for f in self.fields if f.struct))
+
 
 def enum_table(catalog: Catalog, enum_name: str, types: TypeSource | None) -> EnumTable | None:
     """Names from the binary's DWARF when known, else from the catalog."""

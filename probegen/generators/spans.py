@@ -90,8 +90,9 @@ def _span_parts(catalog: Catalog, span: Span, blocks: dict[str, _Block], strlen:
         # An enum's name (UNKNOWN for a value without one: 0.17 cannot make a
         # string of a number) into a variable, then one hist(): a hist() per
         # branch fails 0.17's verifier beside a string span key.
-        table = None if by.arg.ctype.kind is not Kind.ENUM or by.arg.hex else enum_table(
-            catalog, by.arg.ctype.enum_name, None)
+        table = None
+        if by.arg.ctype.kind is Kind.ENUM and not by.arg.hex:
+            table = enum_table(catalog, by.arg.ctype.enum_name, None)
         if table is not None or by.at_start:  # a value stored at the start is read before it is deleted
             by_reads.append(f"{var}_b{i} = {value};")
             if table is not None:
