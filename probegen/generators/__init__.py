@@ -33,10 +33,9 @@ def render_outputs(catalog: Catalog, types=None) -> list[GeneratedFile]:
     """Every file the catalog's ``outputs:`` asks for."""
     files: list[GeneratedFile] = []
     for kind, path in catalog.outputs.items():
-        module = outputs()[kind]
-        if module.WRITES_DIRECTORY:
+        if outputs()[kind].WRITES_DIRECTORY:
             require_types_for_members(catalog, types)
-        files.extend(module.render_files(catalog, path, types))
+        files.extend(outputs()[kind].render_files(catalog, path, types))
     return files
 
 

@@ -332,26 +332,6 @@ def _one_record_layout(line: ProbeLine, known: dict) -> dict[int, int] | None:
     return shown if all(shown.values()) else None
 
 
-def variants(line: ProbeLine) -> list[tuple[tuple[str, ...], list[Item]]]:
-    """(conditions, printfs): what a hit prints when all conditions hold
-    (the last: otherwise). One per combination of enum values known or not
-    (0.17 cannot make a string of a number) and, where a hit needs more than
-    one printf, first one for hits whose strings are short enough for one."""
-    enums = [n for n, f in enumerate(line.fields) if f.style is Style.ENUM and _readable(f)]
-    result = []
-    for combination in itertools.product((True, False), repeat=len(enums)):
-        known = dict(zip(enums, combination))
-        conditions = tuple(("" if k else "!") + f"$pg_k{n}" for n, k in known.items())
-        records = _records(line, known, _limit(line))
-        shown = _one_record_layout(line, known) if len(records) > 1 else None
-        if shown:
-            read = read_pieces(line)
-            short = tuple(f"$pg_f{n} < {count}" for n, count in shown.items() if count < read[n])
-            result.append((conditions + short, [_join(_line_items(line, known, shown))]))
-        result.append((conditions, records))
-    return result
-
-
 def statements(line: ProbeLine) -> list[str]:
     """What a probe computes before printing: struct pointers, string
     addresses and their full pieces, lengths, enum names."""
@@ -370,10 +350,24 @@ def statements(line: ProbeLine) -> list[str]:
 
 
 def pieces_body(line: ProbeLine) -> tuple[list[str], bool]:
-    """A probe's statements in the form for bpftrace before 0.21, and
-    whether a hit may take more than one printf."""
+    """A probe's statements in the form for bpftrace before 0.21, and whether
+    a hit may take more than one printf. A branch for each combination of
+    enum values known or not (0.17 cannot make a string of a number) and,
+    where a hit needs more than one printf, first one for hits whose strings
+    are short enough for one."""
+    enums = [n for n, f in enumerate(line.fields) if f.style is Style.ENUM and _readable(f)]
+    options = []  # (conditions, printfs)
+    for combination in itertools.product((True, False), repeat=len(enums)):
+        known = dict(zip(enums, combination))
+        conditions = tuple(("" if k else "!") + f"$pg_k{n}" for n, k in known.items())
+        records = _records(line, known, _limit(line))
+        shown = _one_record_layout(line, known) if len(records) > 1 else None
+        if shown:
+            read = read_pieces(line)
+            short = tuple(f"$pg_f{n} < {count}" for n, count in shown.items() if count < read[n])
+            options.append((conditions + short, [_join(_line_items(line, known, shown))]))
+        options.append((conditions, records))
     rows = statements(line)
-    options = variants(line)
     split = any(len(printfs) > 1 for _, printfs in options)
     if len(options) == 1:
         return rows + [_call(p) for p in options[0][1]], split
