@@ -182,12 +182,7 @@ def name_literal(shown: str) -> str:
 
 def enum_tables(lines: list[ProbeLine]) -> list[EnumTable]:
     """The enum tables these lines use, each once, in first-use order."""
-    tables: dict[str, EnumTable] = {}
-    for line in lines:
-        for field in line.fields:
-            if field.enum is not None:
-                tables.setdefault(field.enum.name, field.enum)
-    return list(tables.values())
+    return list({f.enum.name: f.enum for line in lines for f in line.fields if f.enum is not None}.values())
 
 
 def script_groups(catalog: Catalog, reserved: tuple[str, ...]) -> list[tuple[str, tuple[Probe, ...]]]:
