@@ -235,8 +235,7 @@ def _field_items(field: Field, number: int, known: bool | None, shown: int | Non
     if field.style is Style.ENUM:
         return [Item(label + printf_literal(UNKNOWN_ENUM) + "(%d)", (value,), WORD_BYTES)]
     if _reads_string(field) and pointers is not None:  # all of it on 0.21 and later, 63 characters before
-        # _value(field): a char * member reads $pg_argN, which this form never sets (a bug, kept as it was)
-        return [Item(label + "%s", (f"str({_value(field)}, {min(field.max_len, BIG_STRLEN - 1) + 1})",), PIECE_BYTES)]
+        return [Item(label + "%s", (f"str({value}, {min(field.max_len, BIG_STRLEN - 1) + 1})",), PIECE_BYTES)]
     if field.length is not None and pointers is not None:  # exactly that many bytes, unprintable ones as \xNN
         return [Item(label + "%r", (f"buf({value}, {_buf_length(field)})",), PIECE_BYTES)]
     if _reads_string(field):  # piece k is read only if the k before it are full ($pg_fN)
