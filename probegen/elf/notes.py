@@ -3,13 +3,7 @@
 Each note is one probe site. Its descriptor holds three addresses (the
 probe's pc, the link-time address of ``.stapsdt.base``, the semaphore or
 0), each as wide as the ELF class, then three NUL-terminated strings:
-provider, name, arguments. pyelftools finds the section; its notes are
-walked here with struct, from the section's bytes read at once (the note
-layout is the ELF spec's, the descriptor SystemTap's, which pyelftools
-does not parse; its generic note walker costs ~50 us a note, too slow for
-binaries with tens of thousands of sites).
-
-Knows nothing of catalogs: it reports what the binary holds.
+provider, name, arguments. Knows nothing of catalogs.
 """
 
 from __future__ import annotations
@@ -27,66 +21,39 @@ if TYPE_CHECKING:  # the DWARF reader opens files here and decodes no notes
     from probegen.elf.argspec import NoteArg
 
 _NAME = re.compile(r"[A-Za-z0-9_]+\Z")  # provider and probe names in a note
-_NAME_BYTES = re.compile(rb"[A-Za-z0-9_]+\Z")
-
 _MAGIC = b"\x7fELF"
 NOTE_SECTION = ".note.stapsdt"
-BASE_SECTION = ".stapsdt.base"
-NOTE_OWNER = "stapsdt"
 NT_STAPSDT = 3
+_OWNER = b"stapsdt\0"
+# Every note starts with three 4-byte words (n_namesz, n_descsz, n_type)
+# in both ELF classes; name and descriptor are each padded to 4 bytes.
+_NOTE_HEADER = 12
 # SPDK has ~150 probe sites, the largest users tens of thousands; reading
 # 100,000 notes takes about half a second. A crafted section of millions
 # of empty notes would take many seconds: refused instead.
 MAX_NOTES = 100_000
 
-# Every note starts with three 4-byte words (n_namesz, n_descsz, n_type)
-# in both ELF classes; name and descriptor are each padded to 4 bytes.
-_NOTE_HEADER = 12
-_OWNER = NOTE_OWNER.encode() + b"\0"
-
-# uname-style names of the machines Debian builds for; the width and byte
-# order pick the variant (ppc64 vs ppc64le, mips vs mips64el).
-MACHINES = {
-    "EM_X86_64": "x86_64",
-    "EM_386": "i386",
-    "EM_AARCH64": "aarch64",
-    "EM_ARM": "arm",
-    "EM_PPC64": "ppc64",
-    "EM_PPC": "ppc",
-    "EM_S390": "s390",
-    "EM_MIPS": "mips",
-    "EM_MIPS_RS3_LE": "mips",
-    "EM_RISCV": "riscv",
-    "EM_LOONGARCH": "loongarch",
+# uname-style names of the machines Debian builds for; the class and byte
+# order fill in the variant (ppc64le, s390x, mips64el, riscv64).
+_ARCHES = {
+    "EM_X86_64": "x86_64", "EM_386": "i386", "EM_AARCH64": "aarch64", "EM_ARM": "arm",
+    "EM_PPC64": "ppc64{le}", "EM_PPC": "ppc", "EM_S390": "s390{x}", "EM_MIPS": "mips{w}{el}",
+    "EM_MIPS_RS3_LE": "mips{w}{el}", "EM_RISCV": "riscv{bits}", "EM_LOONGARCH": "loongarch{bits}",
 }
-
-
-def machine_name(e_machine: str | int) -> str:
-    """pyelftools names the machines it knows ('EM_X86_64') and gives the
-    bare number of others: that becomes 'EM_12345', a string like the rest."""
-    return e_machine if isinstance(e_machine, str) else f"EM_{e_machine}"
-
-
-def type_name(e_type: str | int) -> str:
-    """'ET_DYN'; an e_type pyelftools does not know as 'ET_65000'."""
-    return e_type if isinstance(e_type, str) else f"ET_{e_type}"
 
 
 def arch_name(machine: str, elf_class: int, little_endian: bool) -> str:
     """'x86_64', 'ppc64le', 's390x', 'mips64el', 'riscv64'; a machine
     without a short name by its ELF name ('EM_SPARCV9', 'EM_12345')."""
-    name = MACHINES.get(machine)
-    if name is None:
-        return machine
-    if name == "s390" and elf_class == 64:
-        return "s390x"
-    if name == "ppc64" and little_endian:
-        return "ppc64le"
-    if name == "mips":
-        return ("mips64" if elf_class == 64 else "mips") + ("el" if little_endian else "")
-    if name in ("riscv", "loongarch"):
-        return f"{name}{elf_class}"
-    return name
+    wide = elf_class == 64
+    return _ARCHES.get(machine, machine).format(bits=elf_class, x="x" if wide else "", w="64" if wide else "",
+                                                el="el" if little_endian else "", le="le" if little_endian else "")
+
+
+def _named(value: str | int, prefix: str) -> str:
+    """pyelftools' name of a machine or type ('EM_X86_64', 'ET_DYN'); a bare
+    number it has no name for as 'EM_12345', a string like the rest."""
+    return value if isinstance(value, str) else f"{prefix}{value}"
 
 
 class ElfError(InputError):
@@ -142,9 +109,6 @@ class Binary:
     @property
     def site_count(self) -> int:
         return sum(len(p.sites) for p in self.probes)
-
-    def providers(self) -> list[str]:
-        return sorted({p.provider for p in self.probes})
 
 
 def open_elf(path: str | os.PathLike, *, pipe_ok: bool = False):
@@ -215,42 +179,34 @@ def read_binary(path: str | os.PathLike, *, pipe_ok: bool = False) -> Binary:
 
 
 def _read(elf, shown: str, file_size: int) -> Binary:
-    header = elf.header
     notes = elf.get_section_by_name(NOTE_SECTION)
-    base_section = elf.get_section_by_name(BASE_SECTION)
+    base_section = elf.get_section_by_name(".stapsdt.base")
     stapsdt_base = base_section["sh_addr"] if base_section is not None else None
+    machine = _named(elf.header["e_machine"], "EM_")
     grouped: dict[tuple[str, str], list[ProbeSite]] = {}
     if notes is not None:
         if notes["sh_type"] != "SHT_NOTE":
             raise ElfError(shown, f"section {NOTE_SECTION} is not a note section ({notes['sh_type']})")
-        end = notes["sh_offset"] + notes["sh_size"]
-        if end > file_size:
-            raise ElfError(shown, f"section {NOTE_SECTION} ends at byte {end}, past the end of the file ({file_size} bytes)")
-        stream = elf.stream
-        stream.seek(notes["sh_offset"])
-        data = stream.read(notes["sh_size"])
-        if len(data) != notes["sh_size"]:
+        start, size = notes["sh_offset"], notes["sh_size"]
+        if start + size > file_size:
+            raise ElfError(shown, f"section {NOTE_SECTION} ends at byte {start + size}, past the end of the file "
+                                  f"({file_size} bytes)")
+        elf.stream.seek(start)
+        data = elf.stream.read(size)
+        if len(data) != size:
             raise ElfError(shown, f"section {NOTE_SECTION} could not be read in full")
-        reader = _NoteReader(shown, elf.elfclass // 8, elf.little_endian, machine_name(header["e_machine"]),
-                             stapsdt_base)
-        grouped = reader.read(data, notes["sh_offset"])
-    return Binary(
-        path=shown,
-        elf_class=elf.elfclass,
-        machine=machine_name(header["e_machine"]),
-        elf_type=type_name(header["e_type"]),
-        little_endian=elf.little_endian,
-        has_notes=notes is not None,
-        stapsdt_base=stapsdt_base,
-        probes=tuple(BinaryProbe(p, n, tuple(sites)) for (p, n), sites in grouped.items()),
-    )
+        grouped = _NoteReader(shown, elf.elfclass // 8, elf.little_endian, machine, stapsdt_base).read(data, start)
+    return Binary(shown, elf.elfclass, machine, _named(elf.header["e_type"], "ET_"), elf.little_endian,
+                  notes is not None, stapsdt_base,
+                  tuple(BinaryProbe(p, n, tuple(sites)) for (p, n), sites in grouped.items()))
 
 
 class _NoteReader:
-    """Walks the notes of one .note.stapsdt section. Sites of a probe
-    repeat its provider, name and often its argument string: each distinct
-    string is checked and decoded once (NoteArg is immutable, so sites
-    share the tuple)."""
+    """Walks the notes of one .note.stapsdt section with struct (the
+    descriptor is SystemTap's, which pyelftools does not parse; its generic
+    note walker costs ~50 us a note). Sites repeat their probe's strings:
+    each distinct one is checked and decoded once, and sites share the
+    decoded tuple."""
 
     def __init__(self, shown: str, width: int, little_endian: bool, machine: str, stapsdt_base: int | None):
         self.shown, self.width, self.machine, self.stapsdt_base = shown, width, machine, stapsdt_base
@@ -258,15 +214,13 @@ class _NoteReader:
         self.header = struct.Struct(order + "3I")
         self.addresses = struct.Struct(order + ("3Q" if width == 8 else "3I"))
         self.mask = (1 << (8 * width)) - 1
-        self.names: dict[bytes, tuple[str, str]] = {}  # b"provider\0name" -> (provider, name)
-        self.args: dict[bytes, tuple[str, tuple[NoteArg, ...]]] = {}  # raw argument string -> (text, decoded)
+        self.names: dict[tuple[bytes, bytes], tuple[str, str]] = {}
+        self.args: dict[bytes, tuple[str, tuple[NoteArg, ...]]] = {}  # raw string -> (text, decoded)
 
     def read(self, data: bytes, section_offset: int) -> dict[tuple[str, str], list[ProbeSite]]:
         """Sites by (provider, name), in the order of their first note.
         Offsets in messages are the file's."""
-        shown, header, addresses = self.shown, self.header.unpack_from, self.addresses.unpack_from
-        names, arguments, width = self.names, self.args, self.width
-        end = len(data)
+        shown, width, end = self.shown, self.width, len(data)
         grouped: dict[tuple[str, str], list[ProbeSite]] = {}
         offset = count = 0
         while offset + _NOTE_HEADER < end:  # trailing padding is no note (as pyelftools reads it)
@@ -274,33 +228,26 @@ class _NoteReader:
             if count > MAX_NOTES:
                 raise ElfError(shown, f"section {NOTE_SECTION} holds more than {MAX_NOTES} notes; "
                                       "no real binary has that many probe sites")
-            namesz, descsz, note_type = header(data, offset)
+            namesz, descsz, note_type = self.header.unpack_from(data, offset)
             name_at = offset + _NOTE_HEADER
             desc_at = name_at + ((namesz + 3) & ~3)
-            desc_end = desc_at + descsz
-            note_at, offset = offset, desc_at + ((descsz + 3) & ~3)
+            note_at, offset = section_offset + offset, desc_at + ((descsz + 3) & ~3)
             if offset > end:
-                raise ElfError(shown, f"note at byte {section_offset + note_at} of {NOTE_SECTION}: "
-                                      "its sizes point past the section")
+                raise ElfError(shown, f"note at byte {note_at} of {NOTE_SECTION}: its sizes point past the section")
             if note_type != NT_STAPSDT or not data.startswith(_OWNER, name_at, desc_at):
                 continue
             if descsz < 3 * width:
-                raise ElfError(shown, f"stapsdt note at byte {section_offset + note_at}: descriptor of {descsz} "
-                                      "bytes is too short for three addresses")
-            pc, base, semaphore = addresses(data, desc_at)
-            strings_at = desc_at + 3 * width
-            # The three strings, looked up as bytes; a string not seen yet
-            # (or a note short of three NULs) takes the checking path.
-            provider_end = data.find(b"\0", strings_at, desc_end)
-            name_end = data.find(b"\0", provider_end + 1, desc_end) if provider_end >= 0 else -1
-            args_end = data.find(b"\0", name_end + 1, desc_end) if name_end >= 0 else -1
-            if args_end < 0:
-                self._strings(data[desc_at:desc_end], f"stapsdt note at byte {section_offset + note_at}")
-            key = names.get(data[strings_at:name_end])
-            decoded = arguments.get(data[name_end + 1:args_end])
+                raise ElfError(shown, f"stapsdt note at byte {note_at}: descriptor of {descsz} bytes is too short "
+                                      "for three addresses")
+            pc, base, semaphore = self.addresses.unpack_from(data, desc_at)
+            strings = data[desc_at + 3 * width:desc_at + descsz].split(b"\0", 3)
+            if len(strings) < 4:
+                raise ElfError(shown, f"stapsdt note at byte {note_at}: provider, name and arguments are not "
+                                      "three NUL-terminated strings")
+            key = self.names.get((strings[0], strings[1]))
+            decoded = self.args.get(strings[2])
             if key is None or decoded is None:
-                key, decoded = self._check(data[strings_at:provider_end], data[provider_end + 1:name_end],
-                                           data[name_end + 1:args_end], f"stapsdt note at byte {section_offset + note_at}")
+                key, decoded = self._check(*strings[:3], key, decoded, f"stapsdt note at byte {note_at}")
             # Prelinking moves sections but not the addresses inside notes;
             # tracers shift pc (and the semaphore) by how far .stapsdt.base moved.
             if self.stapsdt_base and base:
@@ -308,42 +255,21 @@ class _NoteReader:
                 pc = (pc + delta) & self.mask
                 if semaphore:
                     semaphore = (semaphore + delta) & self.mask
-            site = ProbeSite(pc, semaphore, base, decoded[1], decoded[0])
-            sites = grouped.get(key)
-            if sites is None:
-                grouped[key] = [site]
-            else:
-                sites.append(site)
+            grouped.setdefault(key, []).append(ProbeSite(pc, semaphore, base, decoded[1], decoded[0]))
         return grouped
 
-    def _strings(self, desc: bytes, where: str) -> list[bytes]:
-        """Raises for a descriptor without three NUL-terminated strings."""
-        strings = desc[3 * self.width:].split(b"\0")
-        if len(strings) < 4:
-            raise ElfError(self.shown, f"{where}: provider, name and arguments are not three NUL-terminated strings")
-        return strings
-
-    def _check(self, raw_provider: bytes, raw_name: bytes, raw_args: bytes, where: str):
-        """((provider, name), (argument text, decoded arguments)) of a note
-        with a string not seen before: checked and decoded (problems in the
-        order of the messages), and remembered for the notes that repeat it."""
-        shown, raw_key = self.shown, raw_provider + b"\0" + raw_name
-        key = self.names.get(raw_key)
-        decoded = self.args.get(raw_args)
-        if key is None and decoded is not None and _NAME_BYTES.match(raw_provider) and _NAME_BYTES.match(raw_name):
-            # A new probe with a known argument string: C names are plain
-            # ASCII, nothing else to check (the common case).
-            key = self.names[raw_key] = (raw_provider.decode("ascii"), raw_name.decode("ascii"))
-            return key, decoded
+    def _check(self, raw_provider: bytes, raw_name: bytes, raw_args: bytes, key, decoded, where: str):
+        """(key, decoded) of a note with a string not seen before: checked
+        (problems in the order of the messages), decoded and remembered."""
+        shown = self.shown
         if key is None:
-            provider, name, args_text = (_text(raw_provider, shown, where, "provider"), _text(raw_name, shown, where, "name"),
-                                         _text(raw_args, shown, where, "arguments"))
+            provider, name, args_text = (_text(raw, shown, where, what) for raw, what in
+                                         ((raw_provider, "provider"), (raw_name, "name"), (raw_args, "arguments")))
             for value, what in ((provider, "provider"), (name, "name")):
                 if not _NAME.match(value):
                     raise ElfError(shown, f"{where}: {what} {value!r} is not a C identifier")
-            key = self.names[raw_key] = (provider, name)
+            key = self.names[raw_provider, raw_name] = (provider, name)
         else:
-            provider, name = key
             args_text = _text(raw_args, shown, where, "arguments")
         if decoded is None:
             from probegen.elf.argspec import ArgSpecError, parse_args
@@ -351,7 +277,7 @@ class _NoteReader:
             try:
                 args = parse_args(args_text, self.machine)
             except ArgSpecError as exc:
-                raise ElfError(shown, f"{where} ({provider}:{name}): {exc}") from None
+                raise ElfError(shown, f"{where} ({key[0]}:{key[1]}): {exc}") from None
             decoded = self.args[raw_args] = (args_text, args)
         return key, decoded
 
