@@ -9,6 +9,7 @@ so their probes are not the catalog's business.
 
 from __future__ import annotations
 
+import glob
 import os
 from collections import deque
 from dataclasses import dataclass, field
@@ -29,12 +30,6 @@ class DynamicInfo:
     machine: str
 
 
-@dataclass(frozen=True)
-class Dependencies:
-    libraries: tuple[str, ...]  # resolved paths, in breadth-first order
-    unresolved: tuple[str, ...]  # DT_NEEDED names found nowhere searched (system libraries left out)
-
-
 def dynamic_info(path: str | os.PathLike) -> DynamicInfo:
     """DT_NEEDED, DT_RPATH and DT_RUNPATH of one ELF file."""
     shown = str(path)
@@ -47,62 +42,39 @@ def _dynamic(elf, path: Path) -> DynamicInfo:
     from elftools.elf.dynamic import DynamicSection
 
     origin = str(Path(os.path.realpath(path)).parent)
-    needed: list[str] = []
-    rpath: list[str] = []
-    runpath: list[str] = []
+    tags = {"DT_NEEDED": [], "DT_RPATH": [], "DT_RUNPATH": []}
     for section in elf.iter_sections():
-        if not isinstance(section, DynamicSection):
-            continue
-        for tag in section.iter_tags():
+        for tag in section.iter_tags() if isinstance(section, DynamicSection) else ():
             kind = tag.entry.d_tag
             if kind == "DT_NEEDED":
-                needed.append(tag.needed)
-            elif kind == "DT_RPATH":
-                rpath.extend(_expand(tag.rpath, origin))
-            elif kind == "DT_RUNPATH":
-                runpath.extend(_expand(tag.runpath, origin))
-    return DynamicInfo(tuple(needed), tuple(rpath), tuple(runpath), elf.elfclass, elf.header["e_machine"])
-
-
-def _expand(search_path: str, origin: str) -> list[str]:
-    """Split a colon list; $ORIGIN is the directory of the object itself.
-    An empty entry means the current directory to ld.so."""
-    out = []
-    for entry in search_path.split(":"):
-        entry = entry.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)
-        out.append(entry or ".")
-    return out
+                tags[kind].append(tag.needed)
+            elif kind in tags:
+                # A colon list; $ORIGIN is the object's own directory, an empty entry the current one.
+                tags[kind].extend(entry.replace("${ORIGIN}", origin).replace("$ORIGIN", origin) or "."
+                                  for entry in (tag.rpath if kind == "DT_RPATH" else tag.runpath).split(":"))
+    return DynamicInfo(*map(tuple, tags.values()), elf.elfclass, elf.header["e_machine"])
 
 
 def _search_dirs(info: DynamicInfo, lib_dirs: list[str]) -> list[str]:
     # ld.so: DT_RPATH only when there is no DT_RUNPATH, then
     # LD_LIBRARY_PATH (our --lib-dir), then DT_RUNPATH.
-    dirs = [] if info.runpath else list(info.rpath)
-    return dirs + list(lib_dirs) + list(info.runpath)
+    return [*(() if info.runpath else info.rpath), *lib_dirs, *info.runpath]
 
 
 def _is_system_library(name: str) -> bool:
-    for root in _SYSTEM_DIRS:
-        if os.path.exists(os.path.join(root, name)):
-            return True
-        try:
-            subdirs = [e.path for e in os.scandir(root) if e.is_dir() and "-linux-" in e.name]
-        except OSError:
-            continue
-        if any(os.path.exists(os.path.join(d, name)) for d in subdirs):
-            return True
-    return False
+    return any(os.path.exists(os.path.join(root, name))
+               or glob.glob(os.path.join(root, "*-linux-*", glob.escape(name))) for root in _SYSTEM_DIRS)
 
 
-def resolve_dependencies(binary: str | os.PathLike, lib_dirs: list[str] = ()) -> Dependencies:
-    """Every library the binary needs, directly or through other libraries,
-    that is found in RPATH/RUNPATH or ``lib_dirs``. A candidate of another
-    ELF class or machine is skipped, as ld.so skips it."""
-    root = dynamic_info(binary)
+def resolve_dependencies(binary: str | os.PathLike, lib_dirs: list[str] = ()) -> tuple[list[str], list[str]]:
+    """(libraries, unresolved): the paths of every library the binary needs,
+    directly or not, found in RPATH/RUNPATH or ``lib_dirs`` (breadth first),
+    and the names found nowhere searched, system libraries left out. A
+    candidate of another ELF class or machine is skipped, as ld.so skips it."""
     seen = {os.path.realpath(binary)}
     found: list[str] = []
     unresolved: list[str] = []
-    queue = deque([root])
+    queue = deque([dynamic_info(binary)])
     while queue:
         info = queue.popleft()
         for name in info.needed:
@@ -110,32 +82,23 @@ def resolve_dependencies(binary: str | os.PathLike, lib_dirs: list[str] = ()) ->
             if path is None:
                 if name not in unresolved and not _is_system_library(name):
                     unresolved.append(name)
-                continue
-            real = os.path.realpath(path)
-            if real in seen:
-                continue
-            seen.add(real)
-            found.append(path)
-            try:
-                queue.append(dynamic_info(path))
-            except ElfError:
-                pass  # _find already read it; a library broken after that is reported when read
-    return Dependencies(tuple(found), tuple(unresolved))
+            elif os.path.realpath(path) not in seen:
+                seen.add(os.path.realpath(path))
+                found.append(path)
+                try:
+                    queue.append(dynamic_info(path))
+                except ElfError:
+                    pass  # _find already read it; a library broken after that is reported when read
+    return found, unresolved
 
 
 def _find(name: str, dirs: list[str], parent: DynamicInfo) -> str | None:
-    if "/" in name:
-        candidates = [name]
-    else:
-        candidates = [os.path.join(d, name) for d in dirs]
-    for candidate in candidates:
-        if not os.path.isfile(candidate):
-            continue
+    for candidate in [name] if "/" in name else [os.path.join(d, name) for d in dirs]:
         try:
-            info = dynamic_info(candidate)
+            info = dynamic_info(candidate) if os.path.isfile(candidate) else None
         except ElfError:
             continue
-        if info.elf_class == parent.elf_class and info.machine == parent.machine:
+        if info and info.elf_class == parent.elf_class and info.machine == parent.machine:
             return os.path.normpath(candidate)
     return None
 
@@ -147,22 +110,20 @@ class Reading:
     binaries: list[Binary] = field(default_factory=list)
     errors: list[ElfError] = field(default_factory=list)  # files that could not be read
     followed: set[str] = field(default_factory=set)  # libraries read because a binary loads them
-    unresolved: list[str] = field(default_factory=list)  # needed libraries found nowhere searched
     messages: list[str] = field(default_factory=list)  # the errors and notes, in the order found
 
 
 def read_binaries(paths, *, follow: bool = False, lib_dirs: list[str] = ()) -> Reading:
     """The probes of each binary named (each may be a pipe) and, with
-    ``follow``, of the libraries they load (resolve_dependencies); every
-    file once, however often it is named or needed."""
+    ``follow``, of the libraries they load; every file once, however often
+    it is named or needed."""
     reading = Reading()
-    seen = set()
+    seen, unresolved = set(), set()
 
     def read(path, is_library: bool) -> None:
-        real = os.path.realpath(path)
-        if real in seen:
+        if os.path.realpath(path) in seen:
             return
-        seen.add(real)
+        seen.add(os.path.realpath(path))
         try:
             reading.binaries.append(read_binary(path, pipe_ok=not is_library))
         except ElfError as exc:
@@ -176,14 +137,14 @@ def read_binaries(paths, *, follow: bool = False, lib_dirs: list[str] = ()) -> R
         read(path, False)
     for path in paths if follow else ():
         try:
-            deps = resolve_dependencies(path, lib_dirs)
+            libraries, missing = resolve_dependencies(path, lib_dirs)
         except ElfError:
             continue  # already reported when read
-        for library in deps.libraries:
+        for library in libraries:
             read(library, True)
-        for name in deps.unresolved:
-            if name not in reading.unresolved:
-                reading.unresolved.append(name)
+        for name in missing:
+            if name not in unresolved:
+                unresolved.add(name)
                 reading.messages.append(f"{path}: note: needed library {name} not found in RPATH/RUNPATH or "
                                         "--lib-dir; its probes are not checked")
     return reading
