@@ -1,22 +1,13 @@
 """SystemTap/DTrace provider files (``.d``): what ``dtrace -h`` reads.
 
-The grammar real projects write::
-
-    /* comments */  // and these
-    #define Oid unsigned int          (a type alias, as `dtrace -C` expands it)
-    #pragma D attributes ...          (stability lines: ignored)
-    #include "x.h"                    (ignored: probegen does not run cpp)
-    typedef unsigned long long hrtime_t;
-    struct conn { int fd; };          (tag declarations: skipped)
-    provider NAME {
-        probe NAME(TYPE [name], ...);
-        probe NAME(TYPE, ...) : (TRANSLATED-TYPE, ...);
-    };
-
-A small tokenizer and a recursive-descent reader; every error names
-file:line:column. ``string`` is DTrace's string type, a ``char *`` at the
-call. Types are checked with probegen's own C type reader, so the catalog
-made from the file loads.
+The grammar real projects write (tests/d/shop.d has each form): comments,
+object-like ``#define`` type aliases (expanded as `dtrace -C` would),
+``#pragma`` and ``#include`` (ignored), scalar typedefs, struct
+declarations (skipped), and ``provider NAME { probe NAME(TYPE [name], ...)
+[: (TRANSLATED, ...)]; };``. ``string`` is DTrace's ``char *``. A small
+tokenizer and a recursive-descent reader; errors name file:line:column.
+Argument types are checked with the catalog's C type reader, so the
+catalog made from the file loads.
 """
 
 from __future__ import annotations
@@ -39,6 +30,7 @@ _TOKEN = re.compile(
     r"|(?P<ident>[A-Za-z_$][A-Za-z0-9_$]*)|(?P<number>[0-9][A-Za-z0-9_]*)"
     r"|(?P<punct>\.\.\.|[(){};,*:\[\]=])|(?P<other>.)"
 )
+_DIRECTIVE = re.compile(r"#(?:[^\n]*\\\n)*[^\n]*")  # to the end of its line, joined by backslashes
 _LINE_MARKER = re.compile(r"#\s*(?:line\s+)?([0-9]+)\b")
 _CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|else|endif)\b", re.M)
 _MAX_EXPANSION = 64  # nested #define expansions: far more than types need
@@ -113,60 +105,36 @@ class _Lexer:
 
     def tokens(self) -> list[Token]:
         out: list[Token] = []
-        text, pos, line, line_start = self.text, 0, 1, 0
-        pending_doc = None
-        at_line_start = True
+        text, pos, line, line_start, at_line_start, doc = self.text, 0, 1, 0, True, None
         while pos < len(text):
             column = pos - line_start + 1
+            marker = None
             if at_line_start and text[pos] == "#":
-                end = pos
-                while True:  # a directive runs to the end of its line, joined by backslashes
-                    end = text.find("\n", end)
-                    if end == -1:
-                        end = len(text)
-                        break
-                    if text[end - 1] != "\\":
-                        break
-                    end += 1
-                directive = text[pos:end]
-                self.directive(directive, line, column, out)
-                marker = _LINE_MARKER.match(directive)
-                if marker:  # cpp's '# 12 "x.d"': the next line is line 12
-                    line = int(marker.group(1)) - 1 - directive.count("\n")
-                line += directive.count("\n")
-                if "\n" in directive:
-                    line_start = pos + directive.rfind("\n") + 1
-                pos = end
-                continue
-            match = _TOKEN.match(text, pos)
-            kind = match.lastgroup
-            if kind == "newline":
-                line, line_start, at_line_start = line + 1, match.end(), True
-                pos = match.end()
-                continue
-            if kind == "space" or kind == "line_comment":
-                pos = match.end()
-                continue
-            at_line_start = False
-            if kind == "comment":
-                end = text.find("*/", pos + 2)
-                if end == -1:
-                    self.fail(line, column, "unterminated comment /* (no */ before the end of the file)")
-                body = text[pos:end + 2]
-                if body.startswith("/**") and len(body) > 4:
-                    pending_doc = body  # a doc comment: the next token's (a probe's)
-                if "\n" in body:
-                    line += body.count("\n")
-                    line_start = pos + body.rfind("\n") + 1
-                pos = end + 2
-                continue
-            if kind == "other":
-                self.fail(line, column, f"unexpected character {match.group()!r}")
-            if pending_doc is not None:
-                self.docs[(line, column)] = pending_doc
-                pending_doc = None
-            self.emit(Token(match.group(), kind, line, column), out, frozenset())
-            pos = match.end()
+                kind, end = "directive", _DIRECTIVE.match(text, pos).end()
+                self.directive(text[pos:end], line, column)
+                marker = _LINE_MARKER.match(text, pos, end)  # cpp's '# 12 "x.d"': the next line is line 12
+            else:
+                match = _TOKEN.match(text, pos)
+                kind, end = match.lastgroup, match.end()
+                if kind == "comment":
+                    end = text.find("*/", pos + 2) + 2
+                    if end == 1:
+                        self.fail(line, column, "unterminated comment /* (no */ before the end of the file)")
+                    if text.startswith("/**", pos) and end - pos > 4:
+                        doc = text[pos:end]  # a doc comment: the next token's (a probe's)
+                elif kind == "other":
+                    self.fail(line, column, f"unexpected character {match.group()!r}")
+                elif kind in ("ident", "number", "punct"):
+                    if doc is not None:
+                        self.docs[(line, column)], doc = doc, None
+                    self.emit(Token(match.group(), kind, line, column), out, frozenset())
+                at_line_start = kind == "newline" or at_line_start and kind in ("space", "line_comment")
+            newlines = text.count("\n", pos, end)
+            if newlines:
+                line, line_start = line + newlines, text.rfind("\n", pos, end) + 1
+            if marker:
+                line = int(marker[1]) - 1
+            pos = end
         out.append(Token("", "eof", line, len(text) - line_start + 1))
         return out
 
@@ -184,7 +152,7 @@ class _Lexer:
         for part in body:  # the expansion is reported where the macro is used
             self.emit(Token(part.text, part.kind, token.line, token.column), out, expanding | {token.text})
 
-    def directive(self, text: str, line: int, column: int, out: list[Token]) -> None:
+    def directive(self, text: str, line: int, column: int) -> None:
         body = re.sub(r"/\*.*?\*/|//.*", " ", text.replace("\\\n", " "), flags=re.S).strip()[1:].strip()
         word = re.match(r"[A-Za-z_]*", body).group()
         if word == "undef":
