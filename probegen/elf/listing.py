@@ -115,5 +115,5 @@ def listing_text(binary: Binary) -> str:
 
 def _args_text(args: tuple[NoteArg, ...]) -> list[str]:
     specw = max((len(a.spec) for a in args), default=0)
-    return [f"      arg{index:<2} {arg.spec:<{specw}}  {arg.type_name:<4} {arg.operand.kind:<8} {arg.operand.describe()}"
-            for index, arg in enumerate(args)]
+    return [f"      arg{index:<2} {arg.spec:<{specw}}  {arg.type_name:<4} {arg.operand.kind:<8} "
+            f"{arg.operand.describe()}" for index, arg in enumerate(args)]

@@ -1,15 +1,10 @@
 """A catalog from the probes found in binaries: how a project adopts probegen.
 
-Types are inferred from what the notes record (size and sign), so they are
-the exact-width integers (int32_t, uint64_t, ...): a pointer and a
-uint64_t look the same in a note, and only a person can say which it is.
-Sites that pass a literal do not vote (gcc records the literal's type:
-'false' is '-4@$0' where the variable is a 1-byte bool), and an argument
-as wide as the pointer in binaries of both pointer sizes is a void *
-(intptr_t when signed).
-The result is rendered through templates/catalog.yaml.j2 and loaded back
-with the catalog loader before it is returned, so it is always a valid
-catalog that `probegen verify` accepts on the same binaries.
+A note records each argument's size and sign only, so types are the
+exact-width integers (a pointer and a uint64_t look the same; only a person
+can say which); see _infer_type. The catalog is rendered through
+templates/catalog.yaml.j2 and loaded back before it is returned, so
+`probegen verify` accepts it on the same binaries.
 """
 
 from __future__ import annotations
@@ -19,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from probegen.catalog.ctype import integer_type, is_identifier
+from probegen.catalog.ctype import integer_type, is_identifier, parse_ctype
 from probegen.catalog.model import ARG0_CLOCK, ARG0_ZERO, SDT_MAX_ARGS
 from probegen.elf.argspec import NoteArg
 from probegen.elf.notes import Binary, ProbeSite
@@ -49,9 +44,7 @@ class ImportedArg:
 class ImportedProbe:
     name: str
     args: tuple[ImportedArg, ...]
-    ticks: bool
-    sites: int
-    note: str = ""
+    ticks: bool = False
     enabled_check: bool = False  # every site has a semaphore (a ticks probe gets one anyway)
     doc: str = ""  # from a provider file's doc comment
 
@@ -72,33 +65,22 @@ class ImportedCatalog:
 
 def _constant(arg: NoteArg) -> int | None:
     """The value of an argument the compiler wrote as a literal, or None."""
-    operand = arg.operand
-    return operand.value if getattr(operand, "kind", None) == "constant" else None
-
-
-def _is_zero(arg: NoteArg) -> bool:
-    return _constant(arg) == 0 and arg.size == ARG0_ZERO.size
-
-
-def _is_clock(arg: NoteArg) -> bool:
-    return arg.size == ARG0_CLOCK.size and not arg.floating and _constant(arg) is None
+    return arg.operand.value if arg.operand.kind == "constant" else None
 
 
 def _spdk_arg0(provider: str, probes: dict[str, list[Seen]]) -> dict[str, bool] | None:
     """probe name -> ticks, when every probe passes SPDK's arg0: the int 0
     at every site, or the 8-byte clock (never a literal) at every site.
-
     At least one probe must pass the 0 (or any run of pointer-first probes
     would qualify); for a provider other than 'spdk', at least two, so a
     library with one probe whose first argument is a literal 0 is not
     given SPDK's clock."""
     ticks = {}
     for name, seen in probes.items():
-        if any(not site.args for site, _ in seen):
-            return None
-        if all(_is_zero(site.args[0]) for site, _ in seen):
+        firsts = [site.args[0] if site.args else None for site, _ in seen]
+        if all(a and _constant(a) == 0 and a.size == ARG0_ZERO.size for a in firsts):
             ticks[name] = False
-        elif all(_is_clock(site.args[0]) for site, _ in seen):
+        elif all(a and a.size == ARG0_CLOCK.size and not a.floating and _constant(a) is None for a in firsts):
             ticks[name] = True
         else:
             return None
@@ -108,38 +90,31 @@ def _spdk_arg0(provider: str, probes: dict[str, list[Seen]]) -> dict[str, bool] 
 
 @functools.lru_cache(maxsize=4096)
 def _fits(value: int, type_name: str) -> bool:
-    from probegen.catalog.ctype import parse_ctype
-
     return parse_ctype(type_name).holds_constant(value, 8)
 
 
 def _variables_type(variables: list[tuple[NoteArg, int]], notes: list[str]) -> str:
-    """The type the sites that pass a variable agree on.
-
-    An argument as wide as the pointer in binaries of different pointer
-    sizes is a pointer (void *: most such arguments are, and scripts print
-    it in hex), or a long when signed (intptr_t); both follow the pointer
-    size. Otherwise the most common size wins (the wider on a tie), and
-    the sign of most sites of that size; a byte passed signed at some sites
-    and unsigned at others is plain char (its sign is the target's choice:
-    signed on x86, unsigned on arm64)."""
-    signed_votes = sum(a.signed for a, _ in variables) * 2
+    """The type the sites that pass a variable agree on. As wide as the
+    pointer in binaries of both pointer sizes: void * (most such arguments
+    are pointers; scripts print them in hex), intptr_t when most are signed.
+    Otherwise the widest size (narrower sites convert to it, as C converts
+    them), signed if any site is, wider still when unsigned and signed sites
+    of that size need it; a byte passed with both signs is plain char (its
+    sign is the target's choice)."""
+    specs = ", ".join(sorted({a.spec for a, _ in variables}))
     if len({p for _, p in variables}) > 1 and all(a.size == p for a, p in variables):
-        return "intptr_t" if signed_votes > len(variables) else "void *"
+        return "intptr_t" if sum(a.signed for a, _ in variables) * 2 > len(variables) else "void *"
     counts = Counter(a.size for a, _ in variables)
-    size = max(counts)  # narrower sites convert to it, as C converts them (verify accepts them)
-    same = [a for a, _ in variables if a.size == size]
+    size = max(counts)
     if len(counts) > 1:
-        notes.append(f"sites pass different sizes: {', '.join(sorted({a.spec for a, _ in variables}))}")
-    signs = {a.signed for a in same}
+        notes.append(f"sites pass different sizes: {specs}")
+    signs = {a.signed for a, _ in variables if a.size == size}
     if len(signs) > 1 and size == 1 and not any(a.signed for a, _ in variables if a.size < size):
         return "char"
     signed = any(a.signed for a, _ in variables)
-    if signed and not all(a.signed for a in same) or len(signs) > 1:
-        # unsigned sites of the widest size and signed ones: a wider signed type holds both
+    if signed and False in signs:
         if size == 8:
-            raise Disagreement(f"sites pass {', '.join(sorted({a.spec for a, _ in variables}))}: "
-                               "no integer type holds every one")
+            raise Disagreement(f"sites pass {specs}: no integer type holds every one")
         size *= 2
     return integer_type(size, signed, exact=True)
 
@@ -156,13 +131,11 @@ def _constants_type(constants: list[NoteArg]) -> str:
     return integer_type(8, signed, exact=True)
 
 
-def _infer_type(seen: list[tuple[NoteArg, int]]) -> ImportedArg:
-    """The argument's type from every site: (note argument, pointer size).
-
-    A literal tells little about the declared type (gcc records the
-    literal's own type: 'false' is the int 0, '-4@$0'), so the sites that
-    pass a variable decide; `probegen verify` accepts a literal whose value
-    the declared type holds."""
+def _infer_type(name: str, seen: list[tuple[NoteArg, int]]) -> ImportedArg:
+    """The argument from every site: (note argument, pointer size). A
+    literal tells little about the declared type (gcc records the literal's
+    own: 'false' is '-4@$0' where the variable is a 1-byte bool), so the
+    sites passing a variable decide; verify accepts a literal the type holds."""
     notes: list[str] = []
     variables = [(a, p) for a, p in seen if _constant(a) is None]
     constants = [a for a, _ in seen if _constant(a) is not None]
@@ -172,7 +145,7 @@ def _infer_type(seen: list[tuple[NoteArg, int]]) -> ImportedArg:
         notes.append(f"literals {type_name} cannot hold: {', '.join(misfits)}")
     if any(a.floating for a, _ in seen):
         notes.append("floating point at some site: the catalog (and bpftrace) cannot read it")
-    return ImportedArg("", type_name, "; ".join(notes))
+    return ImportedArg(name, type_name, "; ".join(notes))
 
 
 def infer_catalog(binaries: list[Binary], provider: str) -> ImportedCatalog:
@@ -183,15 +156,14 @@ def infer_catalog(binaries: list[Binary], provider: str) -> ImportedCatalog:
         for probe in binary.probes:
             if probe.provider == provider:
                 sites.setdefault(probe.name, []).extend((s, binary.pointer_size) for s in probe.sites)
+    paths = ", ".join(b.path for b in binaries)
     if not sites:
         found = sorted({p.provider for b in binaries for p in b.probes})
         listed = f"; providers found: {', '.join(found)}" if found else "; the binaries have no USDT probes"
-        raise InputError(f"import: error: no probes of provider '{provider}' in "
-                         f"{', '.join(b.path for b in binaries)}{listed}")
+        raise InputError(f"import: error: no probes of provider '{provider}' in {paths}{listed}")
     for name, seen in sites.items():  # bounds before the per-argument work
         check_bounds(name, max(len(s.args) for s, _ in seen))
     ticks = _spdk_arg0(provider, sites)
-    offset = 1 if ticks is not None else 0
     probes, disagreements = [], []
     for name, seen in sites.items():
         counts = Counter(len(s.args) for s, _ in seen)
@@ -199,32 +171,25 @@ def infer_catalog(binaries: list[Binary], provider: str) -> ImportedCatalog:
             disagreements.append(f"probe '{name}': sites pass {' or '.join(map(str, sorted(counts)))} arguments")
             continue
         args = []
-        for index in range(offset, next(iter(counts))):
+        for index in range(0 if ticks is None else 1, next(iter(counts))):
             try:
-                inferred = _infer_type([(s.args[index], p) for s, p in seen])
+                args.append(_infer_type(f"arg{index}", [(s.args[index], p) for s, p in seen]))
             except Disagreement as exc:
                 disagreements.append(f"probe '{name}' argument {index}: {exc}")
-                continue
-            args.append(ImportedArg(f"arg{index}", inferred.type, inferred.note))
         is_ticks = bool(ticks and ticks[name])
-        probes.append(ImportedProbe(name, tuple(args), is_ticks, len(seen),
+        probes.append(ImportedProbe(name, tuple(args), is_ticks,
                                     enabled_check=not is_ticks and all(s.semaphore for s, _ in seen)))
     if disagreements:
         raise InputError(printable(
-            f"import: error: no catalog fits every site of {', '.join(b.path for b in binaries)} (binaries of "
-            f"different versions? import one version at a time): {'; '.join(disagreements[:5])}"
+            f"import: error: no catalog fits every site of {paths} (binaries of different versions? import one "
+            f"version at a time): {'; '.join(disagreements[:5])}"
             + (f"; and {len(disagreements) - 5} more" if len(disagreements) > 5 else "")))
     # The header gives semaphores to ticks and enabled_check probes: off when
     # no site has one (SPDK's own header), or a ticks probe's site lacks it.
     with_semaphore = any(s.semaphore for group in sites.values() for s, _ in group)
     ticks_without = any(not s.semaphore for p in probes if p.ticks for s, _ in sites[p.name])
-    return ImportedCatalog(
-        provider=provider,
-        arg0=ticks is not None,
-        semaphores=with_semaphore and not ticks_without,
-        probes=tuple(probes),
-        sources=tuple(b.path for b in binaries),
-    )
+    return ImportedCatalog(provider, ticks is not None, with_semaphore and not ticks_without, tuple(probes),
+                           tuple(b.path for b in binaries))
 
 
 def check_bounds(name: str, args: int) -> None:
@@ -237,11 +202,10 @@ def check_bounds(name: str, args: int) -> None:
                                    f"at most {SDT_MAX_ARGS}"))
 
 
-def checked_text(imported: ImportedCatalog, file_name: str) -> str:
+def checked_text(imported: ImportedCatalog, file_name: str, failure: str) -> str:
     """The catalog's YAML, rendered once its probes are within bounds and
-    loaded back (CatalogError if the loader refuses it): never one the
-    other commands refuse, for its size either."""
-    from probegen.catalog.load import parse_catalog
+    loaded back: never one the other commands refuse, for its size either.
+    ``failure`` begins the message when the loader refuses it."""
     from probegen.files.inputs import TEXT_LIMIT
 
     if len(imported.provider) > MAX_NAME:
@@ -254,8 +218,20 @@ def checked_text(imported: ImportedCatalog, file_name: str) -> str:
     if size > TEXT_LIMIT:
         raise InputError(f"import: error: the catalog would be {size} bytes; probegen reads catalogs of at most "
                          f"{TEXT_LIMIT >> 20} MiB")
-    parse_catalog(text.encode("utf-8"), Path(file_name))
+    loaded(text, file_name, failure)
     return text
+
+
+def loaded(text: str, path, failure: str, header_output=None):
+    """The catalog the YAML text models; InputError 'FAILURE: its first
+    problem' when the loader refuses it."""
+    from probegen.catalog.load import parse_catalog
+
+    try:
+        return parse_catalog(text.encode("utf-8"), Path(str(path)), header_output)
+    except CatalogError as exc:
+        first = exc.diagnostics[0].message if exc.diagnostics else str(exc)
+        raise InputError(printable(f"{failure}: {first}")) from None
 
 
 def render_catalog(imported: ImportedCatalog) -> str:
@@ -266,8 +242,5 @@ def render_catalog(imported: ImportedCatalog) -> str:
 
 def import_catalog(binaries: list[Binary], provider: str, file_name: str = "probes.yaml") -> str:
     """The catalog YAML for one provider's probes, checked by the loader."""
-    try:
-        return checked_text(infer_catalog(binaries, provider), file_name)
-    except CatalogError as exc:
-        first = exc.diagnostics[0].message if exc.diagnostics else str(exc)
-        raise InputError(f"import: error: the probes of '{provider}' cannot form a catalog: {first}") from None
+    return checked_text(infer_catalog(binaries, provider), file_name,
+                        f"import: error: the probes of '{provider}' cannot form a catalog")

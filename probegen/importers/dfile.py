@@ -65,7 +65,6 @@ class DProbe:
 class DProvider:
     name: str
     probes: tuple[DProbe, ...]
-    location: Location
 
 
 @dataclass(frozen=True)
@@ -183,7 +182,6 @@ class _Reader:
         self.docs = docs or {}
         self.typedefs: dict[str, str] = {}  # as written, for the catalog
         self.typedef_types: dict = {}  # name -> CType, for checking the types that use them
-        self.tags: set[str] = set()  # typedef names of structs: usable behind a pointer
 
     def loc(self, token: Token) -> Location:
         return Location(self.path, token.line, token.column)
@@ -252,7 +250,7 @@ class _Reader:
         self.take()
         if self.peek().text == ";":
             self.take()
-        return DProvider(name.text, tuple(probes), self.loc(start))
+        return DProvider(name.text, tuple(probes))
 
     def probe(self) -> DProbe:
         keyword = self.take()
@@ -270,12 +268,10 @@ class _Reader:
         return DProbe(name.text, tuple(args), self.loc(name), doc, params)
 
     def parameters(self, probe: str, check: bool = True) -> list[DArg]:
-        if self.peek().text == ")":
-            self.take()
-            return []
-        if self.peek().text == "void" and self.tokens[self.pos + 1].text == ")":
-            self.pos += 2
-            return []
+        for empty in ([")"], ["void", ")"]):
+            if [t.text for t in self.tokens[self.pos:self.pos + len(empty)]] == empty:
+                self.pos += len(empty)
+                return []
         args: list[DArg] = []
         while True:
             first = self.peek()
@@ -284,7 +280,8 @@ class _Reader:
             while depth or self.peek().text not in (",", ")"):
                 token = self.take()
                 if token.kind == "eof" or token.text in (";", "{", "}"):
-                    self.fail(token, f"probe '{probe}': expected ',' or ')' in the argument list, found {_shown(token)}")
+                    self.fail(token, f"probe '{probe}': expected ',' or ')' in the argument list, "
+                                     f"found {_shown(token)}")
                 depth += {"[": 1, "]": -1}.get(token.text, 0)
                 words.append(token)
             if not words:
@@ -307,17 +304,15 @@ class _Reader:
             name = texts.pop()
         texts = [("char *" if t == "string" else t) for t in texts] + ["*"] * stars
         spelling = re.sub(r"\*\s+(?=\*)", "*", " ".join(texts))
-        where = f"probe '{probe}': argument {index}"
-        if floating_type(spelling):
-            return DArg(spelling, name, self.loc(words[0]))  # for the header: a catalog refuses it
         try:
-            parse_ctype(spelling, self.typedef_types)
+            if not floating_type(spelling):  # float and double are for the header: a catalog refuses them
+                parse_ctype(spelling, self.typedef_types)
         except CTypeError as exc:
             hint = ""
             if "unknown type" in str(exc):
                 hint = (f"; declare it in the file with its real type ('typedef TYPE {texts[0]};', or "
                         f"'#define {texts[0]} TYPE' as `dtrace -C` expands it)")
-            self.fail(words[0], f"{where}: {str(exc).split(': declare it')[0]}{hint}")
+            self.fail(words[0], f"probe '{probe}': argument {index}: {str(exc).split(': declare it')[0]}{hint}")
         return DArg(spelling, name, self.loc(words[0]))
 
     def typedef(self) -> None:
@@ -328,8 +323,7 @@ class _Reader:
             if self.peek().kind == "ident":
                 self.take()
             self.skip_braces()
-            name = self.identifier("the typedef's name")
-            self.tags.add(name.text)
+            self.identifier("the typedef's name")
             self.expect(";", " after the typedef")
             return
         words: list[Token] = []
@@ -344,8 +338,7 @@ class _Reader:
         name = words[-1].text
         spelling = re.sub(r"\*\s+(?=\*)", "*", " ".join(w.text for w in words[:-1]))
         if words[-2].text in ("struct", "union") or spelling.split()[0] in ("struct", "union") and "*" not in spelling:
-            self.tags.add(name)  # typedef struct x x_t: a type only a pointer can pass
-            return
+            return  # typedef struct x x_t: only a pointer can pass it, as with any name not declared
         try:
             self.typedef_types[name] = parse_ctype(spelling, self.typedef_types)
         except CTypeError as exc:
@@ -394,8 +387,7 @@ def _doc_comment(comment: str) -> tuple[str, tuple[tuple[str, str], ...]]:
 
 def parse_provider_file(text: str, path: str) -> ProviderFile:
     lexer = _Lexer(text, path)
-    tokens = lexer.tokens()
-    reader = _Reader(tokens, path, lexer.docs)
+    reader = _Reader(lexer.tokens(), path, lexer.docs)
     providers = reader.file()
     return ProviderFile(path, tuple(providers), tuple(reader.typedefs.items()))
 
@@ -409,10 +401,39 @@ def read_provider_file(path) -> ProviderFile:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(printable(f"{path}:{line}: error: the file is not UTF-8 (byte 0x{data[exc.start]:02x})")) from None
+        raise InputError(printable(f"{path}:{line}: error: the file is not UTF-8 "
+                                   f"(byte 0x{data[exc.start]:02x})")) from None
     if _CONDITIONAL.search(text):  # read as `dtrace -C` would: the branches cpp keeps
         return preprocessed_provider_file(path, [])
     return parse_provider_file(text, str(path))
+
+
+def preprocessed_provider_file(path, cpp_options: list[str]) -> ProviderFile:
+    """The file as `dtrace -C` reads it: through the C preprocessor ($CPP,
+    else cpp) with these -I and -D options; errors name the file's lines
+    (cpp's line markers are read as such)."""
+    import os
+    import shlex
+    import subprocess
+
+    from probegen.files.inputs import read_input
+
+    read_input(path, "provider file")  # the same checks and message as without -C
+    command = [*shlex.split(os.environ.get("CPP") or "cpp"), *cpp_options,
+               f"./{path}" if str(path).startswith("-") else str(path)]
+    try:
+        result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InputError(printable(f"{path}: error: cannot run the C preprocessor ({command[0]}): {exc}")) from None
+    if result.returncode:
+        why = result.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise InputError(printable(f"{path}: error: the C preprocessor failed: {why[0] if why else result.returncode}"))
+    return parse_provider_file(result.stdout.decode("utf-8", "replace"), str(path))
+
+
+def is_provider_file(path) -> bool:
+    """Whether a path names a provider file rather than a binary."""
+    return Path(str(path)).suffix == ".d"
 
 
 def imported_catalog(source: ProviderFile, provider_name: str | None = None, floats: bool = False):
@@ -443,12 +464,14 @@ def imported_catalog(source: ProviderFile, provider_name: str | None = None, flo
             names.add(name)
             spelling = integer_type(floating.size, False, exact=True) if floating else arg.type
             args.append(ImportedArg(name, spelling, doc=dict(probe.param_docs).get(arg.name or "", "")))
-        probes.append(ImportedProbe(probe.name, tuple(args), ticks=False, sites=0, doc=probe.doc))
+        probes.append(ImportedProbe(probe.name, tuple(args), doc=probe.doc))
+    # The typedefs the probes use, and those these are written with.
     used = {word for probe in provider.probes for arg in probe.args for word in arg.type.split()}
+    used |= {word for name, spelling in source.typedefs if name in used for word in spelling.split()}
     return ImportedCatalog(
         provider=provider.name, arg0=False, semaphores=True, probes=tuple(probes), sources=(source.path,),
         from_provider_file=True, header_style="dtrace",
-        typedefs=tuple((name, spelling) for name, spelling in source.typedefs if name in used or _used_by(name, source, used)),
+        typedefs=tuple((name, spelling) for name, spelling in source.typedefs if name in used),
     )
 
 
@@ -457,19 +480,18 @@ def merged_catalog(source: ProviderFile, provider_name, binaries) -> tuple:
     file, each argument's type from what the binaries pass (the file's,
     where every site converts to it), and a note at the file's line for
     each difference. The catalog passes verify on the binaries."""
-    import dataclasses
+    from dataclasses import replace
 
     from probegen.importers.binaries import infer_catalog
 
     declared = imported_catalog(source, provider_name)
-    provider = source.provider(provider_name)
     found = infer_catalog(binaries, declared.provider)
     inferred = {p.name: p for p in found.probes}
     typedefs: dict = {}
     for name, spelling in source.typedefs:
         typedefs[name] = parse_ctype(spelling, typedefs)
     notes, probes = [], []
-    for probe, dprobe in zip(declared.probes, provider.probes):
+    for probe, dprobe in zip(declared.probes, source.provider(provider_name).probes):
         where = f"{dprobe.location}: note: probe '{probe.name}'"
         site = inferred.pop(probe.name, None)
         if site is None:
@@ -478,27 +500,23 @@ def merged_catalog(source: ProviderFile, provider_name, binaries) -> tuple:
         if len(site.args) != len(probe.args):
             notes.append(f"{where}: the file gives {len(probe.args)} arguments, the binaries pass {len(site.args)}")
         args = []
-        for index, passed in enumerate(site.args):
-            if index >= len(probe.args):
-                args.append(passed)
-                continue
-            arg, darg = probe.args[index], dprobe.args[index]
-            kind = _covers(arg.type, passed.type, typedefs)
-            if not kind:
+        for index, (arg, darg, passed) in enumerate(zip(probe.args, dprobe.args, site.args)):
+            covered = _covers(arg.type, passed.type, typedefs)
+            if not covered:
                 notes.append(f"{darg.location}: note: probe '{probe.name}' argument {index} '{arg.name}': the file "
-                             f"says {arg.type}, the binaries pass {passed.type}{'; ' + passed.note if passed.note else ''}: "
-                             f"the catalog says {passed.type}")
-            args.append(dataclasses.replace(arg, type=arg.type if kind else passed.type, note=passed.note))
-        probes.append(dataclasses.replace(probe, args=tuple(args), sites=site.sites))
+                             f"says {arg.type}, the binaries pass {passed.type}"
+                             f"{'; ' + passed.note if passed.note else ''}: the catalog says {passed.type}")
+            args.append(replace(arg, type=arg.type if covered else passed.type, note=passed.note))
+        probes.append(replace(probe, args=(*args, *site.args[len(probe.args):])))
     for site in inferred.values():
         notes.append(f"{source.path}: note: probe '{site.name}' is in the binaries, not in the file: added with "
                      "the types they pass")
-        probes.append(dataclasses.replace(site, enabled_check=False))
+        probes.append(replace(site, enabled_check=False))
     if declared.semaphores and not found.semaphores:
         notes.append(f"{source.path}: note: no site in the binaries names a semaphore (a header with "
                      "_SDT_HAS_SEMAPHORES undefined): the catalog says semaphores: false")
-    imported = dataclasses.replace(declared, probes=tuple(probes), semaphores=found.semaphores,
-                                   sources=(source.path, *found.sources))
+    imported = replace(declared, probes=tuple(probes), semaphores=found.semaphores,
+                       sources=(source.path, *found.sources))
     return imported, notes
 
 
@@ -514,17 +532,11 @@ def _covers(declared: str, passed: str, typedefs: dict) -> bool:
                or want.promotes_from(got.size_on(p), bool(got.signed), p) for p in sizes)
 
 
-def _used_by(name: str, source: ProviderFile, used: set[str]) -> bool:
-    """Whether a typedef the probes use is written with this one."""
-    return any(name in spelling.split() for other, spelling in source.typedefs if other in used)
-
-
 def import_provider_file(path, provider_name: str | None = None, file_name: str = "probes.yaml",
                          binaries=(), notes: list | None = None) -> str:
     """The catalog YAML of a provider file's provider, checked by the loader;
     with binaries, their types (see merged_catalog; its notes are added to
     ``notes``)."""
-    from probegen.errors import CatalogError
     from probegen.importers.binaries import checked_text
 
     if binaries:
@@ -533,75 +545,29 @@ def import_provider_file(path, provider_name: str | None = None, file_name: str 
             notes.extend(found)
     else:
         imported = imported_catalog(read_provider_file(path), provider_name)
-    try:
-        return checked_text(imported, file_name)
-    except CatalogError as exc:
-        first = exc.diagnostics[0].message if exc.diagnostics else str(exc)
-        raise InputError(printable(f"{path}: error: provider '{imported.provider}' cannot form a catalog: {first}")) from None
+    return checked_text(imported, file_name, f"{path}: error: provider '{imported.provider}' cannot form a catalog")
 
 
 def catalogs_of(path, header_output=None) -> list:
     """A catalog (style dtrace) per provider of the file, for a header
-    made straight from it (at ``header_output``, which names the guards)."""
-    from probegen.catalog.load import parse_catalog
-    from probegen.errors import CatalogError
-    from probegen.importers.binaries import render_catalog
+    made straight from it (at ``header_output``, which names the guards).
+    The catalog has no floating-point type: integers of their size stand
+    in for the file's float and double arguments, then they are put back
+    (the header only names their types in comments: dtrace style passes
+    arguments as written)."""
+    from dataclasses import replace
+
+    from probegen.importers.binaries import loaded, render_catalog
 
     source = path if isinstance(path, ProviderFile) else read_provider_file(path)
-    path = source.path
     catalogs = []
     for provider in source.providers:
-        imported = imported_catalog(source, provider.name, floats=True)
-        try:
-            catalog = parse_catalog(render_catalog(imported).encode("utf-8"), Path(str(path)), header_output)
-            catalogs.append(_with_floats(catalog, provider))
-        except CatalogError as exc:
-            first = exc.diagnostics[0].message if exc.diagnostics else str(exc)
-            raise InputError(printable(f"{path}: error: provider '{provider.name}': {first}")) from None
+        catalog = loaded(render_catalog(imported_catalog(source, provider.name, floats=True)), source.path,
+                         f"{source.path}: error: provider '{provider.name}'", header_output)
+        probes = []
+        for probe, dprobe in zip(catalog.probes, provider.probes):
+            args = tuple(replace(arg, ctype=floating_type(darg.type)) if floating_type(darg.type) else arg
+                         for arg, darg in zip(probe.args, dprobe.args))
+            probes.append(replace(probe, args=args) if args != probe.args else probe)
+        catalogs.append(replace(catalog, probes=tuple(probes)))
     return catalogs
-
-
-def preprocessed_provider_file(path, cpp_options: list[str]) -> ProviderFile:
-    """The file as `dtrace -C` reads it: through the C preprocessor ($CPP,
-    else cpp) with these -I and -D options; errors name the file's lines
-    (cpp's line markers are read as such)."""
-    import os
-    import shlex
-    import subprocess
-
-    from probegen.files.inputs import read_input
-
-    read_input(path, "provider file")  # the same checks and message as without -C
-    command = [*shlex.split(os.environ.get("CPP") or "cpp"), *cpp_options, str(path) if not str(path).startswith("-") else f"./{path}"]
-    try:
-        result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise InputError(printable(f"{path}: error: cannot run the C preprocessor ({command[0]}): {exc}")) from None
-    if result.returncode:
-        why = result.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise InputError(printable(f"{path}: error: the C preprocessor failed: {why[0] if why else result.returncode}"))
-    text = result.stdout.decode("utf-8", "replace")
-    return parse_provider_file(text, str(path))
-
-
-def _with_floats(catalog, provider: DProvider):
-    """The catalog with the file's float and double arguments back in place
-    of the integers that stood in for them (the header only names their
-    types in comments: dtrace style passes arguments as written)."""
-    import dataclasses
-
-    probes = []
-    for probe, dprobe in zip(catalog.probes, provider.probes):
-        args = tuple(dataclasses.replace(arg, ctype=floating_type(darg.type)) if floating_type(darg.type) else arg
-                     for arg, darg in zip(probe.args, dprobe.args))
-        probes.append(dataclasses.replace(probe, args=args) if args != probe.args else probe)
-    return dataclasses.replace(catalog, probes=tuple(probes))
-
-
-def is_provider_file(path) -> bool:
-    """Whether a path names a provider file rather than a binary."""
-    return Path(str(path)).suffix == ".d"
-
-
-__all__ = ["DArg", "DProbe", "DProvider", "ProviderFile", "parse_provider_file", "read_provider_file",
-           "imported_catalog", "import_provider_file", "is_provider_file"]

@@ -52,7 +52,8 @@ def write_object(source, output=None, cpp: list[str] | None = None) -> None:
             raise InputError(printable(f"{output}: error: cannot run the compiler {compiler[0]!r}: {exc}")) from None
         if result.returncode:
             why = result.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise InputError(printable(f"{output}: error: {compiler[0]} failed: {why[-1] if why else result.returncode}"))
+            raise InputError(printable(f"{output}: error: {compiler[0]} failed: "
+                                       f"{why[-1] if why else result.returncode}"))
         data = Path(temporary).read_bytes()
         try:
             if Path(output).read_bytes() == data:
