@@ -215,162 +215,96 @@ def _constant_or_address(text: str) -> Operand | None:
     return None
 
 
-def _memory(disp_text: str, base: str | None, index: str | None = None, scale: int = 1,
-            segment: str | None = None) -> Operand | None:
-    disp = _displacement(disp_text)
-    if disp is None:
-        return None
-    return Memory(base, disp.offset, index, scale, disp.symbol, disp.relocation, segment)
+# --- the machines ---------------------------------------------------------------
 
-
-# --- x86 (i386 and x86_64), AT&T syntax ----------------------------------
-
-_X86_REGISTER = re.compile(r"%(?P<name>[a-z][a-z0-9]*)\Z")
-_X86_MEMORY = re.compile(
-    r"(?:%(?P<segment>[c-gs]s):)?(?P<disp>[^()%]*)"
-    r"(?:\((?:%(?P<base>[a-z][a-z0-9]*))?(?:,(?:%(?P<index>[a-z][a-z0-9]*))?(?:,(?P<scale>[1248]))?)?\))?\Z"
-)
-
-
-def _x86_operand(text: str) -> Operand | None:
-    match = _X86_REGISTER.match(text)
-    if match:
-        return Register(match["name"])
-    if text.startswith("$"):
-        return _constant_or_address(text[1:])
-    match = _X86_MEMORY.match(text)
-    # Without parentheses the operand is an absolute address ('sym+12',
-    # '%fs:0x28'); the parentheses may not be empty.
-    if not match or not (match["disp"] or "(" in text) or text.endswith("()"):
-        return None
-    return _memory(match["disp"], match["base"], match["index"], int(match["scale"] or 1), match["segment"])
-
-
-# --- aarch64 and arm: '[BASE, REST]' -------------------------------------------
-
-_A64_REG = r"(?:[xw](?:[12]?[0-9]|30)|sp|wsp|xzr|wzr)"
-_A64_INDEX = re.compile(r"(?P<index>" + _A64_REG + r")(?:, ?(?:lsl|[su]xt[wx]) ?#?(?P<shift>[0-3])?)?\Z")
-_A64_RELOCATED = re.compile(r"#?:(?P<relocation>[a-z0-9_]+):(?P<expr>.+)\Z")
-_ARM_REG = r"(?:r1[0-5]|r[0-9]|sp|lr|pc|ip|fp|sl|sb)"
-_ARM_INDEX = re.compile(r"(?P<minus>-?)(?P<index>" + _ARM_REG + r")(?:, ?lsl #?(?P<shift>[0-9]|[12][0-9]|3[01]))?\Z")
-
-
-def _bracketed(register: str, index_form: re.Pattern, immediate, relocated_form: re.Pattern | None = None):
-    """A decoder for a machine writing memory as ``[BASE]``, ``[BASE, #N]``,
-    ``[BASE, INDEX, lsl #N]`` or (``relocated_form``) ``[BASE, #:lo12:sym]``;
-    ``immediate`` decodes the other text."""
-    plain = re.compile(f"(?P<name>{register})\\Z")
-    bracket = re.compile(r"\[(?P<base>" + register + r")(?:, ?(?P<rest>[^\]]+?))?\]\Z")
+def _machine(register: str, *memory: str, immediate: str = "", addresses: bool = False, bare: bool = True,
+             name=lambda text: text):
+    """A decoder of one assembler's operands: a register (``register``,
+    named by ``name``), a literal (an int after ``immediate``, or with
+    ``addresses`` a float or an address too; ``bare``: an int alone), or
+    memory in the first of the ``memory`` forms that reads it. Their groups
+    name the parts: base and index (registers: {R}), disp (an address
+    expression), offset (a number), scale or shift, minus, segment, and
+    aarch64's relocation with its expr."""
+    plain = re.compile(register)
+    forms = [re.compile(form.replace("{R}", register)) for form in memory]
 
     def decode(text: str) -> Operand | None:
-        if plain.match(text):
-            return Register(text)
-        match = bracket.match(text)
-        if not match:
-            return immediate(text)
-        base, rest = match["base"], match["rest"]
-        if rest is None:
-            return Memory(base)
-        value = _int(rest.removeprefix("#"))
+        if plain.fullmatch(text):
+            return Register(name(text))
+        if immediate and text.startswith(immediate):
+            if addresses:
+                return _constant_or_address(text[len(immediate):])
+            value = _int(text[len(immediate):])
+            return Constant(value) if value is not None else None
+        value = _int(text) if bare else None
         if value is not None:
-            return Memory(base, value)
-        index = index_form.match(rest)
-        if index:
-            scale = 1 << int(index["shift"] or 0)
-            return Memory(base, index=index["index"], scale=-scale if index.groupdict().get("minus") else scale)
-        relocated = relocated_form.match(rest) if relocated_form else None
-        if relocated:
-            disp = _displacement(relocated["expr"])
-            if disp is not None and disp.symbol is not None and disp.relocation is None:
-                return Memory(base, disp.offset, symbol=disp.symbol, relocation=relocated["relocation"])
+            return Constant(value)
+        for form in forms:
+            match = form.fullmatch(text)
+            operand = _memory(match.groupdict(), name) if match else None
+            if operand is not None:
+                return operand
         return None
 
     return decode
 
 
-def _aarch64_immediate(text: str) -> Operand | None:
-    value = _int(text.removeprefix("#"))
-    return Constant(value) if value is not None else None
-
-
-def _arm_immediate(text: str) -> Operand | None:
-    return _constant_or_address(text[1:]) if text.startswith("#") else None
-
-
-# --- the 'DISP(BASE)' family: s390x, powerpc, mips, riscv ----------------------
-
-_PARENS = re.compile(r"(?P<disp>[^()]*(?:\([^()]*\)[^()]*)?)\((?P<inside>[^()]*)\)\Z")
-
-
-def _register_pattern(pattern: str, name=lambda match: match[0]):
-    """text -> the register's name, or None."""
-    compiled = re.compile(pattern)
-
-    def register(text: str) -> str | None:
-        match = compiled.fullmatch(text)
-        return name(match) if match else None
-
-    return register
-
-
-_s390_register = _register_pattern(r"%(?P<name>[rfav](?:1[0-5]|[0-9]))", lambda match: match["name"])
-# gcc writes powerpc's general registers as bare numbers, or '%r8' with -mregnames.
-_ppc_register = _register_pattern(r"(?:%?r)?(?P<number>[12]?[0-9]|3[01])", lambda match: f"r{match['number']}")
-_mips_register = _register_pattern(r"\$(?:[0-9]|[12][0-9]|3[01]|[a-z][a-z0-9]*)")
-_riscv_register = _register_pattern(
-    r"zero|ra|sp|gp|tp|fp|[xf](?:[12]?[0-9]|3[01])|t[0-6]|s(?:1[01]|[0-9])|a[0-7]|f[ts](?:1[01]|[0-9])|fa[0-7]")
-
-
-def _disp_base(register, text: str) -> Operand | None:
-    """REGISTER, a bare constant, 'DISP(REG)' (DISP may hold '%lo(sym)');
-    s390's 'DISP(INDEX,BASE)'."""
-    name = register(text)
-    if name:
-        return Register(name)
-    value = _int(text)
-    if value is not None:
-        return Constant(value)
-    match = _PARENS.match(text)
-    if not match:
+def _memory(parts: dict, name) -> Memory | None:
+    base, index = (name(parts[key]) if parts.get(key) else None for key in ("base", "index"))
+    scale = int(parts["scale"]) if parts.get("scale") else 1 << int(parts.get("shift") or 0)
+    if "offset" in parts:
+        value = _int(parts["offset"])
+        return Memory(base, value) if value is not None else None
+    if "expr" in parts:  # aarch64's [x0, #:lo12:sym]
+        disp = _displacement(parts["expr"])
+        ok = disp is not None and disp.symbol is not None and disp.relocation is None
+        return Memory(base, disp.offset, symbol=disp.symbol, relocation=parts["relocation"]) if ok else None
+    disp = _displacement(parts.get("disp") or "")
+    if disp is None:
         return None
-    index, comma, base = match["inside"].rpartition(",")
-    if comma and register is _s390_register:
-        index, base = register(index), register(base)
-        return _memory(match["disp"], base, index) if index and base else None
-    base = register(match["inside"])
-    return _memory(match["disp"], base) if base else None
+    return Memory(base, disp.offset, index, -scale if parts.get("minus") else scale, disp.symbol, disp.relocation,
+                  parts.get("segment"))
 
 
-def _ppc_operand(text: str) -> Operand | None:
-    name = _ppc_register(text)
-    if name:
-        return Register(name)
-    if text.startswith("i"):  # sdt.h's %I: 'i' marks an immediate
-        value = _int(text[1:])
-        return Constant(value) if value is not None else None
-    if "," in text and "(" not in text:
-        # Indexed (X-form) 'RA,RB': the address is RA + RB.
-        base, _, index = text.partition(",")
-        base, index = _ppc_register(base), _ppc_register(index)
-        return Memory(base, index=index) if base and index else None
-    match = _PARENS.match(text)
-    base = _ppc_register(match["inside"]) if match else None
-    return _memory(match["disp"], base) if base else None
-
-
-_mips_operand = functools.partial(_disp_base, _mips_register)
+_X86 = _machine(
+    r"%[a-z][a-z0-9]*",
+    # 'DISP(BASE,INDEX,SCALE)', parts optional but not all; without
+    # parentheses an absolute address ('sym+12', '%fs:0x28').
+    r"(?:%(?P<segment>[c-gs]s):)?(?P<disp>[^()%]*)\((?!\))(?P<base>{R})?(?:,(?P<index>{R})?(?:,(?P<scale>[1248]))?)?\)",
+    r"(?:%(?P<segment>[c-gs]s):)?(?P<disp>[^()%]+)",
+    immediate="$", addresses=True, bare=False, name=lambda text: text[1:])
+_A64_REG = r"(?:[xw](?:[12]?[0-9]|30)|sp|wsp|xzr|wzr)"
+_ARM_REG = r"(?:r1[0-5]|r[0-9]|sp|lr|pc|ip|fp|sl|sb)"
+_BRACKETED = (r"\[(?P<base>{R})\]", r"\[(?P<base>{R}), ?#?(?P<offset>[^\]]+?)\]")
+_DISP = r"(?P<disp>[^()]*(?:\([^()]*\)[^()]*)?)"  # may hold one '%lo(sym)'
+_mips = _machine(r"\$(?:[0-9]|[12][0-9]|3[01]|[a-z][a-z0-9]*)", _DISP + r"\((?P<base>{R})\)")
+_ppc = _machine(r"(?:%?r)?(?:[12]?[0-9]|3[01])",  # general registers as gcc writes them, or '%r8' (-mregnames)
+                r"(?P<base>{R}),(?P<index>{R})",  # indexed (X-form): RA + RB
+                _DISP + r"\((?P<base>{R})\)",
+                immediate="i", bare=False, name=lambda text: "r" + text.lstrip("%r"))
 # pyelftools' e_machine names; a machine not here gets Unknown operands.
 _DECODERS = {
-    "EM_X86_64": _x86_operand,
-    "EM_386": _x86_operand,
-    "EM_AARCH64": _bracketed(_A64_REG, _A64_INDEX, _aarch64_immediate, _A64_RELOCATED),
-    "EM_ARM": _bracketed(_ARM_REG, _ARM_INDEX, _arm_immediate),
-    "EM_S390": functools.partial(_disp_base, _s390_register),
-    "EM_PPC64": _ppc_operand,
-    "EM_PPC": _ppc_operand,
-    "EM_MIPS": _mips_operand,
-    "EM_MIPS_RS3_LE": _mips_operand,
-    "EM_RISCV": functools.partial(_disp_base, _riscv_register),
+    "EM_X86_64": _X86,
+    "EM_386": _X86,
+    "EM_AARCH64": _machine(
+        _A64_REG, *_BRACKETED,
+        r"\[(?P<base>{R}), ?(?P<index>{R})(?:, ?(?:lsl|[su]xt[wx]) ?#?(?P<shift>[0-3])?)?\]",
+        r"\[(?P<base>{R}), ?#?:(?P<relocation>[a-z0-9_]+):(?P<expr>[^\]]+?)\]",
+        immediate="#"),
+    "EM_ARM": _machine(
+        _ARM_REG, *_BRACKETED,
+        r"\[(?P<base>{R}), ?(?P<minus>-?)(?P<index>{R})(?:, ?lsl #?(?P<shift>[0-9]|[12][0-9]|3[01]))?\]",
+        immediate="#", addresses=True, bare=False),
+    "EM_S390": _machine(r"%[rfav](?:1[0-5]|[0-9])", _DISP + r"\((?P<index>{R}),(?P<base>{R})\)",
+                        _DISP + r"\((?P<base>{R})\)", name=lambda text: text[1:]),
+    "EM_PPC64": _ppc,
+    "EM_PPC": _ppc,
+    "EM_MIPS": _mips,
+    "EM_MIPS_RS3_LE": _mips,
+    "EM_RISCV": _machine(
+        r"zero|ra|sp|gp|tp|fp|[xf](?:[12]?[0-9]|3[01])|t[0-6]|s(?:1[01]|[0-9])|a[0-7]|f[ts](?:1[01]|[0-9])|fa[0-7]",
+        _DISP + r"\((?P<base>{R})\)"),
 }
 
 
