@@ -3,33 +3,27 @@
 JSON shape (``"version": 1``)::
 
     {"version": 1,
-     "binaries": [{"path": str, "class": 32|64, "machine": "x86_64"|"EM_12345",
-                   "type": "ET_DYN", "stapsdt_base": int|null,
+     "binaries": [{"path": str, "class": 32|64, "machine": str, "type": "ET_DYN", "stapsdt_base": int|null,
                    "probes": [{"provider": str, "name": str,
-                               "sites": [{"address": int, "semaphore": int|null,
-                                          "base": int, "args_text": str,
-                                          "args": [ARG, ...]}]}]}],
+                               "sites": [{"address": int, "semaphore": int|null, "base": int,
+                                          "args_text": str, "args": [ARG, ...]}]}]}],
      "errors": [{"path": str, "message": str}]}
 
-    ARG = {"spec": "-4@%eax", "size": 4, "signed": true, "float": false,
-           "type": "s32",
+    ARG = {"spec": "-4@%eax", "size": 4, "signed": true, "float": false, "type": "s32",
            "location": "register"|"constant"|"address"|"memory"|"unknown",
            # register: "register": "eax" (see argspec.Register for names)
            # constant: "value": int, or float for a floating-point literal
-           # address:  "symbol": str, "offset": int, "relocation": str|null
-           #           (a link-time address constant: x86 $sym, arm #sym+8)
+           # address:  "symbol": str, "offset": int, "relocation": str|null (x86 $sym, arm #sym+8)
            # memory:   "base", "index": str|null, "scale": int, "offset": int,
            #           "symbol", "relocation", "segment": str|null
            # unknown:  "text": str (the operand as written)
           }
 
-"machine" is always a string: a short name ("x86_64", "i386", "aarch64",
-"arm", "ppc64le", "s390x", "mips64el", "riscv64"), else the ELF name
-("EM_SPARCV9"), "EM_<number>" for a machine pyelftools does not name.
-
-Addresses are plain integers: the pc after the ``.stapsdt.base``
-adjustment tracers make for prelinked files (equal to ``readelf -n``'s
-Location otherwise); ``base`` is the note's own recorded base.
+"machine": a short name ("x86_64", "i386", "aarch64", "arm", "ppc64le",
+"s390x", "mips64el", "riscv64"), else the ELF name ("EM_SPARCV9", or
+"EM_<number>" for a machine pyelftools does not name). "address": the pc
+after the ``.stapsdt.base`` adjustment tracers make for prelinked files
+(``readelf -n``'s Location otherwise); "base": the note's own.
 """
 
 from __future__ import annotations

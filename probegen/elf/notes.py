@@ -42,14 +42,6 @@ _ARCHES = {
 }
 
 
-def arch_name(machine: str, elf_class: int, little_endian: bool) -> str:
-    """'x86_64', 'ppc64le', 's390x', 'mips64el', 'riscv64'; a machine
-    without a short name by its ELF name ('EM_SPARCV9', 'EM_12345')."""
-    wide = elf_class == 64
-    return _ARCHES.get(machine, machine).format(bits=elf_class, x="x" if wide else "", w="64" if wide else "",
-                                                el="el" if little_endian else "", le="le" if little_endian else "")
-
-
 def _named(value: str | int, prefix: str) -> str:
     """pyelftools' name of a machine or type ('EM_X86_64', 'ET_DYN'); a bare
     number it has no name for as 'EM_12345', a string like the rest."""
@@ -104,7 +96,12 @@ class Binary:
 
     @property
     def arch(self) -> str:
-        return arch_name(self.machine, self.elf_class, self.little_endian)
+        """'x86_64', 'ppc64le', 's390x', 'mips64el', 'riscv64'; a machine
+        without a short name by its ELF name ('EM_SPARCV9', 'EM_12345')."""
+        wide, little = self.elf_class == 64, self.little_endian
+        return _ARCHES.get(self.machine, self.machine).format(
+            bits=self.elf_class, x="x" if wide else "", w="64" if wide else "", el="el" if little else "",
+            le="le" if little else "")
 
     @property
     def site_count(self) -> int:
@@ -202,11 +199,11 @@ def _read(elf, shown: str, file_size: int) -> Binary:
 
 
 class _NoteReader:
-    """Walks the notes of one .note.stapsdt section with struct (the
-    descriptor is SystemTap's, which pyelftools does not parse; its generic
-    note walker costs ~50 us a note). Sites repeat their probe's strings:
-    each distinct one is checked and decoded once, and sites share the
-    decoded tuple."""
+    """Walks the notes of one .note.stapsdt section with struct: pyelftools'
+    note walker alone takes 0.18 s for 20,000 notes, twice this whole
+    reader, and leaves the descriptor (SystemTap's) to parse. Sites repeat
+    their probe's strings: each distinct one is checked and decoded once,
+    and sites share the decoded tuple."""
 
     def __init__(self, shown: str, width: int, little_endian: bool, machine: str, stapsdt_base: int | None):
         self.shown, self.width, self.machine, self.stapsdt_base = shown, width, machine, stapsdt_base

@@ -234,8 +234,7 @@ class _Reader:
         if not is_identifier(name.text):
             self.fail(name, f"provider '{name.text}' is not a C identifier")
         self.expect("{", " after the provider's name")
-        probes: list[DProbe] = []
-        seen: dict[str, DProbe] = {}
+        probes: dict[str, DProbe] = {}
         while self.peek().text != "}":
             token = self.peek()
             if token.kind == "eof":
@@ -243,14 +242,13 @@ class _Reader:
             if token.text != "probe":
                 self.fail(token, f"expected 'probe' or '}}', found {_shown(token)}")
             probe = self.probe()
-            if probe.name in seen:
-                self.fail(token, f"probe '{probe.name}' is declared twice (first at {seen[probe.name].location})")
-            seen[probe.name] = probe
-            probes.append(probe)
+            if probe.name in probes:
+                self.fail(token, f"probe '{probe.name}' is declared twice (first at {probes[probe.name].location})")
+            probes[probe.name] = probe
         self.take()
         if self.peek().text == ";":
             self.take()
-        return DProvider(name.text, tuple(probes))
+        return DProvider(name.text, tuple(probes.values()))
 
     def probe(self) -> DProbe:
         keyword = self.take()
