@@ -225,11 +225,15 @@ def _machine(register: str, *memory: str, immediate: str = "", addresses: bool =
     memory in the first of the ``memory`` forms that reads it. Their groups
     name the parts: base and index (registers: {R}), disp (an address
     expression), offset (a number), scale or shift, minus, segment, and
-    aarch64's relocation with its expr."""
-    plain = re.compile(register)
-    forms = [re.compile(form.replace("{R}", register)) for form in memory]
+    aarch64's relocation with its expr. Compiled on first use: a binary
+    needs one machine's (all eight take 3 ms)."""
+
+    @functools.cache
+    def compiled() -> tuple[re.Pattern, list[re.Pattern]]:
+        return re.compile(register), [re.compile(form.replace("{R}", register)) for form in memory]
 
     def decode(text: str) -> Operand | None:
+        plain, forms = compiled()
         if plain.fullmatch(text):
             return Register(name(text))
         if immediate and text.startswith(immediate):
