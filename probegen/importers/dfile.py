@@ -189,8 +189,8 @@ class _Reader:
     def fail(self, token: Token, why: str):
         raise InputError(printable(f"{self.loc(token)}: error: {why}"))
 
-    def peek(self) -> Token:
-        return self.tokens[self.pos]
+    def peek(self, ahead: int = 0) -> Token:
+        return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]  # the last is eof
 
     def take(self) -> Token:
         token = self.tokens[self.pos]
@@ -315,8 +315,8 @@ class _Reader:
 
     def typedef(self) -> None:
         start = self.take()
-        if self.peek().text in ("struct", "union", "enum") and self.tokens[self.pos + 2].text == "{" \
-                or self.peek().text in ("struct", "union") and self.tokens[self.pos + 1].text == "{":
+        if self.peek().text in ("struct", "union", "enum") and self.peek(2).text == "{" \
+                or self.peek().text in ("struct", "union") and self.peek(1).text == "{":
             self.take()
             if self.peek().kind == "ident":
                 self.take()
