@@ -55,12 +55,6 @@ def _dynamic(elf, path: Path) -> DynamicInfo:
     return DynamicInfo(*map(tuple, tags.values()), elf.elfclass, elf.header["e_machine"])
 
 
-def _search_dirs(info: DynamicInfo, lib_dirs: list[str]) -> list[str]:
-    # ld.so: DT_RPATH only when there is no DT_RUNPATH, then
-    # LD_LIBRARY_PATH (our --lib-dir), then DT_RUNPATH.
-    return [*(() if info.runpath else info.rpath), *lib_dirs, *info.runpath]
-
-
 def _is_system_library(name: str) -> bool:
     return any(os.path.exists(os.path.join(root, name))
                or glob.glob(os.path.join(root, "*-linux-*", glob.escape(name))) for root in _SYSTEM_DIRS)
@@ -77,8 +71,11 @@ def resolve_dependencies(binary: str | os.PathLike, lib_dirs: list[str] = ()) ->
     queue = deque([dynamic_info(binary)])
     while queue:
         info = queue.popleft()
+        # ld.so: DT_RPATH only when there is no DT_RUNPATH, then
+        # LD_LIBRARY_PATH (our --lib-dir), then DT_RUNPATH.
+        dirs = [*(() if info.runpath else info.rpath), *lib_dirs, *info.runpath]
         for name in info.needed:
-            path = _find(name, _search_dirs(info, lib_dirs), info)
+            path = _find(name, dirs, info)
             if path is None:
                 if name not in unresolved and not _is_system_library(name):
                     unresolved.append(name)

@@ -76,14 +76,11 @@ class ProviderFile:
     def provider(self, name: str | None) -> DProvider:
         """The provider called ``name``, or the file's only one."""
         names = [p.name for p in self.providers]
-        if name is None:
-            if len(self.providers) == 1:
-                return self.providers[0]
+        if name is None and len(names) != 1:
             raise InputError(f"{printable(self.path)}: error: {len(names)} providers ({', '.join(names)}); "
                              "a catalog has one: give --provider NAME")
-        for provider in self.providers:
-            if provider.name == name:
-                return provider
+        if name is None or name in names:
+            return self.providers[0 if name is None else names.index(name)]
         raise InputError(f"{printable(self.path)}: error: no provider '{printable(name)}' "
                          f"(the file has: {', '.join(names) or 'none'})")
 
