@@ -41,10 +41,11 @@ def write_object(source, output=None, cpp: list[str] | None = None) -> None:
     code = semaphore_source(_catalogs(source, output, cpp))
     compiler = shlex.split(os.environ.get("CC") or "gcc")
     flags = shlex.split(os.environ.get("CFLAGS", "").replace("\\\n", " "))
+    # Built beside the output, so that it replaces it in one step; the
+    # compiler creates the file, with the mode it gives objects.
     directory = os.path.dirname(os.path.abspath(output))
-    fd, temporary = tempfile.mkstemp(prefix=".probegen-dtrace.", suffix=".o", dir=directory)
-    os.close(fd)
-    try:
+    with tempfile.TemporaryDirectory(prefix=".probegen-dtrace.", dir=directory) as scratch:
+        temporary = os.path.join(scratch, "semaphores.o")
         command = [*compiler, *flags, "-fPIC", "-c", "-x", "c", "-", "-o", temporary]
         try:
             result = subprocess.run(command, input=code.encode(), capture_output=True, timeout=300)
@@ -60,10 +61,4 @@ def write_object(source, output=None, cpp: list[str] | None = None) -> None:
                 return  # unchanged: the link is not redone
         except OSError:
             pass
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(temporary, 0o666 & ~mask)  # as the compiler would have made it
         os.replace(temporary, output)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
