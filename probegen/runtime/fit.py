@@ -126,10 +126,9 @@ def regenerate(pid: int, scripts: list[trace.Script], groups: dict, catalog, deb
                 print(printable(message), file=sys.stderr)
     enums = list(dict.fromkeys(a.ctype.enum_name for pairs in chosen.values() for p, _ in pairs
                                for a in p.note_args if a.ctype.enum_name and not a.hex))
-    sources = for_process(catalog, pid, holders, enums, deadline) if debug_info else None
-    for message in sources.messages(catalog) if sources else ():
+    tables, messages = for_process(catalog, pid, holders, enums, deadline) if debug_info else ({}, [])
+    for message in messages:
         print(printable(message), file=sys.stderr)
-    tables = {e: table for e, (_, table) in sources.from_binary.items()} if sources else {}
     scripts = list(scripts)
     order = {p.name: n for n, p in enumerate(catalog.probes)}
     labels = {}
