@@ -1,7 +1,7 @@
 """Joining the lines of hits that generated bpftrace scripts print in parts
 (the live test of real bpftrace output is tests/test_bpftrace.py)."""
 
-from probegen.runtime.hitlines import HitJoiner, join_lines
+from probegen.runtime.hitlines import HitJoiner
 
 
 def test_parts_join_by_thread_between_other_lines():
@@ -14,7 +14,8 @@ def test_parts_join_by_thread_between_other_lines():
         "1.000002: add_listener [tid 8 2/2] + trtype=RDMA",
         "1.000001: add_listener [tid 7 3/3] +x trsvcid=4420",
     ]
-    assert join_lines(lines) == [
+    joiner = HitJoiner()
+    assert [shown for line in lines for shown in joiner.feed(line)] + joiner.finish() == [
         "Tracing 3 probes (long). Hit Ctrl-C to end.",
         "1.000001: create subnqn=z",
         "1.000002: add_listener subnqn=q trtype=RDMA",

@@ -61,9 +61,3 @@ class HitJoiner:
         self._pending.clear()
         return lines
 
-
-def join_lines(lines) -> list[str]:
-    """All of a tracer's lines with split hits joined."""
-    joiner = HitJoiner()
-    joined = [shown for line in lines for shown in joiner.feed(line)]
-    return joined + joiner.finish()
