@@ -117,20 +117,19 @@ def run(args) -> int:
         texts.append(summary_script(catalog, args.pid, args.hist, args.count, args.interval, deadline))
     if catalog is None and Path(args.catalog).exists():  # names its enums, and the maps of its span script
         catalog = load_catalog(args.catalog)
+    common = dict(scripts=texts, duration=args.duration, catalog=catalog, debug_info=not args.no_debug_info,
+                  deadline=deadline)
     if args.dry_run:
-        sys.stdout.write(trace.program_for(args.pid, args.scripts, scripts=texts, duration=args.duration,
-                                           catalog=catalog, debug_info=not args.no_debug_info, deadline=deadline))
+        sys.stdout.write(trace.program_for(args.pid, args.scripts, **common))
         return 0
-    json_lines = None
-    if args.json:
-        from probegen.runtime.summary import JsonLines
-
-        json_lines = JsonLines(catalog)
     if args.timeline is None:
-        return trace.run(args.pid, args.scripts, args.output, scripts=texts, duration=args.duration,
-                         json_lines=json_lines, catalog=catalog, debug_info=not args.no_debug_info, deadline=deadline)
+        json_lines = None
+        if args.json:  # imported only here: it brings jinja2
+            from probegen.runtime.summary import JsonLines
+
+            json_lines = JsonLines(catalog)
+        return trace.run(args.pid, args.scripts, args.output, json_lines=json_lines, **common)
     from probegen.runtime.trace_timeline import with_timeline
 
     return with_timeline(args.timeline, catalog, args.pid, lambda tap, labels: trace.run(
-        args.pid, args.scripts, args.output, scripts=texts, duration=args.duration, catalog=catalog,
-        debug_info=not args.no_debug_info, tap=tap, labels=labels, deadline=deadline))
+        args.pid, args.scripts, args.output, tap=tap, labels=labels, **common))
