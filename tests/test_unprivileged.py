@@ -94,11 +94,11 @@ def test_deadline_memory_output_and_files_are_bounded(tmp_path):
 
 
 @pytest.mark.parametrize("answer", [
-    {"binary": {"nvmf_tgt_state": ["/elsewhere", [[1, "A"]]]}, "script": {}},  # a file not opened
-    {"binary": {"other_enum": ["exe", [[1, "A"]]]}, "script": {}},             # an enum not asked for
-    {"binary": {"nvmf_tgt_state": ["exe", [["1", "A"]]]}, "script": {}},       # not an integer
-    {"binary": {"nvmf_tgt_state": ["exe", [[1, "A"], [1, "B"]]]}, "script": {}},
-    {"binary": [], "script": {}}, "not a dict",
+    {"binary": {"nvmf_tgt_state": ["/elsewhere", [[1, "A"]]]}, "why": ""},  # a file not opened
+    {"binary": {"other_enum": ["exe", [[1, "A"]]]}, "why": ""},             # an enum not asked for
+    {"binary": {"nvmf_tgt_state": ["exe", [["1", "A"]]]}, "why": ""},       # not an integer
+    {"binary": {"nvmf_tgt_state": ["exe", [[1, "A"], [1, "B"]]]}, "why": ""},
+    {"binary": [], "why": ""}, {"binary": {}, "why": 1}, "not a dict",
 ])
 def test_the_childs_answer_is_checked_as_data(answer):
     with pytest.raises(Unprivileged):
