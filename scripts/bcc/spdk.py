@@ -967,13 +967,13 @@ class Libbcc:
 
 
 def attach(bpf, usdt, provider, names, libbcc):
-    """Attach every enabled location (names: fn_name -> probe name): the perf event fds, or an error."""
+    """Attach every enabled location (names: fn_name -> probe): the perf event fds, or an error."""
     from bcc import BPF
 
     offsets = libbcc.semaphore_offsets(usdt.get_context())
     fds = []
     for binary, fn_name, address, pid in usdt.enumerate_active_probes():
-        name = names[fn_name.decode()]
+        name = names[fn_name.decode()].name
         ref_ctr_offset = offsets.get((binary, provider.encode(), name.encode()), 0)
         function = bpf.load_func(fn_name, BPF.KPROBE)
         # Only a fallback through tracefs uses the name; unique per location and tool.
@@ -1015,7 +1015,7 @@ def warn(message):
     print("%s: %s" % (os.path.basename(sys.argv[0]), message), file=sys.stderr)
 
 
-def bind(tool, usdt, probes, spans, names):
+def bind(tool, usdt, spans, names):
     """Bind the fields to the enabled probes' notes (names: fn_name -> probe),
     warning of other argument counts: (note types, spans with all their values)."""
     types = note_types(usdt.get_text())
@@ -1079,7 +1079,7 @@ def main(tool, argv=None):
                     "no probe could be enabled in %s: probes with semaphores (as the generated header "
                     "makes them) are enabled only in a running process: give -p PID" % where)
     probes = list(names.values())
-    types, spans = bind(tool, usdt, probes, spans, names)
+    types, spans = bind(tool, usdt, spans, names)
     if args.hist and not spans:
         return fail("no span has both its probes in %s" % where)
     program = usdt.get_text() + program_text(tool, args, probes, spans, types)  # BCC's argument readers first
@@ -1100,7 +1100,7 @@ def main(tool, argv=None):
     except Exception as exc:
         return fail("cannot load the BPF program (root needed): %s" % exc)
     libbcc = Libbcc()
-    fds = attach(bpf, usdt, tool.provider, {n: p.name for n, p in names.items()}, libbcc)
+    fds = attach(bpf, usdt, tool.provider, names, libbcc)
     if isinstance(fds, str):
         return fail(fds)
     try:
