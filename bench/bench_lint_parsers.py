@@ -27,7 +27,7 @@ from timing import PYTHON, REPO, Command, race  # noqa: E402
 
 sys.path.insert(0, str(REPO))
 from probegen.checks.lint import cdefs, parser  # noqa: E402
-from probegen.checks.lint.syntax import CDefinition  # noqa: E402
+from probegen.checks.lint.parser import CDefinition  # noqa: E402
 
 GRAMMAR = Path(__file__).with_name("bpftrace.lark")
 LARK = f"lark.Lark(open({str(GRAMMAR)!r}).read(), parser='lalr', lexer='contextual', propagate_positions=True)"

@@ -23,9 +23,8 @@ from probegen.cli import main
 from probegen.catalog.ctype import parse_ctype
 from probegen.errors import InputError
 from probegen.checks.lint import ScriptSyntaxError, lint_file, lint_text
-from probegen.checks.lint.formats import mismatch, parse_format
+from probegen.checks.lint.formats import Value, mismatch, parse_format
 from probegen.checks.lint.parser import parse
-from probegen.checks.lint.values import Value
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).resolve().parent / "lint_corpus"

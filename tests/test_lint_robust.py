@@ -21,7 +21,7 @@ from probegen.errors import InputError
 from probegen.checks.lint import ScriptSyntaxError, lint_text
 from probegen.checks.lint.cdefs import MAX_NESTED_STRUCTS, struct_definitions
 from probegen.checks.lint.lexer import EOF, tokenize
-from probegen.checks.lint.syntax import MAX_NESTING, CDefinition
+from probegen.checks.lint.parser import MAX_NESTING, CDefinition
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG = ROOT / "probes.yaml"

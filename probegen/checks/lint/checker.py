@@ -17,14 +17,13 @@ import re
 from probegen.catalog.model import Catalog, Probe
 from probegen.catalog.ctype import Kind, integer_type, parse_ctype
 from probegen.errors import Diagnostic, InputError, Location, NoSuchMember
-from probegen.checks.lint import syntax
-from probegen.checks.lint.cdefs import StructDef, struct_definitions
-from probegen.checks.lint.formats import mismatch, parse_format, suggest
-from probegen.checks.lint.values import Value
+from probegen.checks.lint import parser as ast
+from probegen.checks.lint.cdefs import struct_definitions
+from probegen.checks.lint.formats import Value, mismatch, parse_format, suggest
+from probegen.checks.lint.parser import start
 
 _ARG = re.compile(r"arg([0-9]+)\Z")
 _WILDCARD = re.compile(r"[*?\[]")
-_USDT = ("usdt", "U")
 # bpftrace's integer type names in casts -> their C types.
 _CAST_INTEGERS = {f"{'' if signed else 'u'}int{size * 8}": parse_ctype(integer_type(size, signed, exact=True))
                   for signed in (True, False) for size in (1, 2, 4, 8)}
@@ -32,48 +31,43 @@ _CAST_INTEGERS = {f"{'' if signed else 'u'}int{size * 8}": parse_ctype(integer_t
 _UNKNOWN_CONVERSION_HINTS = {"i": "use %d", "#": "write 0x%lx", "+": "drop the flag", " ": "drop the flag"}
 
 
-# Expressions whose value the checker does not track: only their parts are checked.
-_PLAIN = (syntax.Index, syntax.Unary, syntax.Binary, syntax.Ternary, syntax.Tuple)
-
-
-def _start(node) -> tuple[int, int]:
-    """Where an expression starts in the script."""
-    while True:
-        if isinstance(node, (syntax.Member, syntax.Index)):
-            node = node.base
-        elif isinstance(node, syntax.Binary):
-            node = node.left
-        elif isinstance(node, syntax.Ternary):
-            node = node.condition
-        elif isinstance(node, syntax.Unary) and node.op.startswith("post"):
-            node = node.operand
-        else:
-            return node.line, node.column
-
-
 def _merge(first: dict, second: dict) -> dict:
-    merged = {}
-    for name in first.keys() | second.keys():
-        if name in first and name in second:
-            merged[name] = first[name] if first[name] == second[name] else None
-        else:
-            merged[name] = first.get(name, second.get(name))
+    """Variables after two branches: what both agree on, or what one alone set."""
+    merged = {**first, **second}
+    for name in first.keys() & second.keys():
+        if first[name] != second[name]:
+            merged[name] = None
     return merged
 
 
+def _not_an_address(ctype, struct: str) -> str | None:
+    """Why a value of this C type is not a pointer to ``struct``, or None."""
+    if ctype.is_integer_like and not ctype.pointer_sized:
+        return "it is an integer, not an address"
+    if ctype.kind is Kind.STRING:
+        return "it is a string"
+    if ctype.struct_name and ctype.struct_name != struct:
+        return f"the catalog says it points to struct {ctype.struct_name}"
+    return None
+
+
+def _close(name: str, names) -> str:
+    close = difflib.get_close_matches(name, list(names), n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
 class Checker:
-    def __init__(self, catalog: Catalog, script: syntax.Script, types=None, types_name: str = "the binary"):
-        self.catalog = catalog
-        self.script = script
+    def __init__(self, catalog: Catalog, script: ast.Script, types=None, types_name: str = "the binary"):
+        self.catalog, self.script = catalog, script
         self.types = types  # a probegen.generators.typesource.TypeSource, or None
         self.types_name = types_name
-        self.structs: dict[str, StructDef] = struct_definitions(
-            script.definitions, script.path, catalog.typedefs)
+        self.catalog_name = catalog.path.name
+        self.structs = struct_definitions(script.definitions, script.path, catalog.typedefs)
         self.findings: dict[Diagnostic, None] = {}  # ordered set
         self.probe: Probe | None = None  # the probe the block is walked for
 
-    def report(self, line: int, column: int, message: str, rule: str):
-        self.findings[Diagnostic(Location(self.script.path, line, column), message, rule=rule)] = None
+    def report(self, at: tuple[int, int], message: str, rule: str):
+        self.findings[Diagnostic(Location(self.script.path, *at), message, rule=rule)] = None
 
     def run(self) -> list[Diagnostic]:
         if self.types is not None:
@@ -81,9 +75,7 @@ class Checker:
         for block in self.script.blocks:
             probes: list[Probe] = []
             for point in block.attach_points:
-                for probe in self.attach_point(point):
-                    if probe not in probes:
-                        probes.append(probe)
+                probes += [probe for probe in self.attach_point(point) if probe not in probes]
             for probe in probes or [None]:
                 self.probe = probe
                 env: dict = {}
@@ -92,136 +84,96 @@ class Checker:
                 self.statements(block.body, env)
         return sorted(self.findings)
 
-    # -- attach points -----------------------------------------------------
-    def attach_point(self, point: syntax.AttachPoint) -> list[Probe]:
+    def attach_point(self, point: ast.AttachPoint) -> list[Probe]:
         """The catalog probes a usdt attach point names; checks the name
         and the provider on the way."""
         fields = point.fields
-        if fields[0][0] not in _USDT or len(fields) not in (3, 4):
+        if fields[0][0] not in ("usdt", "U") or len(fields) not in (3, 4):
             return []
         name, name_column = fields[-1]
         provider, provider_column = fields[2] if len(fields) == 4 else (None, 0)
         ours = self.catalog.provider
+        other_provider = provider is not None and not fnmatch.fnmatchcase(ours, provider)
         if _WILDCARD.search(name):
-            if provider is not None and not fnmatch.fnmatchcase(ours, provider):
+            if other_provider:
                 return []
             matched = [p for p in self.catalog.probes if fnmatch.fnmatchcase(p.name, name)]
             if not matched:
-                self.report(point.line, name_column, f"'{name}' matches no probe in {self.catalog_name}",
+                self.report((point.line, name_column), f"'{name}' matches no probe in {self.catalog_name}",
                             "unknown-probe")
             return matched
         probe = self.catalog.probe(name)
-        if provider is not None and not fnmatch.fnmatchcase(ours, provider):
-            if probe is None:
-                return []  # another library's probe, not this catalog's
-            self.report(point.line, provider_column,
+        if other_provider and probe is not None:
+            self.report((point.line, provider_column),
                         f"provider '{provider}' for probe '{name}': {self.catalog_name} says '{ours}'",
                         "wrong-provider")
-            return [probe]
-        if probe is None:
-            close = difflib.get_close_matches(name, [p.name for p in self.catalog.probes], n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
-            self.report(point.line, name_column, f"unknown probe '{name}': not in {self.catalog_name}{hint}",
+        elif probe is None and not other_provider:  # another provider's probe is not this catalog's
+            hint = _close(name, [p.name for p in self.catalog.probes])
+            self.report((point.line, name_column), f"unknown probe '{name}': not in {self.catalog_name}{hint}",
                         "unknown-probe")
-            return []
-        return [probe]
+        return [] if probe is None else [probe]
 
-    @property
-    def catalog_name(self) -> str:
-        return self.catalog.path.name
-
-    # -- statements --------------------------------------------------------
     def statements(self, statements, env: dict):
         for statement in statements:
-            if isinstance(statement, syntax.Assign):
+            if isinstance(statement, ast.Assign):
                 value = self.value(statement.value, env)
-                if isinstance(statement.target, syntax.Var):
+                if isinstance(statement.target, ast.Var):
                     env[statement.target.name] = value if statement.op == "=" else None
                 else:
                     self.value(statement.target, env)
-            elif isinstance(statement, syntax.ExprStatement):
-                self.value(statement.expr, env)
-            elif isinstance(statement, syntax.If):
-                self.if_chain(statement, env)
-            elif isinstance(statement, syntax.Loop):
+            elif isinstance(statement, ast.If):
+                # Each branch starts from env; afterwards a variable keeps
+                # what it is known to be only if every branch agrees.
+                merged = None
+                for condition, body in statement.branches:
+                    self.value(condition, env)
+                    then = dict(env)
+                    self.statements(body, then)
+                    merged = then if merged is None else _merge(merged, then)
+                otherwise = dict(env)
+                self.statements(statement.otherwise, otherwise)
+                env.update(_merge(merged, otherwise))
+            elif isinstance(statement, ast.Loop):
                 self.value(statement.condition, env)
                 body = dict(env)
                 self.statements(statement.body, body)
                 env.update(_merge(env, body))
+            else:
+                self.value(statement, env)
 
-    def if_chain(self, statement: syntax.If, env: dict):
-        """An if with its "else if"s, in a loop (a chain of a thousand is
-        no deeper than one). Each branch starts from ``env``; afterwards a
-        variable keeps what it is known to be only if every branch agrees."""
-        branches = []
-        while True:
-            self.value(statement.condition, env)
-            then = dict(env)
-            self.statements(statement.then, then)
-            branches.append(then)
-            rest = statement.otherwise
-            if len(rest) == 1 and isinstance(rest[0], syntax.If):
-                statement = rest[0]
-                continue
-            merged = dict(env)
-            self.statements(rest, merged)
-            break
-        for then in reversed(branches):
-            merged = _merge(then, merged)
-        env.update(merged)
-
-    # -- expressions -------------------------------------------------------
     def value(self, node, env: dict) -> Value | None:
         """Check an expression; return what is known about its value."""
-        if isinstance(node, syntax.Ident):
+        if isinstance(node, ast.Ident):
             match = _ARG.match(node.name)
             return self.argument(node, int(match.group(1))) if match else None
-        if isinstance(node, syntax.Var):
+        if isinstance(node, ast.Var):
             known = env.get(node.name)
             if known is None:
                 return None
             return dataclasses.replace(known, describe=f"{node.name} ({known.describe})", expression=node.name)
-        if isinstance(node, syntax.Call):
+        if isinstance(node, ast.Call):
             values = [self.value(arg, env) for arg in node.args]
             if node.name == "str" and node.args:
                 return self.str_call(node, values[0])
             if node.name == "printf":
                 self.printf(node, values)
             return None
-        if isinstance(node, syntax.Cast):
+        if isinstance(node, ast.Cast):
             return self.cast(node, self.value(node.operand, env))
-        if isinstance(node, syntax.Member):
+        if isinstance(node, ast.Member):
             return self.member(node, self.value(node.base, env))
-        if isinstance(node, syntax.Map):
-            for key in node.keys:
-                self.value(key, env)
-            return None
         # Operators say nothing of their value; their operands are checked
         # from a stack, so a 1,000-term sum (a tree 1,000 deep) is no recursion.
-        pending = list(reversed(self.children(node)))
+        pending = list(reversed(node.keys if isinstance(node, ast.Map) else getattr(node, "parts", ())))
         while pending:
             child = pending.pop()
-            if isinstance(child, _PLAIN):
-                pending.extend(reversed(self.children(child)))
+            if isinstance(child, ast.Other):
+                pending.extend(reversed(child.parts))
             else:
                 self.value(child, env)
         return None
 
-    @staticmethod
-    def children(node):
-        if isinstance(node, syntax.Index):
-            return (node.base, node.index)
-        if isinstance(node, syntax.Unary):
-            return (node.operand,)
-        if isinstance(node, syntax.Binary):
-            return (node.left, node.right)
-        if isinstance(node, syntax.Ternary):
-            return (node.condition, node.then, node.otherwise)
-        if isinstance(node, syntax.Tuple):
-            return node.items
-        return ()
-
-    def argument(self, node: syntax.Ident, index: int) -> Value | None:
+    def argument(self, node: ast.Ident, index: int) -> Value | None:
         probe = self.probe
         if probe is None:
             return None
@@ -231,7 +183,7 @@ class Checker:
             why = ""
             if self.catalog.arg0:
                 why = " (arg0 is the leading 0 or tick count; the catalog's first argument is arg1)"
-            self.report(node.line, node.column, f"{node.name} is past the arguments of {probe.name}: "
+            self.report((node.line, node.column), f"{node.name} is past the arguments of {probe.name}: "
                         f"it has {have}{why}", "arg-out-of-range")
             return None
         arg = probe.note_args[index]
@@ -239,24 +191,22 @@ class Checker:
         return Value(f"{node.name} of {probe.name} ({what}, {arg.ctype.spelling})", arg.ctype,
                      struct=arg.ctype.struct_name, expression=node.name)
 
-    def str_call(self, node: syntax.Call, value: Value | None) -> Value:
+    def str_call(self, node: ast.Call, value: Value | None) -> Value:
         """str() always gives bpftrace a string; of a value known not to
         be one (an integer, a pointer), it is a finding."""
         if value is None:
             return Value("str(...)", text=True)
         ctype = value.ctype
         if not value.text and ctype is not None and ctype.kind is not Kind.STRING:
-            line, column = _start(node.args[0])
-            self.report(line, column, f"str() of {value.describe}, which is not a string: "
+            self.report(start(node.args[0]), f"str() of {value.describe}, which is not a string: "
                         f"print it with {suggest(value)}", "str-of-non-string")
             return Value(f"str({value.expression or '...'})", text=True)
         problem = self.unbounded(node, value)
         if problem:
-            line, column = _start(node)
-            self.report(line, column, problem, "str-without-length")
+            self.report(start(node), problem, "str-without-length")
         return Value(f"{value.describe} read by str()", text=True)
 
-    def unbounded(self, node: syntax.Call, value: Value) -> str | None:
+    def unbounded(self, node: ast.Call, value: Value) -> str | None:
         """A string the catalog gives a length (not NUL-terminated, as a
         key and its length) read without that length: str() runs past it."""
         match = _ARG.match(value.expression or "")
@@ -270,54 +220,41 @@ class Checker:
                 f"'{length.name}' (arg{length.index}); print buf({value.expression}, arg{length.index}) with %r, "
                 f"or str({value.expression}, arg{length.index})")
 
-    def printf(self, node: syntax.Call, values: list):
-        if not node.args or not isinstance(node.args[0], syntax.Str):
+    def printf(self, node: ast.Call, values: list):
+        if not node.args or not isinstance(node.args[0], ast.Str):
             return
         text = node.args[0]
         conversions, unknown = parse_format(text.raw)
         for bad in unknown:
-            flag = bad.text[1:2]
-            hint = _UNKNOWN_CONVERSION_HINTS.get(bad.text[-1] if bad.text[-1] == "i" else flag)
-            self.report(text.line, text.column + 1 + bad.offset,
+            hint = _UNKNOWN_CONVERSION_HINTS.get(bad.text[-1] if bad.text[-1] == "i" else bad.text[1:2])
+            self.report((text.line, text.column + 1 + bad.offset),
                         f"'{bad.text}' is not a conversion bpftrace knows: it prints as text and takes "
                         f"no argument" + (f"; {hint}" if hint else ""), "printf-conversion")
         if unknown:
             return  # the arguments no longer pair with conversions
         given = len(node.args) - 1
         if given != len(conversions):
-            self.report(node.line, node.column,
-                        f"printf format has {len(conversions)} conversion(s) but {given} "
+            self.report(start(node), f"printf format has {len(conversions)} conversion(s) but {given} "
                         f"argument(s) follow it", "printf-arg-count")
         for conversion, arg, value in zip(conversions, node.args[1:], values[1:]):
-            if value is None:
-                continue
-            problem = mismatch(conversion, value)
+            problem = None if value is None else mismatch(conversion, value)
             if problem:
-                line, column = _start(arg)
-                self.report(line, column, problem, "printf-type")
+                self.report(start(arg), problem, "printf-type")
 
-    def cast(self, node: syntax.Cast, value: Value | None) -> Value | None:
+    def cast(self, node: ast.Cast, value: Value | None) -> Value | None:
         if node.struct_name is None:
             ctype = _CAST_INTEGERS.get(node.type_text)
             return Value(f"({node.type_text}) value", ctype) if ctype else None
         if not node.pointer:
             return None
         if value is not None and value.ctype is not None and not value.text:
-            ctype = value.ctype
-            problem = None
-            if ctype.is_integer_like and not ctype.pointer_sized:
-                problem = "it is an integer, not an address"
-            elif ctype.kind is Kind.STRING:
-                problem = "it is a string"
-            elif ctype.struct_name and ctype.struct_name != node.struct_name:
-                problem = f"the catalog says it points to struct {ctype.struct_name}"
+            problem = _not_an_address(value.ctype, node.struct_name)
             if problem:
-                line, column = _start(node.operand)
-                self.report(line, column, f"cast of {value.describe} to '{node.type_text}': {problem}", "cast")
-        describe = value.describe if value else "a pointer"
-        return Value(describe, struct=node.struct_name)
+                self.report(start(node.operand), f"cast of {value.describe} to '{node.type_text}': {problem}",
+                            "cast")
+        return Value(value.describe if value else "a pointer", struct=node.struct_name)
 
-    def member(self, node: syntax.Member, base: Value | None) -> Value | None:
+    def member(self, node: ast.Member, base: Value | None) -> Value | None:
         """A struct member: checked against the script's own definition of
         the struct when it has one (what bpftrace compiles against; that
         copy is checked against the binary in ``copied_structs``), else
@@ -325,29 +262,28 @@ class Checker:
         if base is None or base.struct is None:
             return None
         struct = base.struct
-        described = f"{node.name} of struct {struct}"
         definition = self.structs.get(struct)
         if definition is not None:
             info = definition.members.get(node.name)
             if info is None:
-                self.report(node.line, node.column,
+                self.report((node.line, node.column),
                             f"struct {struct} has no member '{node.name}' (defined at "
-                            f"{definition.location}){self.close(node.name, definition.members)}", "struct-member")
+                            f"{definition.location}){_close(node.name, definition.members)}", "struct-member")
                 return None
-            return Value(described, info.ctype, info.text, info.struct)
+            return Value(f"{node.name} of struct {struct}", info.ctype, info.text, info.struct)
         if self.types is None:
             return None
         path = f"{base.path}.{node.name}" if base.path else node.name
         try:
             ctype = self.types.member_ctype(struct, path)
         except NoSuchMember as exc:  # the script's mistake, unlike what follows
-            self.report(node.line, node.column, f"in the debug info of {self.types_name}: {exc}", "struct-member")
+            self.report((node.line, node.column), f"in the debug info of {self.types_name}: {exc}", "struct-member")
             return None
         except InputError:
             # No such struct in the binary (nothing to say), or a member
             # scripts cannot print, such as a struct held by value: the path
             # from the outer struct still reaches what is inside it.
-            return Value(described, struct=struct, path=path)
+            return Value(f"{node.name} of struct {struct}", struct=struct, path=path)
         text = ctype.kind is Kind.STRING and "[" in ctype.spelling
         return Value(f"{path} of struct {struct}", None if text else ctype, text, ctype.struct_name)
 
@@ -363,11 +299,11 @@ class Checker:
         for definition in self.structs.values():
             for name, info in definition.members.items():
                 where = info.location or definition.location
+                at = (where.line, where.column)
                 try:
                     self.types.member_ctype(definition.name, name)
                 except NoSuchMember as exc:
-                    self.report(where.line, where.column,
-                                f"member '{name}' of the script's copy of struct {definition.name} "
+                    self.report(at, f"member '{name}' of the script's copy of struct {definition.name} "
                                 f"is not in {self.types_name}: {exc}", "struct-copy")
                     continue
                 except InputError:
@@ -381,17 +317,11 @@ class Checker:
                     continue  # not in the binary at all (a kernel struct)
                 problem = mismatch(copy, member, spelling(member.type), self.types_name)
                 if problem:
-                    self.report(where.line, where.column,
-                                f"member '{name}' of the script's copy of struct {definition.name}: "
+                    self.report(at, f"member '{name}' of the script's copy of struct {definition.name}: "
                                 f"{problem}", "struct-layout")
 
-    @staticmethod
-    def close(name: str, members) -> str:
-        close = difflib.get_close_matches(name, list(members), n=1)
-        return f"; did you mean '{close[0]}'?" if close else ""
 
-
-def check_script(catalog: Catalog, script: syntax.Script, types=None, types_name: str = "the binary"):
+def check_script(catalog: Catalog, script: ast.Script, types=None, types_name: str = "the binary"):
     """Findings for a parsed script, sorted by position."""
-    with syntax.room_for_nesting():
+    with ast.room_for_nesting():
         return Checker(catalog, script, types, types_name).run()

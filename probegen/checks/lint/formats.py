@@ -40,8 +40,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from probegen.catalog.ctype import Kind
-from probegen.checks.lint.values import Value
+from probegen.catalog.ctype import CType, Kind
 from probegen.bpftrace import conversion
 from probegen.generators.lines import style_of
 
@@ -52,6 +51,17 @@ _CONVERSION = re.compile(
 _INTENDED = re.compile(r"%[-+#0-9.]*(?:hh|h|ll|l|L|q|j|z|t)?[A-Za-z]")
 _LENGTH_BYTES = {None: 4, "hh": 1, "h": 2, "l": 8, "ll": 8, "j": 8, "z": 8, "t": 8}
 _INTEGER_CONVERSIONS = frozenset("duxXoc")
+
+
+@dataclass(frozen=True)
+class Value:
+    """What the checker knows about a value in a script."""
+    describe: str  # for messages: "arg1 of nvmf_ctrlr_create (subnqn, const char *)"
+    ctype: CType | None = None  # None: the C type is not known
+    text: bool = False  # bpftrace holds the characters: str() result, char array
+    struct: str | None = None  # the struct pointed to (or held), for member checks
+    expression: str | None = None  # how the script reaches it: "arg1", "$nqn"
+    path: str | None = None  # a struct held inside ``struct``: its member path there
 
 
 @dataclass(frozen=True)

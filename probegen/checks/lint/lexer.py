@@ -1,49 +1,43 @@
 """Split a bpftrace script into tokens, each with its line and column.
 
-bpftrace's syntax is not context free at the top level: an attach point
-such as ``usdt:/opt/spdk/bin/nvmf_tgt:spdk:nvmf_ctrlr_create`` contains
-slashes, while a ``/`` after it opens a predicate. So the lexer keeps a
-little state: at the top level it reads whole attach points, C
-definitions (``struct x { ... };``) and preprocessor lines as single
-tokens; inside predicates and blocks it reads C-like expression tokens.
+bpftrace's top level is not context free: ``usdt:/opt/spdk/bin/nvmf_tgt:spdk:x``
+holds slashes, while a ``/`` after it opens a predicate. So at the top level
+whole attach points, C definitions (``struct x { ... };``) and preprocessor
+lines are single tokens; inside predicates and blocks, C-like expression tokens.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
 from probegen.errors import InputError
 
-# Token kinds.
-ATTACH = "attach point"
-CDEF = "C definition"
-PREPROC = "preprocessor line"
-PRED_START = "predicate start"
-PRED_END = "predicate end"
-IDENT = "identifier"
-VAR = "variable"  # $name
-POSITIONAL = "positional parameter"  # $1, $#
-MAP = "map"  # @name, or @ alone
-INT = "integer"
-STRING = "string"
-PUNCT = "punctuation"
-EOF = "end of file"
+ATTACH, CDEF, PREPROC = "attach point", "C definition", "preprocessor line"
+PRED_START, PRED_END = "predicate start", "predicate end"
+IDENT, VAR, POSITIONAL, MAP = "identifier", "variable", "positional", "map"  # also group names below
+INT, STRING, PUNCT, EOF = "integer", "string", "punctuation", "end of file"
 
 # Longest first, so "<<=" wins over "<<" and "<".
-_OPERATORS = sorted(
-    """-> ++ -- == != <= >= && || << >> += -= *= /= %= &= |= ^= <<= >>=
-    + - * / % & | ^ ! ~ < > = ? : ; , . ( ) [ ] { }""".split(),
-    key=len, reverse=True,
-)
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_NUMBER = re.compile(r"[0-9][0-9A-Za-z_]*")
-# Characters bpftrace 0.17 takes unquoted in an attach point (seen: it
-# rejects '+', '?', '@', '=', '~', '%'; a path with them must be quoted).
+_OPERATORS = sorted("""-> ++ -- == != <= >= && || << >> += -= *= /= %= &= |= ^= <<= >>=
+    + - * / % & | ^ ! ~ < > = ? : ; , . ( ) [ ] { }""".split(), key=len, reverse=True)
+_NAME = "[A-Za-z_][A-Za-z0-9_]*"
+_EXPRESSION = re.compile(rf"(?P<{IDENT}>{_NAME})|(?P<{INT}>[0-9][0-9A-Za-z_]*)|(?P<{VAR}>\${_NAME})"
+                         rf"|(?P<{POSITIONAL}>\$(?:[0-9]+|#))|(?P<{MAP}>@(?:{_NAME})?)"
+                         rf"|(?P<{PUNCT}>{'|'.join(map(re.escape, _OPERATORS))})")
+# Characters bpftrace 0.17 takes unquoted in an attach point (it rejects
+# '+', '?', '@', '=', '~', '%': a path with them must be quoted).
 _ATTACH_CHAR = re.compile(r"[A-Za-z0-9_\-./*:\[\]$]")
+_ATTACH_END = re.compile(r'[\s,{"]|//|/\*')
 _C_DEFINITION_START = re.compile(r"(struct|union|enum|typedef)\b")
 # After a definition's '}': "name;" of a typedef, or the plain ';'.
 _DEFINITION_END = re.compile(r"[A-Za-z_0-9 \t,*]*;")
+_SPACE = re.compile(r"\s+")
+# A preprocessor line, continued by a backslash at its end.
+_PREPROCESSOR = re.compile(r"(?:[^\n]*\\\r?\n)*[^\n]*")
+_BRACES = {"{": 1, "}": -1}
+_BRACKETS = {"(": 1, "[": 1, ")": -1, "]": -1}
 
 
 class ScriptSyntaxError(InputError):
@@ -54,6 +48,20 @@ class ScriptSyntaxError(InputError):
         super().__init__(f"{path}:{line}:{column}: error: cannot parse: {message}")
 
 
+class Positions:
+    """(line, column), 1-based, of offsets into a text that starts at ``line``, ``column``."""
+
+    def __init__(self, text: str, line: int = 1, column: int = 1):
+        self.newlines = [m.start() for m in re.finditer("\n", text)]
+        self.line, self.column = line, column
+
+    def __call__(self, offset: int) -> tuple[int, int]:
+        before = bisect.bisect_left(self.newlines, offset)
+        if before == 0:
+            return self.line, self.column + offset
+        return self.line + before, offset - self.newlines[before - 1]
+
+
 @dataclass(frozen=True)
 class Token:
     kind: str
@@ -62,60 +70,33 @@ class Token:
     column: int
 
     def describe(self) -> str:
-        if self.kind in (EOF, PRED_START, PRED_END):
-            return self.kind if self.kind == EOF else f"'{self.text}'"
-        return f"'{self.text}'"
+        return self.kind if self.kind == EOF else f"'{self.text}'"
 
 
 class _Lexer:
     def __init__(self, text: str, path: str):
-        self.text = text
-        self.path = path
+        self.text, self.path = text, path
+        self.where = Positions(text)
         self.pos = 0
-        self.line = 1  # line of position "counted"
-        self.line_start = 0  # where that line starts
-        self.counted = 0
         self.tokens: list[Token] = []
         self.depth = 0  # braces open; 0 is the top level
         self.in_predicate = False
         self.nesting = 0  # parentheses and brackets open in a predicate
 
-    # -- helpers ---------------------------------------------------------
-    def where(self, pos: int) -> tuple[int, int]:
-        """(line, column) of ``pos``. Tokens come in order, so lines are
-        counted on from the last position asked: linear in the script,
-        however long its lines."""
-        if pos < self.line_start:  # an error pointing back: count afresh
-            return self.text.count("\n", 0, pos) + 1, pos - self.text.rfind("\n", 0, pos)
-        newlines = self.text.count("\n", self.counted, pos)
-        if newlines:
-            self.line += newlines
-            self.line_start = self.text.rfind("\n", self.counted, pos) + 1
-        self.counted = max(self.counted, pos)
-        return self.line, pos - self.line_start + 1
-
-    def column(self, pos: int | None = None) -> int:
-        return self.where(self.pos if pos is None else pos)[1]
-
     def error(self, message: str, pos: int | None = None):
-        line, column = self.where(self.pos if pos is None else pos)
-        raise ScriptSyntaxError(self.path, line, column, message)
+        raise ScriptSyntaxError(self.path, *self.where(self.pos if pos is None else pos), message)
 
     def emit(self, kind: str, start: int, end: int):
-        line, column = self.where(start)
-        self.tokens.append(Token(kind, self.text[start:end], line, column))
+        self.tokens.append(Token(kind, self.text[start:end], *self.where(start)))
         self.pos = end
-
-    def at_line_start(self) -> bool:
-        self.where(self.pos)
-        return not self.text[self.line_start:self.pos].strip()
 
     def skip_space_and_comments(self):
         text = self.text
-        while self.pos < len(text):
-            if text[self.pos].isspace():
-                self.pos += 1
-            elif text.startswith("//", self.pos):
+        while True:
+            space = _SPACE.match(text, self.pos)
+            if space:
+                self.pos = space.end()
+            if text.startswith("//", self.pos):
                 end = text.find("\n", self.pos)
                 self.pos = len(text) if end < 0 else end
             elif text.startswith("/*", self.pos):
@@ -126,144 +107,86 @@ class _Lexer:
             else:
                 return
 
-    # -- top level -------------------------------------------------------
-    def preprocessor_line(self):
-        start, end = self.pos, self.pos
-        while True:  # a backslash at the end of a line continues it
-            newline = self.text.find("\n", end)
-            if newline < 0:
-                end = len(self.text)
-                break
-            end = newline
-            last = end - 1 if end > start and self.text[end - 1] == "\r" else end
-            if not (last > start and self.text[last - 1] == "\\"):
-                break
-            end += 1
-        self.emit(PREPROC, start, end)
-
     def c_definition(self):
         """``struct name { ... };`` and the like, up to the closing brace
         (or, with no brace, the semicolon) and an optional semicolon."""
-        start, pos, depth = self.pos, self.pos, 0
-        while pos < len(self.text):
+        start, depth = self.pos, 0
+        for pos in range(start, len(self.text)):
             char = self.text[pos]
-            if char == "{":
-                depth += 1
-            elif char == "}":
-                depth -= 1
-                if depth == 0:
-                    pos += 1
-                    rest = _DEFINITION_END.match(self.text, pos)
-                    if rest:  # "} name;" of a typedef, or the plain ";"
-                        pos = rest.end()
-                    self.emit(CDEF, start, pos)
-                    return
-            elif char == ";" and depth == 0:
-                self.emit(CDEF, start, pos + 1)
-                return
-            pos += 1
+            if char == ";" and depth == 0:
+                return self.emit(CDEF, start, pos + 1)
+            depth += _BRACES.get(char, 0)
+            if char == "}" and depth == 0:
+                rest = _DEFINITION_END.match(self.text, pos + 1)
+                return self.emit(CDEF, start, rest.end() if rest else pos + 1)
         self.error("C definition never closed", start)
 
     def attach_point(self):
-        """Everything up to whitespace, ',' or '{': paths included."""
-        start, pos = self.pos, self.pos
+        """Everything up to whitespace, ',', '{' or a comment: quoted paths included."""
+        pos = self.pos
         while pos < len(self.text):
-            char = self.text[pos]
-            if char.isspace() or char in ",{":
+            end = _ATTACH_END.search(self.text, pos)
+            end = len(self.text) if end is None else end.start()
+            bad = next((i for i in range(pos, end) if not _ATTACH_CHAR.match(self.text, i)), None)
+            if bad is not None:
+                self.error(f"unexpected '{self.text[bad]}' in attach point; quote a path that has it "
+                           f"(usdt:\"/path\":provider:name)", bad)
+            pos = end
+            if not self.text.startswith('"', pos):
                 break
-            if self.text.startswith(("//", "/*"), pos):
-                break
-            if char == '"':
-                close = self.text.find('"', pos + 1)
-                if close < 0:
-                    self.error("string never closed", pos)
-                pos = close
-            elif not _ATTACH_CHAR.match(char):
-                self.error(f"unexpected '{char}' in attach point; quote a path that has it "
-                           f"(usdt:\"/path\":provider:name)", pos)
-            pos += 1
-        self.emit(ATTACH, start, pos)
+            close = self.text.find('"', pos + 1)
+            if close < 0:
+                self.error("string never closed", pos)
+            pos = close + 1
+        self.emit(ATTACH, self.pos, pos)
 
     def top_level(self):
-        char = self.text[self.pos]
-        if char == "#" and self.at_line_start():
-            self.preprocessor_line()
-        elif char == "{":
-            self.emit(PUNCT, self.pos, self.pos + 1)
-            self.depth = 1
-        elif char == ",":
-            self.emit(PUNCT, self.pos, self.pos + 1)
+        text, pos = self.text, self.pos
+        char = text[pos]
+        if char == "#" and not text[text.rfind("\n", 0, pos) + 1:pos].strip():
+            self.emit(PREPROC, pos, _PREPROCESSOR.match(text, pos).end())
+        elif char in "{,":
+            self.emit(PUNCT, pos, pos + 1)
+            self.depth = 1 if char == "{" else 0
         elif char == "/":
-            self.emit(PRED_START, self.pos, self.pos + 1)
+            self.emit(PRED_START, pos, pos + 1)
             self.in_predicate, self.nesting = True, 0
         elif char == "}":
             self.error("'}' with no block open")
-        elif _C_DEFINITION_START.match(self.text, self.pos):
+        elif _C_DEFINITION_START.match(text, pos):
             self.c_definition()
         else:
             self.attach_point()
 
-    # -- expressions -----------------------------------------------------
     def string(self):
         start, pos = self.pos, self.pos + 1
-        while pos < len(self.text):
-            char = self.text[pos]
-            if char == "\\":
-                pos += 2
-                continue
-            if char == '"':
-                self.emit(STRING, start, pos + 1)
-                return
-            if char == "\n":
-                break
-            pos += 1
+        while pos < len(self.text) and self.text[pos] != "\n":
+            if self.text[pos] == '"':
+                return self.emit(STRING, start, pos + 1)
+            pos += 2 if self.text[pos] == "\\" else 1
         self.error("string never closed", start)
 
     def expression_token(self):
-        text, pos = self.text, self.pos
-        char = text[pos]
-        if char == '"':
+        pos = self.pos
+        if self.text[pos] == '"':
             return self.string()
-        match = _IDENT.match(text, pos)
-        if match:
-            return self.emit(IDENT, pos, match.end())
-        match = _NUMBER.match(text, pos)
-        if match:
-            return self.emit(INT, pos, match.end())
-        if char == "$":
-            match = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|#)").match(text, pos)
-            if not match:
+        match = _EXPRESSION.match(self.text, pos)
+        if not match:
+            if self.text[pos] == "$":
                 self.error("'$' must start a variable ($name) or a parameter ($1)")
-            kind = VAR if _IDENT.match(text, pos + 1) else POSITIONAL
-            return self.emit(kind, pos, match.end())
-        if char == "@":
-            match = _IDENT.match(text, pos + 1)
-            return self.emit(MAP, pos, match.end() if match else pos + 1)
-        for operator in _OPERATORS:
-            if text.startswith(operator, pos):
-                return self.punctuation(operator)
-        self.error(f"unexpected character '{char}'")
-
-    def punctuation(self, operator: str):
-        if self.in_predicate:
-            if operator in ("(", "["):
-                self.nesting += 1
-            elif operator in (")", "]"):
-                self.nesting -= 1
-            elif operator == "/" and self.nesting <= 0:
-                self.emit(PRED_END, self.pos, self.pos + 1)
+            self.error(f"unexpected character '{self.text[pos]}'")
+        kind, operator = match.lastgroup, match.group()
+        if kind == PUNCT and self.in_predicate:
+            self.nesting += _BRACKETS.get(operator, 0)
+            if operator == "/" and self.nesting <= 0:
                 self.in_predicate = False
-                return
-            elif operator in ("{", "}"):
+                return self.emit(PRED_END, pos, pos + 1)
+            if operator in "{}":
                 self.error("predicate never closed ('/' missing before the block)")
-        else:
-            if operator == "{":
-                self.depth += 1
-            elif operator == "}":
-                self.depth -= 1
-        self.emit(PUNCT, self.pos, self.pos + len(operator))
+        elif kind == PUNCT:
+            self.depth += _BRACES.get(operator, 0)
+        self.emit(kind, pos, match.end())
 
-    # -- driver ----------------------------------------------------------
     def run(self) -> list[Token]:
         while True:
             self.skip_space_and_comments()

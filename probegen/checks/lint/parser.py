@@ -1,4 +1,5 @@
-"""Recursive-descent parser for the bpftrace that scripts really use.
+"""Recursive-descent parser for the bpftrace that scripts really use, into a
+small AST of only what the checker reads.
 
 Covers probes with several attach points, predicates, C definitions and
 preprocessor lines at the top, and in blocks: assignments to ``$vars`` and
@@ -9,41 +10,176 @@ preprocessor lines at the top, and in blocks: assignments to ``$vars`` and
 
 from __future__ import annotations
 
+import sys
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
-from probegen.checks.lint import lexer, syntax
+from probegen.checks.lint import lexer
 from probegen.checks.lint.lexer import ScriptSyntaxError, Token
 
+# Blocks, parentheses and operators nested in one another, at most. The
+# parser and the checker walk the nesting by recursion; bpftrace 0.17
+# itself takes thousands, real scripts a handful.
+MAX_NESTING = 500
+# Python frames the parser and the checker spend per level, at most.
+_FRAMES_PER_LEVEL = 8
 # Binary operators by precedence, loosest first (C's order).
-_BINARY_LEVELS = (
-    ("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="),
-    ("<", ">", "<=", ">="), ("<<", ">>"), ("+", "-"), ("*", "/", "%"),
-)
+_BINARY_LEVELS = (("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="),
+                  ("<", ">", "<=", ">="), ("<<", ">>"), ("+", "-"), ("*", "/", "%"))
 _PRECEDENCE = {op: level for level, ops in enumerate(_BINARY_LEVELS) for op in ops}
 _ASSIGNMENTS = ("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=")
 _UNARY = ("!", "~", "-", "+", "*", "&", "++", "--")
 # Type names bpftrace accepts in casts besides struct/union/enum ones.
-_CAST_TYPES = frozenset(
-    [f"{s}int{w}" for s in ("", "u") for w in (8, 16, 32, 64)]
-    + ["int", "char", "short", "long", "unsigned", "signed", "void", "bool"]
-)
+_CAST_TYPES = frozenset([f"{s}int{w}" for s in ("", "u") for w in (8, 16, 32, 64)]
+                        + ["int", "char", "short", "long", "unsigned", "signed", "void", "bool"])
 # Calls whose arguments are types, not expressions: skipped whole.
 _TYPE_CALLS = frozenset(["sizeof", "offsetof"])
 
 
+@dataclass(frozen=True)
+class Node:
+    """Where it starts in the script, 1-based (a Member: where its name is)."""
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
+class Ident(Node):
+    name: str  # a builtin (arg1, pid, comm), or a name bpftrace resolves later
+
+
+@dataclass(frozen=True)
+class Var(Node):
+    name: str  # with the '$'
+
+
+@dataclass(frozen=True)
+class Str(Node):
+    raw: str  # between the quotes, escapes as written
+
+
+@dataclass(frozen=True)
+class Call(Node):
+    name: str
+    args: tuple
+
+
+@dataclass(frozen=True)
+class Cast(Node):
+    type_text: str  # "struct spdk_nvmf_qpair *", "uint32"
+    struct_name: str | None  # for struct/union casts
+    pointer: bool
+    operand: Node
+
+
+@dataclass(frozen=True)
+class Member(Node):
+    """``base->name`` or ``base.name``."""
+    base: Node
+    name: str
+
+
+@dataclass(frozen=True)
+class Map(Node):
+    keys: tuple
+
+
+@dataclass(frozen=True)
+class Other(Node):
+    """Numbers, operators, indexing, tuples, ``sizeof``, ``return``: the
+    checker knows nothing of their value and checks only their parts."""
+    parts: tuple = ()
+
+
+@dataclass(frozen=True)
+class Assign(Node):
+    target: Node  # Var or Map
+    op: str  # "=", "+=", ...
+    value: Node
+
+
+@dataclass(frozen=True)
+class If(Node):
+    branches: tuple  # (condition, statements) of the if and of each "else if"
+    otherwise: tuple
+
+
+@dataclass(frozen=True)
+class Loop(Node):
+    """``unroll (n) { }`` and ``while (cond) { }``."""
+    condition: Node
+    body: tuple
+
+
+@dataclass(frozen=True)
+class AttachPoint(Node):
+    text: str
+
+    @property
+    def fields(self) -> list[tuple[str, int]]:
+        """The ':'-separated fields with their columns; quotes kept out of
+        the splitting (``uprobe:"/a:b":f``)."""
+        fields, start, quoted = [], 0, False
+        for index, char in enumerate(self.text + ":"):
+            if char == '"':
+                quoted = not quoted
+            elif char == ":" and not quoted:
+                fields.append((self.text[start:index].strip('"'), self.column + start))
+                start = index + 1
+        return fields
+
+
+@dataclass(frozen=True)
+class CDefinition(Node):
+    text: str
+
+
+@dataclass(frozen=True)
+class ProbeBlock(Node):
+    attach_points: tuple[AttachPoint, ...]
+    predicate: Node | None
+    body: tuple
+
+
+@dataclass
+class Script:
+    path: str
+    blocks: list[ProbeBlock] = field(default_factory=list)
+    definitions: list[CDefinition] = field(default_factory=list)
+    preprocessor: list[str] = field(default_factory=list)
+
+
+def start(node: Node) -> tuple[int, int]:
+    """Where an expression starts in the script."""
+    while isinstance(node, Member):
+        node = node.base
+    return node.line, node.column
+
+
+@contextmanager
+def room_for_nesting():
+    """Raise Python's recursion limit, for this call, to what walking a
+    script nested MAX_NESTING deep takes (Python-to-Python calls: since
+    3.11 they do not grow the C stack; before, ~5,000 fit in 8 MB)."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, MAX_NESTING * _FRAMES_PER_LEVEL + 1000))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
 class _Parser:
     def __init__(self, tokens: list[Token], path: str):
-        self.tokens = tokens
+        self.tokens, self.path = tokens, path
         self.index = 0
-        self.path = path
         self.depth = 0  # blocks, parentheses and operands nested here
 
     def deeper(self):
-        """One level deeper; bpftrace takes thousands, but a script nested
-        beyond syntax.MAX_NESTING is refused at the token that goes too deep."""
-        if self.depth >= syntax.MAX_NESTING:
-            self.error(f"nesting too deep: more than {syntax.MAX_NESTING} levels of blocks, "
-                       "parentheses or operators")
+        """One level deeper; a script nested beyond MAX_NESTING is refused
+        at the token that goes too deep."""
+        if self.depth >= MAX_NESTING:
+            self.error(f"nesting too deep: more than {MAX_NESTING} levels of blocks, parentheses or operators")
         self.depth += 1
 
     @contextmanager
@@ -54,7 +190,6 @@ class _Parser:
         finally:
             self.depth -= 1
 
-    # -- token helpers -----------------------------------------------------
     @property
     def token(self) -> Token:
         return self.tokens[self.index]
@@ -65,6 +200,9 @@ class _Parser:
     def is_punct(self, *texts: str, token: Token | None = None) -> bool:
         token = token or self.token
         return token.kind == lexer.PUNCT and token.text in texts
+
+    def is_word(self, *words: str) -> bool:
+        return self.token.kind == lexer.IDENT and self.token.text in words
 
     def advance(self) -> Token:
         token = self.token
@@ -78,13 +216,11 @@ class _Parser:
 
     def expect(self, text: str, what: str = "") -> Token:
         if not self.is_punct(text):
-            context = f" {what}" if what else ""
-            self.error(f"expected '{text}'{context}, found {self.token.describe()}")
+            self.error(f"expected '{text}'{' ' + what if what else ''}, found {self.token.describe()}")
         return self.advance()
 
-    # -- top level ---------------------------------------------------------
-    def script(self) -> syntax.Script:
-        script = syntax.Script(self.path)
+    def script(self) -> Script:
+        script = Script(self.path)
         while self.token.kind != lexer.EOF:
             token = self.token
             if token.kind == lexer.PREPROC:
@@ -93,14 +229,14 @@ class _Parser:
                 self.advance()
                 if script.blocks:
                     self.error("C definitions must come before the first probe", token)
-                script.definitions.append(syntax.CDefinition(token.line, token.column, token.text))
+                script.definitions.append(CDefinition(token.line, token.column, token.text))
             elif token.kind == lexer.ATTACH:
                 script.blocks.append(self.probe_block())
             else:
                 self.error(f"expected a probe (such as usdt:PATH:NAME), found {token.describe()}")
         return script
 
-    def probe_block(self) -> syntax.ProbeBlock:
+    def probe_block(self) -> ProbeBlock:
         first = self.token
         points = [self.attach_point()]
         while self.is_punct(","):
@@ -117,126 +253,111 @@ class _Parser:
             self.advance()
         if not self.is_punct("{"):
             self.error(f"expected '{{' to open the probe's block, found {self.token.describe()}")
-        body = self.block()
-        return syntax.ProbeBlock(first.line, first.column, tuple(points), predicate, body)
+        return ProbeBlock(first.line, first.column, tuple(points), predicate, self.block())
 
-    def attach_point(self) -> syntax.AttachPoint:
+    def attach_point(self) -> AttachPoint:
         token = self.token
         if token.kind != lexer.ATTACH:
             self.error(f"expected an attach point, found {token.describe()}")
         self.advance()
-        return syntax.AttachPoint(token.line, token.column, token.text)
+        return AttachPoint(token.line, token.column, token.text)
 
-    # -- statements --------------------------------------------------------
     def block(self) -> tuple:
         with self.nested():
-            return self._block()
+            self.expect("{")
+            statements = []
+            while not self.is_punct("}"):
+                if self.token.kind == lexer.EOF:
+                    self.error("block never closed ('}' missing)")
+                if self.is_punct(";"):  # empty statement
+                    self.advance()
+                    continue
+                statement, needs_separator = self.statement()
+                statements.append(statement)
+                if self.is_punct(";"):
+                    self.advance()
+                elif needs_separator and not self.is_punct("}"):
+                    self.error(f"expected ';' between statements, found {self.token.describe()}")
+            self.expect("}")
+            return tuple(statements)
 
-    def _block(self) -> tuple:
-        self.expect("{")
-        statements = []
-        while not self.is_punct("}"):
-            if self.token.kind == lexer.EOF:
-                self.error("block never closed ('}' missing)")
-            if self.is_punct(";"):  # empty statement
-                self.advance()
-                continue
-            statement, needs_separator = self.statement()
-            statements.append(statement)
-            if self.is_punct(";"):
-                self.advance()
-            elif needs_separator and not self.is_punct("}"):
-                self.error(f"expected ';' between statements, found {self.token.describe()}")
-        self.expect("}")
-        return tuple(statements)
-
-    def statement(self):
+    def statement(self) -> tuple[Node, bool]:
         """A statement, and whether a ';' must follow it."""
         token = self.token
-        if token.kind == lexer.IDENT and token.text == "if":
+        if self.is_word("if"):
             return self.if_statement(), False
-        if token.kind == lexer.IDENT and token.text in ("unroll", "while"):
+        if self.is_word("unroll", "while"):
             self.advance()
             self.expect("(", f"after '{token.text}'")
             condition = self.expression()
             self.expect(")")
-            body = self.block()
-            return syntax.Loop(token.line, token.column, token.text, condition, body), False
-        if token.kind == lexer.IDENT and token.text in ("return", "break", "continue"):
+            return Loop(token.line, token.column, condition, self.block()), False
+        if self.is_word("return", "break", "continue"):
             self.advance()
-            return syntax.Jump(token.line, token.column, token.text), True
+            return Other(token.line, token.column), True
         expr = self.expression()
         if self.token.kind == lexer.PUNCT and self.token.text in _ASSIGNMENTS:
             op = self.advance().text
-            if not isinstance(expr, (syntax.Var, syntax.Map)):
+            if not isinstance(expr, (Var, Map)):
                 self.error("only $variables and @maps can be assigned", token)
-            value = self.expression()
-            return syntax.Assign(token.line, token.column, expr, op, value), True
-        return syntax.ExprStatement(token.line, token.column, expr), True
+            return Assign(token.line, token.column, expr, op, self.expression()), True
+        return expr, True
 
-    def if_statement(self) -> syntax.If:
-        # "else if" chains are read in a loop: a thousand branches are no
-        # deeper than one.
+    def if_statement(self) -> If:
+        """An if with its "else if"s, read in a loop: a thousand branches
+        are no deeper than one."""
+        first = self.token
         branches = []
-        otherwise = ()
         while True:
-            token = self.advance()
+            self.advance()
             self.expect("(", "after 'if'")
             condition = self.expression()
             self.expect(")")
-            branches.append((token, condition, self.block()))
-            if not (self.token.kind == lexer.IDENT and self.token.text == "else"):
-                break
+            branches.append((condition, self.block()))
+            if not self.is_word("else"):
+                return If(first.line, first.column, tuple(branches), ())
             self.advance()
-            if not (self.token.kind == lexer.IDENT and self.token.text == "if"):
-                otherwise = self.block()
-                break
-        for token, condition, then in reversed(branches):
-            statement = syntax.If(token.line, token.column, condition, then, otherwise)
-            otherwise = (statement,)
-        return statement
+            if not self.is_word("if"):
+                return If(first.line, first.column, tuple(branches), self.block())
 
-    # -- expressions -------------------------------------------------------
-    def expression(self):
+    def expression(self) -> Node:
         with self.nested():
             condition = self.binary()
-            if self.is_punct("?"):
-                token = self.advance()
-                then = self.expression()
-                self.expect(":", "in '?:'")
-                otherwise = self.expression()
-                return syntax.Ternary(token.line, token.column, condition, then, otherwise)
-            return condition
+            if not self.is_punct("?"):
+                return condition
+            self.advance()
+            then = self.expression()
+            self.expect(":", "in '?:'")
+            return Other(*start(condition), (condition, then, self.expression()))
 
-    def binary(self):
+    def binary(self) -> Node:
         """Operands joined by binary operators, by precedence climbing on
         explicit stacks: a 1,000-term sum costs no recursion. Builds the
         tree C's grammar does (left-associative)."""
         operands = [self.unary()]
-        operators: list[Token] = []
+        operators: list[str] = []
 
         def reduce():
-            op = operators.pop()
-            right = operands.pop()
-            operands.append(syntax.Binary(op.line, op.column, op.text, operands.pop(), right))
+            operators.pop()
+            right, left = operands.pop(), operands.pop()
+            operands.append(Other(*start(left), (left, right)))
 
         while self.token.kind == lexer.PUNCT and self.token.text in _PRECEDENCE:
-            token = self.advance()
-            level = _PRECEDENCE[token.text]
-            while operators and _PRECEDENCE[operators[-1].text] >= level:
+            op = self.advance().text
+            while operators and _PRECEDENCE[operators[-1]] >= _PRECEDENCE[op]:
                 reduce()
-            operators.append(token)
+            operators.append(op)
             operands.append(self.unary())
         while operators:
             reduce()
         return operands[0]
 
-    def unary(self):
+    def unary(self) -> Node:
         token = self.token
         if self.is_punct(*_UNARY):
             self.advance()
             with self.nested():
-                return syntax.Unary(token.line, token.column, token.text, self.unary())
+                return Other(token.line, token.column, (self.unary(),))
         if self.is_punct("(") and self.cast_ahead():
             with self.nested():
                 return self.cast()
@@ -255,7 +376,7 @@ class _Parser:
             ahead += 1
         return ahead > 2 and self.is_punct(")", token=self.peek(ahead))
 
-    def cast(self):
+    def cast(self) -> Cast:
         open_paren = self.advance()
         words, stars, array = [], 0, ""
         while not self.is_punct(")"):
@@ -267,72 +388,57 @@ class _Parser:
                 stars += 1
             elif self.is_punct("["):  # (uint8[16])
                 self.advance()
-                size = self.advance()
+                array = f"[{self.advance().text}]"
                 self.expect("]")
-                array = f"[{size.text}]"
             else:
                 self.error(f"unexpected {token.describe()} in a cast")
         self.advance()
-        struct_name = None
-        if len(words) == 2 and words[0] in ("struct", "union"):
-            struct_name = words[1]
+        struct_name = words[1] if len(words) == 2 and words[0] in ("struct", "union") else None
         type_text = " ".join(words) + (" " + "*" * stars if stars else "") + array
-        operand = self.unary()
-        return syntax.Cast(open_paren.line, open_paren.column, type_text, struct_name, stars > 0, operand)
+        return Cast(open_paren.line, open_paren.column, type_text, struct_name, stars > 0, self.unary())
 
-    def primary(self):
+    def primary(self) -> Node:
         token = self.token
-        kind = token.kind
-        if kind == lexer.INT:
+        if token.kind in (lexer.INT, lexer.POSITIONAL):
             self.advance()
-            return syntax.Int(token.line, token.column, token.text)
-        if kind == lexer.STRING:
+            return Other(token.line, token.column)
+        if token.kind == lexer.STRING:
             self.advance()
-            return syntax.Str(token.line, token.column, token.text[1:-1])
-        if kind == lexer.VAR:
+            return Str(token.line, token.column, token.text[1:-1])
+        if token.kind == lexer.VAR:
             self.advance()
-            return syntax.Var(token.line, token.column, token.text)
-        if kind == lexer.POSITIONAL:
+            return Var(token.line, token.column, token.text)
+        if token.kind == lexer.MAP:
             self.advance()
-            return syntax.Positional(token.line, token.column, token.text)
-        if kind == lexer.MAP:
-            self.advance()
-            keys = ()
-            if self.is_punct("["):
-                self.advance()
-                keys = self.expression_list("]")
-            return syntax.Map(token.line, token.column, token.text, keys)
-        if kind == lexer.IDENT:
+            keys = self.expression_list("]") if self.is_punct("[") else ()
+            return Map(token.line, token.column, keys)
+        if token.kind == lexer.IDENT:
             self.advance()
             if self.is_punct("(") and token.text in _TYPE_CALLS:
-                return self.opaque_call(token)
+                return self.type_call(token)
             if self.is_punct("("):
-                self.advance()
-                args = self.expression_list(")")
-                return syntax.Call(token.line, token.column, token.text, args)
-            return syntax.Ident(token.line, token.column, token.text)
+                return Call(token.line, token.column, token.text, self.expression_list(")"))
+            return Ident(token.line, token.column, token.text)
         if self.is_punct("("):
-            self.advance()
             items = self.expression_list(")")
-            if len(items) == 1:
-                return items[0]
-            return syntax.Tuple(token.line, token.column, items)
+            return items[0] if len(items) == 1 else Other(token.line, token.column, items)
         self.error(f"expected an expression, found {token.describe()}")
 
-    def opaque_call(self, name: Token):
+    def type_call(self, name: Token) -> Other:
+        """``sizeof(...)``, skipped to its closing parenthesis."""
         depth = 0
         while True:
             token = self.advance()
             if token.kind == lexer.EOF:
                 self.error(f"'(' after '{name.text}' never closed", name)
-            if self.is_punct("(", token=token):
-                depth += 1
-            elif self.is_punct(")", token=token):
-                depth -= 1
+            if self.is_punct("(", ")", token=token):
+                depth += 1 if token.text == "(" else -1
                 if depth == 0:
-                    return syntax.Opaque(name.line, name.column, name.text)
+                    return Other(name.line, name.column)
 
     def expression_list(self, close: str) -> tuple:
+        """Expressions after the opening bracket here, up to ``close``."""
+        self.advance()
         items = []
         while not self.is_punct(close):
             items.append(self.expression())
@@ -341,35 +447,33 @@ class _Parser:
         self.advance()
         return tuple(items)
 
-    def postfix(self, expr):
+    def postfix(self, expr: Node) -> Node:
         # Each '->', '.', '[]' or '++' wraps the expression once more, and
         # the checker follows that chain by recursion: it counts as nesting.
         outer = self.depth
         try:
             while self.is_punct("->", ".", "[", "++", "--"):
                 self.deeper()
-                if self.is_punct("->", "."):
-                    arrow = self.advance().text == "->"
+                token = self.advance()
+                if token.text in ("->", "."):
                     name = self.token
                     if name.kind != lexer.IDENT:
                         self.error(f"expected a member name, found {name.describe()}")
                     self.advance()
-                    expr = syntax.Member(name.line, name.column, expr, name.text, arrow)
-                elif self.is_punct("["):
-                    token = self.advance()
+                    expr = Member(name.line, name.column, expr, name.text)
+                elif token.text == "[":
                     index = self.expression()
                     self.expect("]")
-                    expr = syntax.Index(token.line, token.column, expr, index)
+                    expr = Other(*start(expr), (expr, index))
                 else:
-                    token = self.advance()
-                    expr = syntax.Unary(token.line, token.column, "post" + token.text, expr)
+                    expr = Other(*start(expr), (expr,))
             return expr
         finally:
             self.depth = outer
 
 
-def parse(text: str, path: str = "<script>") -> syntax.Script:
+def parse(text: str, path: str = "<script>") -> Script:
     """The script's AST. Raises ScriptSyntaxError (an InputError)."""
     tokens = lexer.tokenize(text, path)
-    with syntax.room_for_nesting():
+    with room_for_nesting():
         return _Parser(tokens, path).script()
