@@ -16,10 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from probegen.catalog.ctype import CTypeError, Kind, parse_ctype
-from probegen.checks.lint.cdefs import FieldDecl, StructDef
+from probegen.checks.lint.cdefs import Field, StructDef
 
 # Structs by value inside structs, at most (a copy holding itself is refused by C anyway).
 MAX_DEPTH = 32
+_INTEGER_WORDS = {"signed", "unsigned", "short", "long", "int", "char"}
+_NUMBERS = ("integer", "bool", "enum")
+_KINDS = {Kind.BOOL: "bool", Kind.ENUM: "enum", Kind.INTEGER: "integer"}
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,7 @@ class Shape:
     align: int
     signed: bool | None = None  # integers: None for plain char (either sign)
     struct: str | None = None  # "struct": its tag; "pointer": the struct it points to
-    element: "Shape | None" = None  # arrays
+    element: Shape | None = None  # arrays
     count: int = 0  # arrays: elements (all bounds multiplied)
 
 
@@ -53,7 +56,7 @@ class Layout:
     complete: bool  # every declaration was laid out
 
 
-_INTEGER_WORDS = {"signed", "unsigned", "short", "long", "int", "char"}
+_UNKNOWN = Layout(0, 1, {}, False)
 
 
 def _c_order(words: list[str]) -> str:
@@ -66,7 +69,7 @@ def _c_order(words: list[str]) -> str:
     return " ".join(sign + size + (["int"] if "char" not in words else []))
 
 
-def _spelling(decl: FieldDecl) -> str:
+def _spelling(decl: Field) -> str:
     if decl.function_pointer:
         return "a function pointer"
     base = decl.base if decl.inner is None else f"{decl.inner.kind} {decl.inner.name or '{...}'}"
@@ -78,78 +81,69 @@ def _align_up(value: int, align: int) -> int:
     return (value + align - 1) // align * align
 
 
+def _array(element: Shape, bounds) -> Shape:
+    count = 1
+    for bound in bounds:
+        count *= bound or 0
+    return Shape("array", element.size * count, element.align, element=element, count=count)
+
+
 class _Planner:
     def __init__(self, structs: dict[str, StructDef], typedefs, pointer_size: int):
-        self.structs = structs
-        self.typedefs = typedefs or {}
-        self.pointer_size = pointer_size
+        self.structs, self.typedefs, self.pointer_size = structs, typedefs or {}, pointer_size
         self.layouts: dict[int, Layout] = {}
         self.depth = 0
 
-    def shape(self, decl: FieldDecl) -> Shape | None:
+    def shape(self, decl: Field) -> Shape | None:
         """The declared type of ``decl``, or None if it cannot be sized."""
+        words = decl.base.split()
         if decl.function_pointer:
             return Shape("pointer", self.pointer_size, self.pointer_size)
         if decl.inner is not None:
-            inner = self.layout(decl.inner)
-            base = Shape("struct", inner.size, inner.align, struct=decl.inner.name) if inner.complete else None
+            base = self.struct_shape(decl.inner)
         elif decl.stars:
-            words = decl.base.split()
             struct = words[1] if decl.stars == 1 and len(words) == 2 and words[0] in ("struct", "union") else None
             base = Shape("pointer", self.pointer_size, self.pointer_size, struct=struct)
+        elif len(words) == 2 and words[0] in ("struct", "union"):
+            base = self.struct_shape(self.structs.get(words[1]))
+        elif words in (["float"], ["double"]):  # laid out, never printed
+            base = Shape("float", 4 if words == ["float"] else 8, 4 if words == ["float"] else 8)
         else:
-            base = self.base_shape(decl.base)
+            base = self.scalar_shape(words)
         if base is None or decl.bounds is None:
             return None
-        if decl.bounds:
-            count = 1
-            for bound in decl.bounds:
-                count *= bound
-            return Shape("array", base.size * count, base.align, element=base, count=count)
-        return base
+        return _array(base, decl.bounds) if decl.bounds else base
 
-    def base_shape(self, base: str) -> Shape | None:
-        words = base.split()
-        if len(words) == 2 and words[0] in ("struct", "union"):
-            definition = self.structs.get(words[1])
-            if definition is None:
-                return None
-            inner = self.layout(definition)
-            return Shape("struct", inner.size, inner.align, struct=words[1]) if inner.complete else None
-        if words in (["float"], ["double"]):  # laid out, never printed
-            size = 4 if words == ["float"] else 8
-            return Shape("float", size, size)
+    def struct_shape(self, struct: StructDef | None) -> Shape | None:
+        inner = _UNKNOWN if struct is None else self.layout(struct)
+        return Shape("struct", inner.size, inner.align, struct=struct.name) if inner.complete else None
+
+    def scalar_shape(self, words: list[str]) -> Shape | None:
         try:
             ctype = parse_ctype(_c_order(words), self.typedefs)
         except CTypeError:
             return None
         size = ctype.size_on(self.pointer_size)
-        if ctype.kind is Kind.BOOL:
-            return Shape("bool", size, size)
-        if ctype.kind is Kind.ENUM:
-            return Shape("enum", size, size)
-        if ctype.kind is Kind.INTEGER:
-            return Shape("integer", size, size, signed=ctype.signed)
+        if ctype.kind in _KINDS:
+            return Shape(_KINDS[ctype.kind], size, size, signed=ctype.signed if ctype.kind is Kind.INTEGER else None)
         if ctype.is_address:
             return Shape("pointer", size, size, struct=ctype.struct_name)
         return None
 
     def layout(self, struct: StructDef) -> Layout:
-        known = self.layouts.get(id(struct))
-        if known is not None:
-            return known
+        if id(struct) in self.layouts:
+            return self.layouts[id(struct)]
         if self.depth >= MAX_DEPTH:
-            return Layout(0, 1, {}, False)
+            return _UNKNOWN
         self.depth += 1
-        self.layouts[id(struct)] = Layout(0, 1, {}, False)  # while it is laid out: a copy holding itself
+        self.layouts[id(struct)] = _UNKNOWN  # while it is laid out: a copy holding itself
         try:
-            result = self._layout(struct)
+            self.layouts[id(struct)] = self.lay_out(struct)
         finally:
             self.depth -= 1
-        self.layouts[id(struct)] = result
-        return result
+        return self.layouts[id(struct)]
 
-    def _layout(self, struct: StructDef) -> Layout:
+    def lay_out(self, struct: StructDef) -> Layout:
         union = struct.kind == "union"
         members: dict[str, Placed] = {}
         bit = size = 0  # next free bit; bits used
@@ -158,12 +152,10 @@ class _Planner:
             shape = self.shape(decl) if decl.understood else None
             if shape is None:
                 return Layout(0, 1, members, False)
-            member_align = 1 if decl.packed or struct.packed else shape.align
-            if decl.aligned:
-                member_align = max(member_align, decl.aligned)
+            member_align = max(1 if decl.packed or struct.packed else shape.align, decl.aligned or 0)
             start = 0 if union else bit
             if decl.bits is not None:
-                if shape.kind not in ("integer", "bool", "enum") or decl.packed or struct.packed:
+                if shape.kind not in _NUMBERS or decl.packed or struct.packed:
                     return Layout(0, 1, members, False)
                 unit = shape.size * 8
                 if decl.bits == 0 or start // unit != (start + decl.bits - 1) // unit:
@@ -178,9 +170,8 @@ class _Planner:
                 align = max(align, member_align)
                 if decl.name is not None:
                     members[decl.name] = Placed(decl.name, start // 8, shape, spelling=_spelling(decl))
-                elif decl.inner is not None:  # anonymous: its members are ours, moved here
-                    inner = self.layout(decl.inner)
-                    for name, placed in inner.members.items():
+                else:  # anonymous: its members are ours, moved here
+                    for name, placed in self.layout(decl.inner).members.items():
                         members[name] = Placed(name, placed.offset + start // 8, placed.shape,
                                                None if placed.bit_offset is None else placed.bit_offset + start,
                                                placed.bits, placed.spelling)
@@ -195,8 +186,6 @@ def layouts(structs: dict[str, StructDef], typedefs=None, pointer_size: int = 8)
     planner = _Planner(structs, typedefs, pointer_size)
     return {name: planner.layout(struct) for name, struct in structs.items()}
 
-
-# -- against the binary's DWARF ----------------------------------------------
 
 def dwarf_shape(t) -> Shape:
     """A probegen.dwarf.model type as a Shape (only what comparing needs)."""
@@ -226,9 +215,6 @@ def dwarf_shape(t) -> Shape:
     return Shape("void", size, 1)
 
 
-_NUMBERS = ("integer", "bool", "enum")
-
-
 def _same_type(copy: Shape, binary: Shape) -> bool:
     """Whether reading the copy's type gives the binary's value. Integer,
     bool and enum of one size read alike (enums' sign is the compiler's
@@ -241,14 +227,11 @@ def _same_type(copy: Shape, binary: Shape) -> bool:
         if copy.kind == binary.kind == "integer" and None not in (copy.signed, binary.signed):
             return copy.signed == binary.signed
         return True
-    kinds = {copy.kind, binary.kind}
-    if kinds == {"pointer", "integer"}:
+    if {copy.kind, binary.kind} == {"pointer", "integer"}:
         return True
     if copy.kind != binary.kind:
         return False
-    if copy.kind == "pointer":
-        return None in (copy.struct, binary.struct) or copy.struct == binary.struct
-    if copy.kind == "struct":
+    if copy.kind in ("pointer", "struct"):
         return None in (copy.struct, binary.struct) or copy.struct == binary.struct
     if copy.kind == "array":
         return copy.count == binary.count and _same_type(copy.element, binary.element)

@@ -34,6 +34,8 @@ _C_DEFINITION_START = re.compile(r"(struct|union|enum|typedef)\b")
 # After a definition's '}': "name;" of a typedef, or the plain ';'.
 _DEFINITION_END = re.compile(r"[A-Za-z_0-9 \t,*]*;")
 _SPACE = re.compile(r"\s+")
+# A comment, closed or not: the same as probegen.bpftrace.LEXEME's.
+COMMENT = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)", re.S)
 # A preprocessor line, continued by a backslash at its end.
 _PREPROCESSOR = re.compile(r"(?:[^\n]*\\\r?\n)*[^\n]*")
 _BRACES = {"{": 1, "}": -1}
@@ -91,21 +93,11 @@ class _Lexer:
         self.pos = end
 
     def skip_space_and_comments(self):
-        text = self.text
-        while True:
-            space = _SPACE.match(text, self.pos)
-            if space:
-                self.pos = space.end()
-            if text.startswith("//", self.pos):
-                end = text.find("\n", self.pos)
-                self.pos = len(text) if end < 0 else end
-            elif text.startswith("/*", self.pos):
-                end = text.find("*/", self.pos + 2)
-                if end < 0:
-                    self.error("comment never closed ('*/' missing)")
-                self.pos = end + 2
-            else:
-                return
+        while skipped := _SPACE.match(self.text, self.pos) or COMMENT.match(self.text, self.pos):
+            comment = skipped.group()
+            if comment.startswith("/*") and not (len(comment) >= 4 and comment.endswith("*/")):
+                self.error("comment never closed ('*/' missing)")
+            self.pos = skipped.end()
 
     def c_definition(self):
         """``struct name { ... };`` and the like, up to the closing brace
