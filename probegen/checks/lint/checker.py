@@ -40,6 +40,19 @@ def _merge(first: dict, second: dict) -> dict:
     return merged
 
 
+def _fields(point: ast.AttachPoint) -> list[tuple[str, int]]:
+    """An attach point's ':'-separated fields with their columns; quotes
+    kept out of the splitting (``uprobe:"/a:b":f``)."""
+    fields, begin, quoted = [], 0, False
+    for index, char in enumerate(point.text + ":"):
+        if char == '"':
+            quoted = not quoted
+        elif char == ":" and not quoted:
+            fields.append((point.text[begin:index].strip('"'), point.column + begin))
+            begin = index + 1
+    return fields
+
+
 def _not_an_address(ctype, struct: str) -> str | None:
     """Why a value of this C type is not a pointer to ``struct``, or None."""
     if ctype.is_integer_like and not ctype.pointer_sized:
@@ -87,7 +100,7 @@ class Checker:
     def attach_point(self, point: ast.AttachPoint) -> list[Probe]:
         """The catalog probes a usdt attach point names; checks the name
         and the provider on the way."""
-        fields = point.fields
+        fields = _fields(point)
         if fields[0][0] not in ("usdt", "U") or len(fields) not in (3, 4):
             return []
         name, name_column = fields[-1]
@@ -133,11 +146,6 @@ class Checker:
                 otherwise = dict(env)
                 self.statements(statement.otherwise, otherwise)
                 env.update(_merge(merged, otherwise))
-            elif isinstance(statement, ast.Loop):
-                self.value(statement.condition, env)
-                body = dict(env)
-                self.statements(statement.body, body)
-                env.update(_merge(env, body))
             else:
                 self.value(statement, env)
 

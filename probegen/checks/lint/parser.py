@@ -11,8 +11,8 @@ preprocessor lines at the top, and in blocks: assignments to ``$vars`` and
 from __future__ import annotations
 
 import sys
+from collections import namedtuple
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 from probegen.checks.lint import lexer
 from probegen.checks.lint.lexer import ScriptSyntaxError, Token
@@ -36,120 +36,29 @@ _CAST_TYPES = frozenset([f"{s}int{w}" for s in ("", "u") for w in (8, 16, 32, 64
 _TYPE_CALLS = frozenset(["sizeof", "offsetof"])
 
 
-@dataclass(frozen=True)
-class Node:
-    """Where it starts in the script, 1-based (a Member: where its name is)."""
-    line: int
-    column: int
+# The nodes: each knows where it starts in the script, 1-based (a Member:
+# where its name is), and holds only what the checker reads.
+Ident = namedtuple("Ident", "line column name")  # a builtin (arg1, pid, comm), or a name resolved later
+Var = namedtuple("Var", "line column name")  # name with the '$'
+Str = namedtuple("Str", "line column raw")  # raw: between the quotes, escapes as written
+Call = namedtuple("Call", "line column name args")
+Cast = namedtuple("Cast", "line column type_text struct_name pointer operand")  # "struct x *", "uint32"
+Member = namedtuple("Member", "line column base name")  # base->name or base.name
+Map = namedtuple("Map", "line column keys")
+# Numbers, operators, indexing, tuples, sizeof, return: the checker knows
+# nothing of their value and checks only their parts.
+Other = namedtuple("Other", "line column parts", defaults=((),))
+Assign = namedtuple("Assign", "line column target op value")  # target: a Var or a Map; op: "=", "+=", ...
+# branches: (condition, statements) of the if and each "else if". A loop
+# (unroll, while) is an If of one branch: its variables are merged alike.
+If = namedtuple("If", "line column branches otherwise")
+AttachPoint = namedtuple("AttachPoint", "line column text")
+CDefinition = namedtuple("CDefinition", "line column text")
+ProbeBlock = namedtuple("ProbeBlock", "line column attach_points predicate body")
+Script = namedtuple("Script", "path blocks definitions preprocessor")
 
 
-@dataclass(frozen=True)
-class Ident(Node):
-    name: str  # a builtin (arg1, pid, comm), or a name bpftrace resolves later
-
-
-@dataclass(frozen=True)
-class Var(Node):
-    name: str  # with the '$'
-
-
-@dataclass(frozen=True)
-class Str(Node):
-    raw: str  # between the quotes, escapes as written
-
-
-@dataclass(frozen=True)
-class Call(Node):
-    name: str
-    args: tuple
-
-
-@dataclass(frozen=True)
-class Cast(Node):
-    type_text: str  # "struct spdk_nvmf_qpair *", "uint32"
-    struct_name: str | None  # for struct/union casts
-    pointer: bool
-    operand: Node
-
-
-@dataclass(frozen=True)
-class Member(Node):
-    """``base->name`` or ``base.name``."""
-    base: Node
-    name: str
-
-
-@dataclass(frozen=True)
-class Map(Node):
-    keys: tuple
-
-
-@dataclass(frozen=True)
-class Other(Node):
-    """Numbers, operators, indexing, tuples, ``sizeof``, ``return``: the
-    checker knows nothing of their value and checks only their parts."""
-    parts: tuple = ()
-
-
-@dataclass(frozen=True)
-class Assign(Node):
-    target: Node  # Var or Map
-    op: str  # "=", "+=", ...
-    value: Node
-
-
-@dataclass(frozen=True)
-class If(Node):
-    branches: tuple  # (condition, statements) of the if and of each "else if"
-    otherwise: tuple
-
-
-@dataclass(frozen=True)
-class Loop(Node):
-    """``unroll (n) { }`` and ``while (cond) { }``."""
-    condition: Node
-    body: tuple
-
-
-@dataclass(frozen=True)
-class AttachPoint(Node):
-    text: str
-
-    @property
-    def fields(self) -> list[tuple[str, int]]:
-        """The ':'-separated fields with their columns; quotes kept out of
-        the splitting (``uprobe:"/a:b":f``)."""
-        fields, start, quoted = [], 0, False
-        for index, char in enumerate(self.text + ":"):
-            if char == '"':
-                quoted = not quoted
-            elif char == ":" and not quoted:
-                fields.append((self.text[start:index].strip('"'), self.column + start))
-                start = index + 1
-        return fields
-
-
-@dataclass(frozen=True)
-class CDefinition(Node):
-    text: str
-
-
-@dataclass(frozen=True)
-class ProbeBlock(Node):
-    attach_points: tuple[AttachPoint, ...]
-    predicate: Node | None
-    body: tuple
-
-
-@dataclass
-class Script:
-    path: str
-    blocks: list[ProbeBlock] = field(default_factory=list)
-    definitions: list[CDefinition] = field(default_factory=list)
-    preprocessor: list[str] = field(default_factory=list)
-
-
-def start(node: Node) -> tuple[int, int]:
+def start(node) -> tuple[int, int]:
     """Where an expression starts in the script."""
     while isinstance(node, Member):
         node = node.base
@@ -220,7 +129,7 @@ class _Parser:
         return self.advance()
 
     def script(self) -> Script:
-        script = Script(self.path)
+        script = Script(self.path, [], [], [])
         while self.token.kind != lexer.EOF:
             token = self.token
             if token.kind == lexer.PREPROC:
@@ -281,7 +190,7 @@ class _Parser:
             self.expect("}")
             return tuple(statements)
 
-    def statement(self) -> tuple[Node, bool]:
+    def statement(self):
         """A statement, and whether a ';' must follow it."""
         token = self.token
         if self.is_word("if"):
@@ -291,7 +200,7 @@ class _Parser:
             self.expect("(", f"after '{token.text}'")
             condition = self.expression()
             self.expect(")")
-            return Loop(token.line, token.column, condition, self.block()), False
+            return If(token.line, token.column, ((condition, self.block()),), ()), False
         if self.is_word("return", "break", "continue"):
             self.advance()
             return Other(token.line, token.column), True
@@ -320,7 +229,7 @@ class _Parser:
             if not self.is_word("if"):
                 return If(first.line, first.column, tuple(branches), self.block())
 
-    def expression(self) -> Node:
+    def expression(self):
         with self.nested():
             condition = self.binary()
             if not self.is_punct("?"):
@@ -330,7 +239,7 @@ class _Parser:
             self.expect(":", "in '?:'")
             return Other(*start(condition), (condition, then, self.expression()))
 
-    def binary(self) -> Node:
+    def binary(self):
         """Operands joined by binary operators, by precedence climbing on
         explicit stacks: a 1,000-term sum costs no recursion. Builds the
         tree C's grammar does (left-associative)."""
@@ -352,7 +261,7 @@ class _Parser:
             reduce()
         return operands[0]
 
-    def unary(self) -> Node:
+    def unary(self):
         token = self.token
         if self.is_punct(*_UNARY):
             self.advance()
@@ -397,7 +306,7 @@ class _Parser:
         type_text = " ".join(words) + (" " + "*" * stars if stars else "") + array
         return Cast(open_paren.line, open_paren.column, type_text, struct_name, stars > 0, self.unary())
 
-    def primary(self) -> Node:
+    def primary(self):
         token = self.token
         if token.kind in (lexer.INT, lexer.POSITIONAL):
             self.advance()
@@ -447,7 +356,7 @@ class _Parser:
         self.advance()
         return tuple(items)
 
-    def postfix(self, expr: Node) -> Node:
+    def postfix(self, expr):
         # Each '->', '.', '[]' or '++' wraps the expression once more, and
         # the checker follows that chain by recursion: it counts as nesting.
         outer = self.depth
