@@ -1,56 +1,41 @@
 """bpftrace printf conversions, and which ones fit which values.
 
-What bpftrace 0.17 does, observed on this project's machines (not taken
-from documentation):
+What bpftrace 0.17 does, observed on this project's machines: a conversion
+is ``%`` [``-``] [``0``] [width] [``.``precision] [length: ``hh h l ll j z
+t``] then one of ``d u x X o c s p``, or ``r``, ``rx``, ``rh`` for buffers.
+Anything else after ``%`` (``%i``, ``%#x``, ``%+d``, ``%f``) prints as text
+and takes no argument, so the count no longer matches and bpftrace refuses
+the script; a ``%`` before a space, an escape or the end is a percent sign
+meant as text. The length decides how many bits print, as in C: 32 without
+one (``printf("%d", 5000000000)`` prints 705032704), ``h`` 16, ``hh`` 8,
+the others 64; ``%p`` always 64.
 
-* A conversion is ``%`` [``-``] [``0``] [width] [``.``precision]
-  [length: ``hh h l ll j z t``] then one of ``d u x X o c s p``, or ``r``,
-  ``rx``, ``rh`` for buffers. Anything else after ``%`` (``%i``, ``%#x``,
-  ``%+d``, ``%f``) is printed literally and takes no argument, so the
-  argument count no longer matches and bpftrace refuses the script. Such
-  a sequence is a finding; a ``%`` followed by a space, an escape or the
-  end of the string is taken as a percent sign meant as text.
-* The length modifier decides how many bits are printed, as in C:
-  ``%d``/``%u``/``%x`` read 32 bits (``printf("%d", 5000000000)`` prints
-  705032704), ``%hd`` 16, ``%hhd`` 8, ``%ld``/``%lld``/``%jd``/``%zd``/
-  ``%td`` 64. ``%p`` always prints 64 bits.
-
-The rules the linter applies to a value whose C type it knows:
-
-1. A conversion narrower than the value truncates it: finding
-   (``%d`` for a uint64_t thread id, ``%x`` for a pointer).
-2. A signed conversion (``%d``) for an unsigned 64-bit value (uint64_t,
-   size_t, a pointer): finding; values from 2^63 print negative.
-   For narrower unsigned values (uint16_t, uint32_t) ``%d`` is accepted:
-   it is what scripts write, and the value fits unless it uses the top bit.
-3. ``%u`` for a signed value as wide as the conversion: finding; negative
-   values (-ENOMEM, -1) print as huge numbers. ``%x``/``%o`` show bit
-   patterns and are accepted for any integer.
-4. ``%p`` is for pointers; for an integer or enum it is a finding.
-5. ``%s`` needs a string bpftrace has read: ``str(argN)`` or a char array
-   member. A string argument printed raw (``%s`` with ``argN``), an
-   integer, enum or pointer with ``%s``: finding. A string argument with
-   an integer conversion prints its address: finding, except ``%p`` and
-   64-bit hex, which print the address on purpose.
-6. A string with an integer conversion (``%d`` for ``str(arg1)``): finding.
+So, for a value whose C type is known: a conversion narrower than the value
+truncates it; ``%d`` for an unsigned 64-bit value prints values from 2^63
+negative (for narrower unsigned values it is what scripts write, and is
+accepted); ``%u`` for a signed value as wide prints negative ones huge
+(``%x``/``%o`` show bits, accepted for any integer); ``%p`` is for
+pointers; ``%s`` needs a string bpftrace has read (``str(argN)``, a char
+array member); a string argument with an integer conversion prints its
+address, which ``%p`` and 64-bit hex do on purpose.
 """
 
 from __future__ import annotations
 
 import re
+from collections import namedtuple
 from dataclasses import dataclass
 
 from probegen.catalog.ctype import CType, Kind
 from probegen.bpftrace import conversion
 from probegen.generators.lines import style_of
 
-_CONVERSION = re.compile(
-    r"%(?P<flags>[-0]*)(?P<width>[0-9]*)(?:\.(?P<precision>[0-9]+))?"
-    r"(?P<length>hh|h|ll|l|j|z|t)?(?P<conv>r[xh]?|[duxXocsp])"
-)
-_INTENDED = re.compile(r"%[-+#0-9.]*(?:hh|h|ll|l|L|q|j|z|t)?[A-Za-z]")
+# '%%'; a conversion; a sequence meant as one that bpftrace does not know; a '%' meant as text.
+_FORMAT = re.compile(r"%%|(?P<known>%[-0]*[0-9]*(?:\.[0-9]+)?(?P<length>hh|h|ll|l|j|z|t)?(?P<conv>r[xh]?|[duxXocsp]))"
+                     r"|(?P<unknown>%[-+#0-9.]*(?:hh|h|ll|l|L|q|j|z|t)?[A-Za-z])|%")
 _LENGTH_BYTES = {None: 4, "hh": 1, "h": 2, "l": 8, "ll": 8, "j": 8, "z": 8, "t": 8}
-_INTEGER_CONVERSIONS = frozenset("duxXoc")
+# text: "%lu"; conv: "u" (None for an unknown one); offset: in the format string as written.
+Conversion = namedtuple("Conversion", "text conv length offset")
 
 
 @dataclass(frozen=True)
@@ -64,49 +49,15 @@ class Value:
     path: str | None = None  # a struct held inside ``struct``: its member path there
 
 
-@dataclass(frozen=True)
-class Conversion:
-    text: str  # "%lu"
-    conv: str  # "u"
-    length: str | None
-    offset: int  # in the raw format string
-
-    @property
-    def bytes(self) -> int:
-        """How many bytes of the value the conversion prints."""
-        return 8 if self.conv == "p" else _LENGTH_BYTES[self.length]
-
-
-@dataclass(frozen=True)
-class UnknownConversion:
-    text: str  # "%i"
-    offset: int
-
-
-def parse_format(raw: str) -> tuple[list[Conversion], list[UnknownConversion]]:
-    """Conversions of a format string as written between the quotes."""
+def parse_format(raw: str) -> tuple[list[Conversion], list[Conversion]]:
+    """The conversions of a format string as written between the quotes, and the unknown ones."""
     conversions, unknown = [], []
-    pos = 0
-    while True:
-        pos = raw.find("%", pos)
-        if pos < 0:
-            return conversions, unknown
-        if raw.startswith("%%", pos):
-            pos += 2
-            continue
-        match = _CONVERSION.match(raw, pos)
-        if match:
-            conversions.append(Conversion(match.group(), match["conv"], match["length"], pos))
-            pos = match.end()
-        else:
-            # A '%' before a space, an escape or the end is a percent sign
-            # meant as text ("busy:%2d% core"), not a conversion gone wrong.
-            intended = _INTENDED.match(raw, pos)
-            if intended:
-                unknown.append(UnknownConversion(intended.group(), pos))
-                pos = intended.end()
-            else:
-                pos += 1
+    for match in _FORMAT.finditer(raw):
+        if match["known"]:
+            conversions.append(Conversion(match.group(), match["conv"], match["length"], match.start()))
+        elif match["unknown"]:
+            unknown.append(Conversion(match.group(), None, None, match.start()))
+    return conversions, unknown
 
 
 def suggest(value: Value) -> str:
@@ -127,6 +78,7 @@ def mismatch(conversion: Conversion, value: Value) -> str | None:
     """Why the conversion does not fit the value, or None if it does or
     the value's type is unknown."""
     conv, what = conversion.text, value.describe
+    printed = 8 if conversion.conv == "p" else _LENGTH_BYTES[conversion.length]  # bytes of the value
     if conversion.conv.startswith("r"):
         if value.text or value.ctype is not None:
             return f"{conv} prints a buffer (buf()), not {what}"
@@ -142,7 +94,7 @@ def mismatch(conversion: Conversion, value: Value) -> str | None:
     if ctype.kind is Kind.STRING:
         if conversion.conv == "s":
             return f"{what} is a string printed without str(): use str({value.expression or '...'})"
-        if conversion.conv == "p" or (conversion.conv in "xX" and conversion.bytes == 8):
+        if conversion.conv == "p" or (conversion.conv in "xX" and printed == 8):
             return None  # the address, on purpose
         return f"{conv} for {what}, a string: use {suggest(value)}"
     if conversion.conv == "s":
@@ -156,13 +108,13 @@ def mismatch(conversion: Conversion, value: Value) -> str | None:
         return f"%p for {what}, an integer: use {suggest(value)}"
     if conversion.conv == "c":
         return None
-    if conversion.bytes < size:
-        return (f"{conv} prints {conversion.bytes * 8} of the {size * 8} bits of {what}: "
+    if printed < size:
+        return (f"{conv} prints {printed * 8} of the {size * 8} bits of {what}: "
                 f"use {suggest(value)}")
     if conversion.conv == "d" and not ctype.signed_on_x86 and size == 8:
         return (f"{conv} is a signed conversion for {what}, an unsigned 64-bit value "
                 f"(values from 2^63 print negative): use {suggest(value)}")
-    if conversion.conv == "u" and ctype.signed is True and conversion.bytes == size:
+    if conversion.conv == "u" and ctype.signed is True and printed == size:
         return (f"{conv} is an unsigned conversion for {what}, a signed value "
                 f"(negative values print huge): use {suggest(value)}")
     return None
