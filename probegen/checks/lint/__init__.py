@@ -14,7 +14,7 @@ from probegen.catalog.model import Catalog
 from probegen.errors import Diagnostic, InputError
 from probegen.files.inputs import read_input
 from probegen.checks.lint.checker import check_script
-from probegen.checks.lint.lexer import ScriptSyntaxError
+from probegen.checks.lint.lexer import Positions, ScriptSyntaxError
 from probegen.checks.lint.parser import parse
 
 
@@ -27,37 +27,40 @@ def lint_text(text: str, path: str, catalog: Catalog, types=None,
 
 def lint_file(path: str | Path, catalog: Catalog, types=None,
               types_name: str = "the binary") -> list[Diagnostic]:
-    shown = str(path)
     data = read_input(path, "script")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise ScriptSyntaxError(shown, line, column, f"not UTF-8 text (byte 0x{data[exc.start]:02x})") from None
-    return lint_text(text, shown, catalog, types, types_name)
+        line, column = Positions(data.decode("latin-1"))(exc.start)
+        raise ScriptSyntaxError(str(path), line, column, f"not UTF-8 text (byte 0x{data[exc.start]:02x})") from None
+    return lint_text(text, str(path), catalog, types, types_name)
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
 
 
 @dataclass
 class LintReport:
-    """Findings of several scripts; ``errors`` holds one message per script
-    that could not be read or parsed (the others are still checked)."""
+    """Findings of several scripts, and each script that could not be read
+    or parsed, with why (the others are still checked)."""
 
     findings: list[Diagnostic] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    failed: list[tuple[str, InputError]] = field(default_factory=list)
     checked: int = 0
-    failed: list[tuple[str, InputError]] = field(default_factory=list)  # (script, why), for reports
+
+    @property
+    def errors(self) -> list[str]:
+        return [str(exc) for _, exc in self.failed]
 
     @property
     def exit_code(self) -> int:
-        return 2 if self.errors else 1 if self.findings else 0
+        return 2 if self.failed else 1 if self.findings else 0
 
     def summary(self) -> str:
-        def count(n, word):
-            return f"{n} {word}{'s' if n != 1 else ''}"
-        text = f"{count(len(self.findings), 'finding')} in {count(self.checked, 'script')}"
-        if self.errors:
-            text += f"; {count(len(self.errors), 'script')} could not be read or parsed"
+        text = f"{_count(len(self.findings), 'finding')} in {_count(self.checked, 'script')}"
+        if self.failed:
+            text += f"; {_count(len(self.failed), 'script')} could not be read or parsed"
         return text
 
 
@@ -68,7 +71,6 @@ def lint_paths(paths, catalog: Catalog, types=None, types_name: str = "the binar
             report.findings += lint_file(path, catalog, types, types_name)
             report.checked += 1
         except InputError as exc:
-            report.errors.append(str(exc))
             report.failed.append((str(path), exc))
     return report
 
