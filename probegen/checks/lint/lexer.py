@@ -28,8 +28,8 @@ _EXPRESSION = re.compile(rf"(?P<{IDENT}>{_NAME})|(?P<{INT}>[0-9][0-9A-Za-z_]*)|(
                          rf"|(?P<{PUNCT}>{'|'.join(map(re.escape, _OPERATORS))})")
 # Characters bpftrace 0.17 takes unquoted in an attach point (it rejects
 # '+', '?', '@', '=', '~', '%': a path with them must be quoted).
-_ATTACH_CHAR = re.compile(r"[A-Za-z0-9_\-./*:\[\]$]")
-_ATTACH_END = re.compile(r'[\s,{"]|//|/\*')
+_ATTACH = re.compile(r'(?:[A-Za-z0-9_\-.*:\[\]$]|/(?![/*])|"[^"]*")*')
+_ATTACH_END = re.compile(r"\s|[,{]|//|/\*|\Z")
 _C_DEFINITION_START = re.compile(r"(struct|union|enum|typedef)\b")
 # After a definition's '}': "name;" of a typedef, or the plain ';'.
 _DEFINITION_END = re.compile(r"[A-Za-z_0-9 \t,*]*;")
@@ -115,22 +115,13 @@ class _Lexer:
 
     def attach_point(self):
         """Everything up to whitespace, ',', '{' or a comment: quoted paths included."""
-        pos = self.pos
-        while pos < len(self.text):
-            end = _ATTACH_END.search(self.text, pos)
-            end = len(self.text) if end is None else end.start()
-            bad = next((i for i in range(pos, end) if not _ATTACH_CHAR.match(self.text, i)), None)
-            if bad is not None:
-                self.error(f"unexpected '{self.text[bad]}' in attach point; quote a path that has it "
-                           f"(usdt:\"/path\":provider:name)", bad)
-            pos = end
-            if not self.text.startswith('"', pos):
-                break
-            close = self.text.find('"', pos + 1)
-            if close < 0:
-                self.error("string never closed", pos)
-            pos = close + 1
-        self.emit(ATTACH, self.pos, pos)
+        end = _ATTACH.match(self.text, self.pos).end()
+        if not _ATTACH_END.match(self.text, end):
+            if self.text[end] == '"':
+                self.error("string never closed", end)
+            self.error(f"unexpected '{self.text[end]}' in attach point; quote a path that has it "
+                       f"(usdt:\"/path\":provider:name)", end)
+        self.emit(ATTACH, self.pos, end)
 
     def top_level(self):
         text, pos = self.text, self.pos
