@@ -13,7 +13,7 @@ that is no number) ends the layout: no offset after it is claimed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import namedtuple
 
 from probegen.catalog.ctype import CTypeError, Kind, parse_ctype
 from probegen.checks.lint.cdefs import Field, StructDef
@@ -25,37 +25,16 @@ _NUMBERS = ("integer", "bool", "enum")
 _KINDS = {Kind.BOOL: "bool", Kind.ENUM: "enum", Kind.INTEGER: "integer"}
 
 
-@dataclass(frozen=True)
-class Shape:
-    """A member's type as far as layout and comparison need it."""
-    kind: str  # "integer", "bool", "enum", "pointer", "array", "struct", "float"
-    size: int
-    align: int
-    signed: bool | None = None  # integers: None for plain char (either sign)
-    struct: str | None = None  # "struct": its tag; "pointer": the struct it points to
-    element: Shape | None = None  # arrays
-    count: int = 0  # arrays: elements (all bounds multiplied)
-
-
-@dataclass(frozen=True)
-class Placed:
-    """Where a member of the copy is: bytes, and bits for a bitfield."""
-    name: str
-    offset: int
-    shape: Shape
-    bit_offset: int | None = None  # from the struct's start
-    bits: int | None = None
-    spelling: str = ""  # the type as the copy writes it
-
-
-@dataclass(frozen=True)
-class Layout:
-    size: int
-    align: int
-    members: dict[str, Placed]
-    complete: bool  # every declaration was laid out
-
-
+# A member's type as far as layout and comparison need it. kind: "integer", "bool",
+# "enum", "pointer", "array", "struct" or "float"; signed: of an integer, None for plain
+# char (either sign); struct: a struct's tag, or the struct a pointer points to;
+# element and count (all bounds multiplied): of an array.
+Shape = namedtuple("Shape", "kind size align signed struct element count", defaults=(None, None, None, 0))
+# Where a member of the copy is: its byte offset, and a bitfield's bit offset (from the
+# struct's start) and width; spelling: its type as the copy writes it.
+Placed = namedtuple("Placed", "offset shape bit_offset bits spelling", defaults=(None, None, ""))
+# complete: every declaration was laid out.
+Layout = namedtuple("Layout", "size align members complete")
 _UNKNOWN = Layout(0, 1, {}, False)
 
 
@@ -161,7 +140,7 @@ class _Planner:
                 if decl.bits == 0 or start // unit != (start + decl.bits - 1) // unit:
                     start = _align_up(start, unit)
                 if decl.name is not None and decl.bits:
-                    members[decl.name] = Placed(decl.name, start // 8, shape, start, decl.bits, _spelling(decl))
+                    members[decl.name] = Placed(start // 8, shape, start, decl.bits, _spelling(decl))
                 end = start + decl.bits
                 if decl.name is not None:
                     align = max(align, member_align)
@@ -169,10 +148,10 @@ class _Planner:
                 start = _align_up(start, member_align * 8)
                 align = max(align, member_align)
                 if decl.name is not None:
-                    members[decl.name] = Placed(decl.name, start // 8, shape, spelling=_spelling(decl))
+                    members[decl.name] = Placed(start // 8, shape, spelling=_spelling(decl))
                 else:  # anonymous: its members are ours, moved here
                     for name, placed in self.layout(decl.inner).members.items():
-                        members[name] = Placed(name, placed.offset + start // 8, placed.shape,
+                        members[name] = Placed(placed.offset + start // 8, placed.shape,
                                                None if placed.bit_offset is None else placed.bit_offset + start,
                                                placed.bits, placed.spelling)
                 end = start + shape.size * 8
