@@ -44,7 +44,7 @@ Str = namedtuple("Str", "line column raw")  # raw: between the quotes, escapes a
 Call = namedtuple("Call", "line column name args")
 Cast = namedtuple("Cast", "line column type_text struct_name pointer operand")  # "struct x *", "uint32"
 Member = namedtuple("Member", "line column base name")  # base->name or base.name
-Map = namedtuple("Map", "line column keys")
+Map = namedtuple("Map", "line column parts")  # parts: the keys
 # Numbers, operators, indexing, tuples, sizeof, return: the checker knows
 # nothing of their value and checks only their parts.
 Other = namedtuple("Other", "line column parts", defaults=((),))
