@@ -34,6 +34,8 @@ _C_DEFINITION_START = re.compile(r"(struct|union|enum|typedef)\b")
 # After a definition's '}': "name;" of a typedef, or the plain ';'.
 _DEFINITION_END = re.compile(r"[A-Za-z_0-9 \t,*]*;")
 _SPACE = re.compile(r"\s+")
+# A string on one line; a backslash escapes any character, a newline too.
+_STRING = re.compile(r'"(?:[^"\\\n]|\\[\s\S])*"')
 # A comment, closed or not: the same as probegen.bpftrace.LEXEME's.
 COMMENT = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)", re.S)
 # A preprocessor line, continued by a backslash at its end.
@@ -141,18 +143,13 @@ class _Lexer:
         else:
             self.attach_point()
 
-    def string(self):
-        start, pos = self.pos, self.pos + 1
-        while pos < len(self.text) and self.text[pos] != "\n":
-            if self.text[pos] == '"':
-                return self.emit(STRING, start, pos + 1)
-            pos += 2 if self.text[pos] == "\\" else 1
-        self.error("string never closed", start)
-
     def expression_token(self):
         pos = self.pos
         if self.text[pos] == '"':
-            return self.string()
+            string = _STRING.match(self.text, pos)
+            if not string:
+                self.error("string never closed")
+            return self.emit(STRING, pos, string.end())
         match = _EXPRESSION.match(self.text, pos)
         if not match:
             if self.text[pos] == "$":
@@ -164,7 +161,7 @@ class _Lexer:
             if operator == "/" and self.nesting <= 0:
                 self.in_predicate = False
                 return self.emit(PRED_END, pos, pos + 1)
-            if operator in "{}":
+            if operator in ("{", "}"):
                 self.error("predicate never closed ('/' missing before the block)")
         elif kind == PUNCT:
             self.depth += _BRACES.get(operator, 0)
