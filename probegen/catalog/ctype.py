@@ -1,12 +1,7 @@
-"""Everything probegen knows about the C types of probe arguments.
-
-The C facts only: for a type written as C in the catalog, its kind, its
-size and signedness in a ``.note.stapsdt`` argument spec (what
-``<sys/sdt.h>`` records), and the integer types of each size and sign.
-Each output maps these facts to its own syntax in a table of its own
-(bpftrace printf conversions, BCC read types, ...). Sizes are for the LP64
-targets USDT is used on (x86_64, aarch64); ``pointer_size=4`` gives the
-ILP32 answer.
+"""The C types of probe arguments: the parser of the catalog's types, and
+their facts (kind, size and sign as a ``.note.stapsdt`` spec records them).
+Each output maps the facts to its own syntax. Sizes are LP64's (x86_64,
+aarch64); ``pointer_size=4`` gives ILP32's.
 """
 
 from __future__ import annotations
@@ -27,9 +22,6 @@ C_KEYWORDS = frozenset(
     this thread_local throw try typeid typename using virtual wchar_t""".split()
 )
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
 def is_identifier(name: str) -> bool:
     """A C identifier that is not a C or C++ keyword."""
     # For ASCII text, Python's identifiers are C's: [A-Za-z_][A-Za-z0-9_]*.
@@ -46,112 +38,37 @@ class Kind(enum.Enum):
     FLOAT = "floating-point"  # only in headers made from .d files (floating_type): no catalog holds one
 
 
-# Integer spellings -> (size on LP64, signed, follows the pointer size).
-# Plain char's sign is the target's choice (signed on x86, unsigned on
-# aarch64), so it is marked None: either sign is right.
-_INTEGERS: dict[str, tuple[int, bool | None, bool]] = {
-    "char": (1, None, False),
-    "signed char": (1, True, False),
-    "unsigned char": (1, False, False),
-    "short": (2, True, False),
-    "unsigned short": (2, False, False),
-    "int": (4, True, False),
-    "unsigned int": (4, False, False),
-    "long": (8, True, True),
-    "unsigned long": (8, False, True),
-    "long long": (8, True, False),
-    "unsigned long long": (8, False, False),
-    "int8_t": (1, True, False),
-    "int16_t": (2, True, False),
-    "int32_t": (4, True, False),
-    "int64_t": (8, True, False),
-    "uint8_t": (1, False, False),
-    "uint16_t": (2, False, False),
-    "uint32_t": (4, False, False),
-    "uint64_t": (8, False, False),
-    "size_t": (8, False, True),
-    "ssize_t": (8, True, True),
-    "intptr_t": (8, True, True),
-    "uintptr_t": (8, False, True),
-    "ptrdiff_t": (8, True, True),
-    "off_t": (8, True, False),
-    "pid_t": (4, True, False),
-    "uid_t": (4, False, False),
-    "gid_t": (4, False, False),
-    # The rest of C's and POSIX's integer typedefs a .d file may name, as
-    # glibc defines them (pointer-sized: 'long' there, 4 bytes on i386).
-    "intmax_t": (8, True, False),
-    "uintmax_t": (8, False, False),
-    **{f"{s}int_least{w}_t": (w // 8, s == "", False) for s in ("", "u") for w in (8, 16, 32, 64)},
-    "int_fast8_t": (1, True, False),
-    "uint_fast8_t": (1, False, False),
-    **{f"{s}int_fast{w}_t": (8, s == "", w < 64) for s in ("", "u") for w in (16, 32, 64)},
-    **{f"u_int{w}_t": (w // 8, False, False) for w in (8, 16, 32, 64)},
-    "u_char": (1, False, False),
-    "u_short": (2, False, False),
-    "u_int": (4, False, False),
-    "u_long": (8, False, True),
-    "time_t": (8, True, True),
-    "clock_t": (8, True, True),
-    "suseconds_t": (8, True, True),
-    "useconds_t": (4, False, False),
-    "off64_t": (8, True, False),
-    "loff_t": (8, True, False),
-    "ino_t": (8, False, True),
-    "dev_t": (8, False, False),
-    "mode_t": (4, False, False),
-    "nlink_t": (8, False, True),
-    "id_t": (4, False, False),
-    "key_t": (4, True, False),
-    "socklen_t": (4, False, False),
-    "in_addr_t": (4, False, False),
-    "in_port_t": (2, False, False),
-    "sig_atomic_t": (4, True, False),
-    "wchar_t": (4, True, False),
+# (size on LP64, signed, follows the pointer size) -> the integer types with
+# them, as glibc defines the typedefs. Plain char's sign is the target's
+# choice (signed on x86, unsigned on aarch64): None, either sign is right.
+_INTEGER_GROUPS = {
+    (1, None, False): "char",
+    (1, True, False): "signed char, int8_t, int_least8_t, int_fast8_t",
+    (1, False, False): "unsigned char, uint8_t, uint_least8_t, uint_fast8_t, u_int8_t, u_char",
+    (2, True, False): "short, int16_t, int_least16_t",
+    (2, False, False): "unsigned short, uint16_t, uint_least16_t, u_int16_t, u_short, in_port_t",
+    (4, True, False): "int, int32_t, int_least32_t, pid_t, key_t, sig_atomic_t, wchar_t",
+    (4, False, False): "unsigned int, uint32_t, uint_least32_t, uid_t, gid_t, u_int32_t, u_int, useconds_t, mode_t, "
+                       "id_t, socklen_t, in_addr_t",
+    (8, True, True): "long, ssize_t, intptr_t, ptrdiff_t, int_fast16_t, int_fast32_t, time_t, clock_t, suseconds_t",
+    (8, False, True): "unsigned long, size_t, uintptr_t, uint_fast16_t, uint_fast32_t, u_long, ino_t, nlink_t",
+    (8, True, False): "long long, int64_t, off_t, intmax_t, int_least64_t, int_fast64_t, off64_t, loff_t",
+    (8, False, False): "unsigned long long, uint64_t, uintmax_t, uint_least64_t, uint_fast64_t, u_int64_t, dev_t",
 }
-
-# Other ways of writing the same integer types.
-_INTEGER_ALIASES = {
-    "signed": "int",
-    "signed int": "int",
-    "unsigned": "unsigned int",
-    "short int": "short",
-    "signed short": "short",
-    "signed short int": "short",
-    "short signed": "short",
-    "unsigned short int": "unsigned short",
-    "short unsigned": "unsigned short",
-    "long int": "long",
-    "signed long": "long",
-    "signed long int": "long",
-    "long signed": "long",
-    "unsigned long int": "unsigned long",
-    "long unsigned": "unsigned long",
-    "long unsigned int": "unsigned long",
-    "long long int": "long long",
-    "signed long long": "long long",
-    "signed long long int": "long long",
-    "unsigned long long int": "unsigned long long",
-    "long long unsigned": "unsigned long long",
-    "long long unsigned int": "unsigned long long",
-}
-
+_INTEGERS = {name: facts for facts, names in _INTEGER_GROUPS.items() for name in names.split(", ")}
 _BOOLS = ("bool", "_Bool")
 _FLOATS = ("float", "double", "long double")
 _QUALIFIERS = ("const", "volatile", "restrict")
-_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+|\*|\(|\)|\[|\]|,|\.\.\.|\S")
 _FUNCTION_POINTER = re.compile(r"^(?P<ret>.+?)\(\s*\*\s*\)\s*\((?P<params>.*)\)$")
-
-# (size, signed, exact-width) -> the first spelling of _INTEGERS with them:
-# "signed char", "short", "int", "long"...; "int8_t", "uint64_t"...
-_INTEGER_NAMES = {(size, signed, name.endswith("_t")): name  # reversed: the first one wins
-                  for name, (size, signed, _) in reversed(_INTEGERS.items()) if signed is not None}
 
 
 def integer_type(size: int, signed: bool, exact: bool = False) -> str:
     """The C integer type of this size (LP64) and sign: with keywords
     ("unsigned long"), or ``exact`` the <stdint.h> name ("uint64_t")."""
-    return _INTEGER_NAMES[(size, signed, exact)]
+    if exact:
+        return f"{'' if signed else 'u'}int{8 * size}_t"
+    sign = "signed " if signed and size == 1 else "" if signed else "unsigned "
+    return sign + {1: "char", 2: "short", 4: "int", 8: "long"}[size]
 
 
 class CTypeError(ValueError):
@@ -160,13 +77,8 @@ class CTypeError(ValueError):
 
 @dataclass(frozen=True)
 class CType:
-    """A probe argument's C type.
-
-    ``spelling`` is the type as C code writes it (normalised spacing), used
-    verbatim in generated C. ``signed`` is None where either sign is
-    correct (plain char, enums: an enum with no negative enumerator is
-    unsigned to the compiler).
-    """
+    """A probe argument's C type. ``spelling``: as generated C writes it.
+    ``signed``: None where either sign is right (plain char, enums)."""
 
     spelling: str
     kind: Kind
@@ -184,8 +96,7 @@ class CType:
 
     @property
     def pointee(self) -> str | None:
-        """"struct NAME" or "union NAME" for a pointer to one: what scripts
-        cast the pointer to."""
+        """"struct NAME" or "union NAME" that scripts cast the pointer to."""
         if self.struct_name is None:
             return None
         keyword = "union" if "union" in self.spelling.split() else "struct"
@@ -208,21 +119,15 @@ class CType:
 
     def promotes_from(self, size: int, signed: bool, pointer_size: int = 8) -> bool:
         """Whether a narrower integer passed at a site converts to this
-        integer type without loss, as C converts it (a uint8_t to int, an
-        unsigned to uint64_t; a signed value only to a signed type): the
-        tracer reads the site's own size, so the value is the same."""
+        integer type without loss (a uint8_t to int; signed only to signed)."""
         if self.kind is not Kind.INTEGER or size >= self.size_on(pointer_size):
             return False
         return not signed or self.signed is not False
 
     def holds_constant(self, value: int, pointer_size: int = 8) -> bool:
-        """Whether a literal the compiler recorded can be an argument of this
-        type: the note gives the literal's own type ('false' is the int 0,
-        '-4@$0'; a NULL may be '8@$0' or '4@$0'), so its size and sign say
-        nothing; its value must be one this type holds. A bool holds 0 and 1;
-        an unsigned type also takes a negative literal that C converts
-        without loss of bits (-1 for all ones, a common sentinel); a type of
-        either sign (plain char, an enum) takes both ranges."""
+        """Whether a literal in a note (whose size and sign are the literal's
+        own: 'false' is '-4@$0') is a value of this type. An unsigned type
+        also takes a negative literal C converts without loss (-1)."""
         if self.kind is Kind.BOOL:
             return value in (0, 1)
         bits = 8 * self.size_on(pointer_size)
@@ -240,8 +145,7 @@ class CType:
 
     @property
     def signed_on_x86(self) -> bool:
-        """The sign of the value on x86_64, where scripts run: plain char
-        (sign None) is signed there."""
+        """The sign on x86_64, where scripts run (plain char is signed)."""
         return self.signed is not False
 
     def declare(self, name: str) -> str:
@@ -270,8 +174,7 @@ def _normalise(tokens: list[str]) -> str:
     return text.strip()
 
 
-# The tokens a type may be written with; any other character (quotes,
-# ';', '#', braces, control characters) is an error, not passed on.
+# The tokens a type may be written with; any other character is an error.
 _TYPE_TOKEN = re.compile(r" *(?:([A-Za-z_][A-Za-z0-9_]*|[0-9]+|\.\.\.|[*()\[\],])| *\Z)")
 _INTEGER_WORDS = frozenset(("signed", "unsigned", "char", "short", "int", "long"))
 _OTHER_TYPE_WORDS = frozenset(("void", "bool", "_Bool", "float", "double"))
@@ -286,19 +189,19 @@ def _type_tokens(text: str) -> list[str]:
         match = _TYPE_TOKEN.match(text, position)
         if match is None:
             char = text[position:].lstrip(" ")[0]
-            raise CTypeError(f"unexpected {_shown_char(char)} in type '{_shown(text)}'")
+            raise CTypeError(f"unexpected {shown_char(char)} in type '{shown(text)}'")
         if match[1]:
             tokens.append(match[1])
         position = match.end()
     return tokens
 
 
-def _shown_char(char: str) -> str:
+def shown_char(char: str) -> str:
     return f"'{char}'" if char.isprintable() else f"character U+{ord(char):04X}"
 
 
-def _shown(text: str) -> str:
-    """Text for a message: control characters as escapes, not raw."""
+def shown(text: str) -> str:
+    """Catalog text for a message: what a terminal would act on, escaped."""
     return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
 
 
@@ -310,17 +213,9 @@ def _integer_words_valid(words: list[str]) -> bool:
                                      ["int", "long"], ["long", "long"], ["int", "long", "long"]))
 
 
-@dataclass(frozen=True)
-class _Shape:
-    words: list  # the specifiers, qualifiers left out: ["unsigned", "int"], ["struct", "s"]
-    stars: int  # pointer levels of the type (of the return type, for a function pointer)
-    function: bool  # a pointer to a function
-    tokens: list  # the type's tokens as C writes it, parameter names left out
-
-
 class TokenCursor:
-    """Position in a list of C tokens, for the small recursive-descent
-    readers of catalog text (types here, the clock in catalog.cvalidate)."""
+    """Position in a list of C tokens, for the recursive-descent readers of
+    types (here) and the clock (catalog.cvalidate)."""
 
     def __init__(self, tokens: list[str]):
         self.tokens = tokens
@@ -330,9 +225,8 @@ class TokenCursor:
     def fail(self, why: str):
         raise ValueError(why)
 
-    def peek(self, ahead: int = 0) -> str | None:
-        index = self.position + ahead
-        return self.tokens[index] if index < len(self.tokens) else None
+    def peek(self) -> str | None:
+        return self.tokens[self.position] if self.position < len(self.tokens) else None
 
     def take(self) -> str:
         token = self.tokens[self.position]
@@ -356,8 +250,8 @@ class _TypeParser(TokenCursor):
                       | struct NAME | union NAME | enum NAME | TYPEDEF_NAME) { qualifier }
         pointer     = "*" qualifier*
 
-    The tokens it accepts, parameter names left out, make the spelling
-    generated files use: nothing of the catalog's text but those tokens.
+    Generated files spell the type with the tokens it kept (no parameter
+    names): nothing else of the catalog's text.
     """
 
     def __init__(self, tokens: list[str], text: str):
@@ -366,7 +260,7 @@ class _TypeParser(TokenCursor):
         self.kept: list[str] = []
 
     def fail(self, why: str):
-        raise CTypeError(f"cannot read '{_shown(self.text)}' as a C type: {why}")
+        raise CTypeError(f"cannot read '{shown(self.text)}' as a C type: {why}")
 
     def take(self, keep: bool = True) -> str:
         token = super().take()
@@ -374,7 +268,10 @@ class _TypeParser(TokenCursor):
             self.kept.append(token)
         return token
 
-    def type_name(self) -> _Shape:
+    def type_name(self) -> tuple[list[str], int, bool, list[str]]:
+        """(the specifiers without qualifiers: ["unsigned", "int"], ["struct", "s"];
+        pointer levels (of the return type, for a function pointer); whether it
+        is a function pointer; the tokens kept)."""
         words = self.specifiers()
         stars = self.pointers()
         function = self.peek() == "("
@@ -383,7 +280,7 @@ class _TypeParser(TokenCursor):
         if self.peek() is not None:
             self.fail(f"unexpected '{self.peek()}'" + (
                 "; function pointers are written 'ret (*)(params)'" if self.peek() in "()" else ""))
-        return _Shape(words, stars, function, self.kept)
+        return words, stars, function, self.kept
 
     def specifiers(self) -> list[str]:
         words: list[str] = []
@@ -410,7 +307,7 @@ class _TypeParser(TokenCursor):
         if not words:
             found = self.peek()
             self.fail("expected a type" + (f", found '{found}'" if found else ""))
-        if all(w in _INTEGER_WORDS for w in words) and not _integer_words_valid(words):
+        if _INTEGER_WORDS.issuperset(words) and not _integer_words_valid(words):
             self.fail(f"'{' '.join(words)}' is not a C integer type")
         return words
 
@@ -442,7 +339,7 @@ class _TypeParser(TokenCursor):
     def parameters(self) -> None:
         if self.peek() == ")":
             return
-        if self.peek() == "void" and self.position + 1 < len(self.tokens) and self.tokens[self.position + 1] == ")":
+        if self.tokens[self.position:self.position + 2] == ["void", ")"]:
             self.take()
             return
         while True:
@@ -475,12 +372,8 @@ def is_type_name(tokens: list[str]) -> bool:
 
 
 def parse_ctype(text: str, typedefs: dict[str, CType] | None = None) -> CType:
-    """Parse a C type as the catalog writes it.
-
-    ``typedefs`` maps typedef names declared in the catalog to their types.
-    Raises ``CTypeError`` for anything a probe argument cannot be: the
-    whole text must be one type of the grammar ``_TypeParser`` reads.
-    """
+    """Parse a C type as the catalog writes it; ``typedefs``: the catalog's.
+    Raises ``CTypeError`` for anything a probe argument cannot be."""
     typedefs = typedefs or {}
     tokens = _type_tokens(text)
     if not tokens:
@@ -490,37 +383,45 @@ def parse_ctype(text: str, typedefs: dict[str, CType] | None = None) -> CType:
             f"array type '{_normalise(tokens)}': arrays decay to pointers at the call; "
             "write 'const char *' for a char array, or a pointer type"
         )
-    shape = _TypeParser(tokens, text).type_name()
-    spelling = _normalise(shape.tokens)
-    if shape.function:
+    words, stars, function, kept = _TypeParser(tokens, text).type_name()
+    spelling = _normalise(kept)
+    base = _integer_name(words) if _INTEGER_WORDS.issuperset(words) else " ".join(words)
+    if function:
         return CType(spelling, Kind.FUNCTION_POINTER, 8, False, pointer_sized=True)
-    stars, words = shape.stars, shape.words
-    base = " ".join(words)
-
     if stars:
         if base in ("char", "signed char", "unsigned char") and stars == 1:
             return CType(spelling, Kind.STRING, 8, False, pointer_sized=True)
-        struct_name = None
-        if stars == 1 and len(words) == 2 and words[0] in ("struct", "union"):
-            struct_name = words[1]
-        _check_base(base, words, typedefs, spelling, pointer=True)
+        struct_name = words[1] if stars == 1 and words[0] in ("struct", "union") else None
         return CType(spelling, Kind.POINTER, 8, False, pointer_sized=True, struct_name=struct_name)
-
-    if base in _INTEGER_ALIASES:
-        base = _INTEGER_ALIASES[base]
     if base in _INTEGERS:
         size, signed, pointer_sized = _INTEGERS[base]
         return CType(spelling, Kind.INTEGER, size, signed, pointer_sized)
     if base in _BOOLS:
         return CType(spelling, Kind.BOOL, 1, False)
-    if len(words) == 2 and words[0] == "enum":
+    if words[0] == "enum":
         return CType(spelling, Kind.ENUM, 4, None, enum_name=words[1])
-    if len(words) == 1 and words[0] in typedefs:
+    if base in typedefs:
         # Generated C spells the target type, so call sites need not see
         # the typedef; ``alias`` keeps the name for docs.
-        return dataclasses.replace(typedefs[words[0]], alias=words[0])
-    _check_base(base, words, typedefs, spelling, pointer=False)
-    raise CTypeError(f"unsupported type '{spelling}'")
+        return dataclasses.replace(typedefs[base], alias=base)
+    if base in _FLOATS:
+        raise CTypeError(f"floating-point type '{spelling}' is not supported: "
+                         "bpftrace and BCC cannot read floating-point USDT arguments")
+    if words[0] in ("struct", "union"):
+        raise CTypeError(f"'{spelling}' passed by value is not supported: a probe argument "
+                         f"is one register or memory word; pass '{spelling} *'")
+    if base == "void":
+        raise CTypeError(f"unsupported type '{spelling}'")
+    raise CTypeError(f"unknown type '{spelling}': declare it under 'typedefs:' "
+                     f"(for example '{spelling}: \"void (*)(void *)\"')")
+
+
+def _integer_name(words: list[str]) -> str:
+    """The _INTEGERS name of integer keywords in any order: 'int' goes
+    without saying, and so does 'signed' but for char."""
+    rest = sorted(w for w in words if w not in ("signed", "unsigned", "int")) or ["int"]
+    sign = "unsigned " if "unsigned" in words else "signed " if "signed" in words and rest == ["char"] else ""
+    return sign + " ".join(rest)
 
 
 def floating_type(text: str) -> CType | None:
@@ -533,63 +434,21 @@ def floating_type(text: str) -> CType | None:
     return None
 
 
-def _check_base(base, words, typedefs, spelling, pointer):
-    if base in _FLOATS:
-        if pointer:
-            return
-        raise CTypeError(
-            f"floating-point type '{spelling}' is not supported: "
-            "bpftrace and BCC cannot read floating-point USDT arguments"
-        )
-    if words and words[0] in ("struct", "union"):
-        if len(words) != 2:
-            raise CTypeError(f"cannot read '{spelling}': expected '{words[0]} NAME'")
-        if not pointer:
-            raise CTypeError(
-                f"'{spelling}' passed by value is not supported: a probe argument "
-                f"is one register or memory word; pass '{spelling} *'"
-            )
-        return
-    if words and words[0] == "enum" and len(words) == 2:
-        return
-    if base == "void" or base in _INTEGERS or base in _INTEGER_ALIASES or base in _BOOLS:
-        return
-    if len(words) == 1 and words[0] in typedefs:
-        return
-    if len(words) == 1:
-        if pointer:
-            return  # a pointer to a type declared elsewhere: its size is known
-        raise CTypeError(
-            f"unknown type '{spelling}': declare it under 'typedefs:' "
-            f"(for example '{spelling}: \"void (*)(void *)\"')"
-        )
-    raise CTypeError(f"unknown type '{spelling}'")
-
-
-# Where the typedef'd integer types come from, for generated C.
-_DEFINING_HEADER = {
-    **{f"{s}int{w}_t": "stdint.h" for s in ("", "u") for w in (8, 16, 32, 64)},
-    "intptr_t": "stdint.h", "uintptr_t": "stdint.h",
-    "size_t": "stddef.h", "ptrdiff_t": "stddef.h",
-    "ssize_t": "sys/types.h", "off_t": "sys/types.h", "pid_t": "sys/types.h",
-    "uid_t": "sys/types.h", "gid_t": "sys/types.h",
-    "bool": "stdbool.h",
-    "intmax_t": "stdint.h", "uintmax_t": "stdint.h",
-    **{f"{s}int_{k}{w}_t": "stdint.h" for s in ("", "u") for k in ("least", "fast") for w in (8, 16, 32, 64)},
-    **{name: "sys/types.h" for name in ("u_int8_t", "u_int16_t", "u_int32_t", "u_int64_t", "u_char", "u_short",
-                                          "u_int", "u_long", "ino_t", "dev_t", "mode_t", "nlink_t", "id_t",
-                                          "key_t", "clock_t", "suseconds_t", "useconds_t", "time_t")},
-    "off64_t": "sys/types.h", "loff_t": "sys/types.h",
-    "socklen_t": "sys/socket.h", "in_addr_t": "netinet/in.h", "in_port_t": "netinet/in.h",
-    "sig_atomic_t": "signal.h", "wchar_t": "stddef.h",
-}
+# The headers that declare the integer typedefs, for generated C.
+_HEADER_OF = {name: header for header, names in {
+    "stdint.h": "intptr_t uintptr_t intmax_t uintmax_t " + " ".join(
+        f"{s}int{k}{w}_t" for s in ("", "u") for k in ("", "_least", "_fast") for w in (8, 16, 32, 64)),
+    "stddef.h": "size_t ptrdiff_t wchar_t",
+    "stdbool.h": "bool",
+    "sys/types.h": "ssize_t off_t pid_t uid_t gid_t u_int8_t u_int16_t u_int32_t u_int64_t u_char u_short u_int "
+                   "u_long ino_t dev_t mode_t nlink_t id_t key_t clock_t suseconds_t useconds_t time_t off64_t loff_t",
+    "sys/socket.h": "socklen_t",
+    "netinet/in.h": "in_addr_t in_port_t",
+    "signal.h": "sig_atomic_t",
+}.items() for name in names.split()}
 
 
 def system_headers(ctypes) -> list[str]:
     """System headers that declare the types used (sorted, no duplicates)."""
-    needed = set()
-    for spelling in {ctype.spelling for ctype in ctypes}:
-        for word in _TOKEN.findall(spelling):
-            if word in _DEFINING_HEADER:
-                needed.add(_DEFINING_HEADER[word])
-    return sorted(needed)
+    words = {word for ctype in ctypes for word in re.findall(r"\w+", ctype.spelling)}
+    return sorted({_HEADER_OF[word] for word in words if word in _HEADER_OF})

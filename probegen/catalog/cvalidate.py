@@ -1,33 +1,23 @@
-"""What catalog strings that become C code may be.
-
-The catalog author describes probes; nothing they write may put other
-code into the files generated from it. So a string that reaches C is
-parsed as what it stands for, and what the header gets is rebuilt from the
-tokens the parser accepted:
-
-- an include is a relative path of plain names (``spdk/env.h``);
-- the clock is one C expression (names, numbers, calls, member access,
-  subscripts, casts, unary, binary and conditional operators);
-- nothing outside docs holds a control character, and docs hold no
-  characters that hide or reorder text (see ``hidden_character``).
+"""What catalog strings that become C code may be: nothing a catalog holds
+may put other code into generated files. An include is a relative path of
+plain names; the clock is parsed as one C expression and rebuilt from its
+tokens; no string holds a control character, nor a doc one that hides or
+reorders text.
 """
 
 from __future__ import annotations
 
 import re
 
-import yaml
-
-from probegen.catalog.ctype import TokenCursor, is_identifier, is_type_name
+from probegen.catalog.ctype import TokenCursor, is_identifier, is_type_name, shown, shown_char
 
 # A relative path of names. No '.' or '..' component and no absolute path:
 # the header includes what the build's include path holds, never a file
 # chosen by climbing out of it (/dev/zero, /dev/stdin hang the compiler).
 _INCLUDE = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*(?:/[A-Za-z0-9_+-][A-Za-z0-9_.+-]*)*")
 
-# C's punctuators, longest first, so the text is split into tokens as the
-# compiler splits it (maximal munch), plus what starts a comment or a
-# trigraph. Only some are in the grammar; the others are named in errors.
+# C's punctuators, longest first, so the text is split as the compiler
+# splits it, and what starts a comment or a trigraph (named in errors).
 _PUNCTUATORS = sorted("""
     ... <<= >>= %:%: -> ++ -- << >> <= >= == != && || *= /= %= += -= &= ^= |= ## <: :> <% %> %:
     /* // ?? [ ] ( ) { } . & * + - ~ ! / % < > ^ | ? : ; = , #
@@ -45,8 +35,7 @@ _BINARY = frozenset("* / % + - << >> < > <= >= == != & ^ | && ||".split())
 _UNARY = frozenset("- + ! ~ * &".split())
 _ARITHMETIC = frozenset("* / % + -".split())
 _COMPARISONS = frozenset("< > <= >= == !=".split())
-# Deeper nesting than any clock needs is refused rather than recursed into.
-MAX_DEPTH = 32
+MAX_DEPTH = 32  # deeper nesting than any clock needs is refused, not recursed into
 
 # Characters that hide or reorder text (bidirectional overrides: code that
 # reads differently from how it compiles), C0 and C1 controls but layout
@@ -55,6 +44,9 @@ _HIDDEN_IN_DOCS = re.compile(
     "[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 )
 DOC_KEYS = frozenset(("doc",))  # keys whose values are free text
+# Keywords a cast's type may use.
+_TYPE_WORDS = frozenset("const volatile signed unsigned char short int long void bool _Bool float double struct union "
+                        "enum".split())
 
 
 class CExpressionError(ValueError):
@@ -91,9 +83,7 @@ def _tokens(text: str) -> list[tuple[str, bool]]:
     while position < len(text):
         match = _TOKEN.match(text, position)
         if match is None:
-            char = text[position]
-            what = f"'{char}'" if char.isprintable() else f"character U+{ord(char):04X}"
-            raise CExpressionError(f"unexpected {what}")
+            raise CExpressionError(f"unexpected {shown_char(text[position])}")
         position = match.end()
         if match["space"]:
             spaced = True
@@ -101,17 +91,11 @@ def _tokens(text: str) -> list[tuple[str, bool]]:
         token = match[0]
         if match["number"] and not (_INTEGER.fullmatch(token) or _FLOAT.fullmatch(token)):
             raise CExpressionError(f"'{token}' is not a C number")
-        if match["name"] and not is_identifier(token) and not _type_word(token):
+        if match["name"] and not is_identifier(token) and token not in _TYPE_WORDS:
             raise CExpressionError(f"'{token}' is a keyword")
         tokens.append((token, spaced))
         spaced = False
     return tokens
-
-
-def _type_word(token: str) -> bool:
-    """Keywords a cast's type may use."""
-    return token in ("const", "volatile", "signed", "unsigned", "char", "short", "int", "long",
-                     "void", "bool", "_Bool", "float", "double", "struct", "union", "enum")
 
 
 class _ExpressionParser(TokenCursor):
@@ -132,16 +116,12 @@ class _ExpressionParser(TokenCursor):
         raise CExpressionError(why)
 
     def conditional(self) -> None:
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
-            self.fail(f"nested more than {MAX_DEPTH} deep")
-        self.binary()
+        self.nested(self.binary)
         if self.peek() == "?":
             self.take()
-            self.conditional()
+            self.nested(self.conditional)
             self.expect(":")
-            self.conditional()
-        self.depth -= 1
+            self.nested(self.conditional)
 
     def binary(self) -> None:
         self.unary()
@@ -229,34 +209,18 @@ class _ExpressionParser(TokenCursor):
             self.fail(f"unexpected '{token}'")
 
 
-def shown(text: str) -> str:
-    """Catalog text for a message: what a terminal would act on, escaped."""
-    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
-
-
-def hidden_character(text: str, doc: bool) -> str | None:
-    """The first character ``text`` may not hold, or None. Docs may hold
-    layout whitespace (they are escaped for each output); no other catalog
-    string holds anything that is not printable or a space."""
-    if doc:
-        match = _HIDDEN_IN_DOCS.search(text)
-        return match[0] if match else None
-    if text.isprintable():
-        return None
-    return next((c for c in text if not c.isprintable()), None)
-
-
-def text_problems(unprintable) -> list[tuple[yaml.Node, str]]:
-    """(node, message) for each (scalar, is a doc) the loader found holding
-    a character that is not printable, where that character is not allowed."""
+def text_problems(unprintable) -> list:
+    """(node, message) for each (scalar node, is a doc) holding a character
+    that is not printable, where it is not allowed: docs may hold layout
+    whitespace (each output escapes it), other strings nothing but spaces."""
     problems = []
     for node, doc in unprintable:
-        char = hidden_character(node.value, doc)
-        if char is not None:
+        if doc:
+            match = _HIDDEN_IN_DOCS.search(node.value)
+            char = match and match[0]
+        else:
+            char = next(c for c in node.value if not c.isprintable())
+        if char:
             where = "docs" if doc else "catalog strings other than docs"
             problems.append((node, f"character U+{ord(char):04X} is not allowed in {where}"))
     return problems
-
-
-__all__ = ["CExpressionError", "clock_expression", "hidden_character", "include_problem",
-           "shown", "text_problems", "DOC_KEYS"]

@@ -25,11 +25,11 @@ from probegen.catalog import constants
 from probegen.catalog.names import BPFTRACE_KEYWORDS, SCRIPT_NAMES, default_guard, dtrace_prefix, problems as name_problems
 from probegen.catalog.outputs import check_output_paths
 from probegen.catalog.cvalidate import (
-    CExpressionError, clock_expression, include_problem, shown, text_problems,
+    CExpressionError, clock_expression, include_problem, text_problems,
 )
 from probegen.catalog.schema_check import Refused, load_schema, plain, structure_problems
 from probegen.catalog.spans import build_spans
-from probegen.catalog.ctype import C_KEYWORDS, CTypeError, Kind, is_identifier, parse_ctype
+from probegen.catalog.ctype import C_KEYWORDS, CTypeError, Kind, is_identifier, parse_ctype, shown
 from probegen.errors import CatalogError, Diagnostic, Location
 
 # C++ keywords that C headers define as macros (before C23); bool, true
