@@ -1,12 +1,9 @@
 """Load a catalog file into the model, reporting every problem at once.
 
 libyaml (PyYAML's C loader) composes the file into nodes, which keep line
-and column; schema_check.plain walks them once into JSON data, refusing
-what a catalog may not hold (aliases, foreign tags, deep nesting). The
-structure is checked against the shipped JSON Schema (the same file editors
-use) by schema_check, which leads each error back to its node's position;
-the meaning (C names, types, counts, duplicates) is checked while the model
-is built.
+and column; schema_check walks them once into JSON data, refusing what a
+catalog may not hold, and checks that against the shipped JSON Schema. The
+meaning (C names, types, counts, duplicates) is checked as the model is built.
 """
 
 from __future__ import annotations
@@ -18,18 +15,17 @@ from pathlib import Path
 
 import yaml
 
-from probegen.catalog.model import (
-    MAX_NAMED_ENUMS, Arg, Catalog, EnumDecl, Enumerator, HeaderConfig, Probe, SDT_MAX_ARGS, spdk_arg0,
-)
 from probegen.catalog import constants
-from probegen.catalog.names import BPFTRACE_KEYWORDS, SCRIPT_NAMES, default_guard, dtrace_prefix, problems as name_problems
-from probegen.catalog.outputs import check_output_paths
-from probegen.catalog.cvalidate import (
-    CExpressionError, clock_expression, include_problem, text_problems,
+from probegen.catalog.ctype import C_KEYWORDS, CTypeError, Kind, is_identifier, parse_ctype, shown
+from probegen.catalog.cvalidate import CExpressionError, clock_expression, include_problem, text_problems
+from probegen.catalog.model import (
+    MAX_NAMED_ENUMS, SDT_MAX_ARGS, Arg, Catalog, EnumDecl, Enumerator, HeaderConfig, Probe, spdk_arg0,
 )
+from probegen.catalog.names import BPFTRACE_KEYWORDS, SCRIPT_NAMES, default_guard, dtrace_prefix
+from probegen.catalog.names import problems as name_problems
+from probegen.catalog.outputs import check_output_paths
 from probegen.catalog.schema_check import Refused, load_schema, plain, structure_problems
 from probegen.catalog.spans import build_spans
-from probegen.catalog.ctype import C_KEYWORDS, CTypeError, Kind, is_identifier, parse_ctype, shown
 from probegen.errors import CatalogError, Diagnostic, Location
 
 # C++ keywords that C headers define as macros (before C23); bool, true
@@ -41,8 +37,6 @@ _KEYWORD_MACROS = {"alignas": "<stdalign.h>", "alignof": "<stdalign.h>", "static
 _MEMBER_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 # NAME or NAME = VALUE; the value is read as C reads an integer constant.
 _ENUMERATOR = re.compile(r"\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*(?:=(?P<value>[^=]*))?\Z")
-
-
 _STR = "tag:yaml.org,2002:str"
 # Tags that mean something only to PyYAML's constructor ('<<' merges, '='):
 # in a catalog they are text.
@@ -52,21 +46,19 @@ _CONSTRUCTOR_TAGS = frozenset(("tag:yaml.org,2002:merge", "tag:yaml.org,2002:val
 @functools.lru_cache(maxsize=8192)
 def _resolve(kind, value, implicit, _resolver=yaml.resolver.Resolver()):
     """The tag of an untagged node. Catalogs repeat the same types and flags
-    thousands of times, and resolving is PyYAML's slowest step: repeats are
-    answered by lru_cache in C."""
+    thousands of times: the cache in C answers repeats (composing 10,000
+    probes: 10-18% less time)."""
     tag = _resolver.resolve(kind, value, implicit)
     return _STR if tag in _CONSTRUCTOR_TAGS else tag
 
 
 class _Loader(yaml.CSafeLoader):
-    """libyaml parses and composes (it refuses nesting past 1,000 levels,
-    so its recursion stays bounded); tags resolve through _resolve. Aliases
-    come out as shared nodes, never expanded: schema_check.plain refuses
-    them, with the other YAML a catalog may not hold."""
+    """libyaml parses and composes (it refuses nesting past 1,000 levels).
+    Aliases come out as shared nodes, never expanded: schema_check.plain
+    refuses them, with the other YAML a catalog may not hold."""
 
     resolve = staticmethod(_resolve)
-    # PyYAML's path resolvers, which a catalog does not use, are called for
-    # every node: builtins that do nothing take their place (~10% of a load).
+    # PyYAML calls its path resolvers, which a catalog does not use, for every node.
     descend_resolver = staticmethod(operator.is_)  # (node, index)
     ascend_resolver = staticmethod(tuple)  # ()
 
@@ -76,37 +68,33 @@ def parse_catalog(data: bytes, path: Path, header_output=None) -> Catalog:
     anchors the relative output paths. ``header_output``: where the header
     is written (probegen header -o), which names a guard the catalog does
     not set, in place of outputs.header."""
-    shown = str(path)
+    shown_path = str(path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         raise CatalogError([Diagnostic(
-            Location(shown, line, column),
+            Location(shown_path, line, column),
             f"file is not UTF-8 (byte 0x{data[exc.start]:02x}); save the catalog as UTF-8",
         )]) from None
-    return _parse_text(text, shown, path, header_output)
-
-
-def _parse_text(text: str, shown: str, path: Path, header_output=None) -> Catalog:
     loader = _Loader(text)
     try:
         root = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        where = Location(shown, mark.line + 1, mark.column + 1) if mark else Location(shown)
+        where = Location(shown_path, mark.line + 1, mark.column + 1) if mark else Location(shown_path)
         problem = " ".join(p for p in (exc.context, exc.problem) if p)
         raise CatalogError([Diagnostic(where, f"YAML syntax: {problem}")]) from None
     except yaml.YAMLError as exc:
-        raise CatalogError([Diagnostic(Location(shown), f"YAML: {exc}")]) from None
+        raise CatalogError([Diagnostic(Location(shown_path), f"YAML: {exc}")]) from None
     finally:
         loader.dispose()
-    builder = _Builder(shown, path.resolve(), load_schema(), header_output)
     if root is None:
-        raise CatalogError([Diagnostic(Location(shown, 1, 1), "empty catalog: expected 'provider:' and 'probes:'")])
+        raise CatalogError([Diagnostic(Location(shown_path, 1, 1), "empty catalog: expected 'provider:' and 'probes:'")])
+    builder = _Builder(shown_path, path.resolve(), header_output)
     try:
-        walked = plain(root, builder.scalar, marked="&" in text or "!" in text)
+        walked = plain(root, builder.scalar, marked=b"&" in data or b"!" in data)
     except Refused as exc:
         raise CatalogError([Diagnostic(builder.loc(exc.node), exc.message)]) from None
     catalog = builder.build(root, *walked)
@@ -116,19 +104,16 @@ def _parse_text(text: str, shown: str, path: Path, header_output=None) -> Catalo
 
 
 class _Builder:
-    def __init__(self, shown: str, path: Path, schema: dict, header_output=None):
+    def __init__(self, shown_path: str, path: Path, header_output=None):
         self.header_output = None if header_output is None or str(header_output) == "-" else Path(header_output)
-        self.shown = shown
+        self.shown = shown_path
         self.path = path
         self.base_dir = path.parent
-        self.schema = schema
         self.diagnostics: list[Diagnostic] = []
         self._constructor = yaml.SafeLoader("")
-        self._ctypes: dict = {}  # spelling -> CType: catalogs repeat a few types
+        self._ctypes: dict = {}  # spelling -> CType
         self._reported: set[tuple[int, int]] = set()  # (line, column) of each problem
         self._header_nodes: dict[str, yaml.Node] = {}  # 'header:' key (or 'provider') -> value node
-
-    # -- positions and messages -------------------------------------------
 
     def loc(self, node: yaml.Node) -> Location:
         return Location(self.shown, node.start_mark.line + 1, node.start_mark.column + 1)
@@ -143,9 +128,7 @@ class _Builder:
         return (node.start_mark.line, node.start_mark.column) in self._reported
 
     def scalar(self, node: yaml.ScalarNode):
-        if node.tag == _STR:
-            return node.value  # most scalars: skip the constructor
-        return self._constructor.construct_object(node)
+        return node.value if node.tag == _STR else self._constructor.construct_object(node)
 
     def fields(self, node: yaml.MappingNode) -> dict[str, yaml.Node]:
         return {k.value: v for k, v in node.value}
@@ -158,49 +141,35 @@ class _Builder:
             return [self.scalar(item) for item in node.value]
         return self.scalar(node)
 
-    def ctype(self, spelling: str, typedefs: dict):
-        """parse_ctype, once per spelling (typedefs are complete by now)."""
-        found = self._ctypes.get(spelling)
-        if found is None:
-            found = self._ctypes[spelling] = parse_ctype(spelling, typedefs)
-        return found
-
-    # -- the model -------------------------------------------------------------
-
     def build(self, root: yaml.Node, data, duplicates, unprintable) -> Catalog | None:
         if not isinstance(root, yaml.MappingNode):
             self.error(root, "catalog: expected a mapping")
             return None
-        top_schema = self.schema["properties"]
         top = self.fields(root)
         for node, message in text_problems(unprintable):
             self.error(node, message)
         # Check every part, even when another part is broken, to report all.
-        structure_ok = True
-        for node, message in (*duplicates, *structure_problems(root, data)):
+        structure = [*duplicates, *structure_problems(root, data)]
+        for node, message in structure:
             self.error(node, message)
-            structure_ok = False
-        if not structure_ok and not all(
-            k in top and isinstance(top[k], (yaml.ScalarNode, yaml.SequenceNode)) for k in ("provider", "probes")
-        ):
+        if structure and not all(isinstance(top.get(k), (yaml.ScalarNode, yaml.SequenceNode))
+                                 for k in ("provider", "probes")):
             return None
-        provider = self.get(top, "provider", "")
+        provider = data.get("provider")
         provider = provider if isinstance(provider, str) else ""  # not a string: the schema said so
         self.keyword_check(top.get("provider"), provider, "provider")
-        arg0 = bool(self.get(top, "arg0", False)) if _is_bool(top.get("arg0")) else False
+        arg0 = data.get("arg0") is True
         typedefs = self.build_typedefs(top.get("typedefs"))
         enums = self.build_enums(top.get("enums"))
         header = self.build_header(top.get("header"), top.get("outputs"), provider)
-        outputs = {}
+        kinds = load_schema()["properties"]["outputs"]["properties"]
         output_nodes = {}
         if isinstance(top.get("outputs"), yaml.MappingNode):
-            for key, value in self.fields(top["outputs"]).items():
-                if key in top_schema["outputs"]["properties"] and isinstance(value, yaml.ScalarNode):
-                    outputs[key] = self.base_dir / str(self.scalar(value))
-                    output_nodes[key] = value
-        outside = top.get("allow_outside_outputs")
-        directories = frozenset(k for k, v in top_schema["outputs"]["properties"].items() if v.get("x-directory"))
-        check_output_paths(self, output_nodes, _is_bool(outside) and self.scalar(outside) is True, directories)
+            output_nodes = {key: value for key, value in self.fields(top["outputs"]).items()
+                            if key in kinds and isinstance(value, yaml.ScalarNode)}
+        directories = frozenset(k for k, v in kinds.items() if v.get("x-directory"))
+        check_output_paths(self, output_nodes, data.get("allow_outside_outputs") is True, directories)
+        outputs = {key: self.base_dir / str(self.scalar(value)) for key, value in output_nodes.items()}
         probes = self.build_probes(top.get("probes"), data.get("probes"), typedefs, arg0, header.clock)
         self.check_references(probes, enums)
         spans = build_spans(self, top.get("spans"), probes)
@@ -222,14 +191,10 @@ class _Builder:
         return catalog
 
     def probe_name_check(self, node, name) -> bool:
-        """A probe name reaches C only through <sys/sdt.h>, which pastes it
-        into symbols (provider_name_semaphore) and a string, and through
-        the typed macro's upper-case name: a keyword is fine there
-        (libstdc++'s probes are throw, rethrow and catch). Not the keywords
-        standard headers define as macros: an includer's <assert.h> would
-        rename a probe static_assert to _Static_assert. The other names
-        that break the header (and, linux, bool, ...) are refused with the
-        catalog's other names (catalog.names)."""
+        """A probe name reaches C only pasted into symbols by <sys/sdt.h> and
+        upper-cased in the typed macro: a keyword is fine (libstdc++'s probes
+        are throw and catch), but not one a standard header defines as a
+        macro (<assert.h>'s static_assert). catalog.names refuses the rest."""
         if isinstance(name, str) and name in C_KEYWORDS and name.isidentifier():
             if name in _KEYWORD_MACROS:
                 self.error(node, f"probe: '{name}' is a macro in C ({_KEYWORD_MACROS[name]} defines it) "
@@ -331,13 +296,28 @@ class _Builder:
                 if out is not None:
                     self._header_nodes["guard"] = out  # the guard is made from this path
             guard = default_guard(provider, str(out.value) if isinstance(out, yaml.ScalarNode) else "probes.h")
-        clock = self.build_clock(fields.get("clock"))
+        clock = None
+        if isinstance(fields.get("clock"), yaml.ScalarNode):
+            text = str(values["clock"])
+            try:
+                clock = clock_expression(text)  # rebuilt from its tokens
+            except CExpressionError as exc:
+                self.error(fields["clock"], f"clock: '{shown(text)}' is not a C expression probegen accepts ({exc}): "
+                           "write names, numbers, calls, member access, casts and operators, e.g. spdk_get_ticks()")
+                clock = "0"  # never written: the catalog is refused; no second error for ticks probes
+        includes = []
+        for item in fields["includes"].value if isinstance(fields.get("includes"), yaml.SequenceNode) else ():
+            problem = include_problem(str(self.scalar(item))) if isinstance(item, yaml.ScalarNode) else ""
+            if problem:
+                self.error(item, f"includes: {problem}")
+            elif problem is None:
+                includes.append(str(self.scalar(item)))
         dtrace = values.get("style") == "dtrace"
         return HeaderConfig(
             guard=guard,
             enable_macro=values.get("enable_macro", None if dtrace else "PROBEGEN_USDT"),
             disable_macro=values.get("disable_macro"),
-            includes=self.build_includes(fields.get("includes")),
+            includes=tuple(includes),
             compat_prefix=values.get("compat_prefix"),
             typed_prefix=values.get("typed_prefix", dtrace_prefix(provider) if dtrace else "PROBE"),
             clock=clock,
@@ -345,32 +325,6 @@ class _Builder:
             style="dtrace" if dtrace else "probegen",
             guard_derived=values.get("guard") is None,
         )
-
-    def build_clock(self, node) -> str | None:
-        """The clock expression, parsed and rebuilt from its tokens."""
-        if not isinstance(node, yaml.ScalarNode):
-            return None
-        text = str(self.scalar(node))
-        try:
-            return clock_expression(text)
-        except CExpressionError as exc:
-            self.error(node, f"clock: '{shown(text)}' is not a C expression probegen accepts ({exc}): "
-                             "write names, numbers, calls, member access, casts and operators, e.g. spdk_get_ticks()")
-            return "0"  # never written: the catalog is refused; no second error for ticks probes
-
-    def build_includes(self, node) -> tuple[str, ...]:
-        """Include paths, each checked to be a plain relative path."""
-        includes = []
-        for item in getattr(node, "value", ()) if isinstance(node, yaml.SequenceNode) else ():
-            if not isinstance(item, yaml.ScalarNode):
-                continue
-            text = str(self.scalar(item))
-            problem = include_problem(text)
-            if problem:
-                self.error(item, f"includes: {problem}")
-            else:
-                includes.append(text)
-        return tuple(includes)
 
     def build_probes(self, node, data, typedefs, arg0: bool, clock: str | None) -> list[Probe]:
         """``data``: the node as plain values (schema_check.plain), read
@@ -425,7 +379,7 @@ class _Builder:
         lengths: list[tuple] = []  # (argument, the length it names, its node)
         if not isinstance(node, yaml.SequenceNode):
             return args
-        seen: set[str] = set()  # a set: a list searched per argument was quadratic (40,000 took 40 s)
+        seen: set[str] = set()
         for item, values in zip(node.value, data):
             if not isinstance(item, yaml.MappingNode):
                 continue
@@ -439,8 +393,9 @@ class _Builder:
             type_node = fields.get("type")
             if not isinstance(type_node, yaml.ScalarNode) or type_node.tag != "tag:yaml.org,2002:str":
                 continue
-            try:
-                ctype = self.ctype(type_node.value, typedefs)
+            try:  # parsed once per spelling: catalogs repeat a few types
+                ctype = self._ctypes.get(type_node.value) or self._ctypes.setdefault(
+                    type_node.value, parse_ctype(type_node.value, typedefs))
             except CTypeError as exc:
                 self.error(type_node, f"argument '{name}': {exc}")
                 continue
@@ -450,18 +405,17 @@ class _Builder:
             max_len = values.get("max_len")
             if max_len is not None and ctype.kind is not Kind.STRING:
                 self.error(fields["max_len"], f"argument '{name}': 'max_len' applies to strings (char pointers)")
-            members = member_locations = ()
-            if "members" in fields:
-                members = tuple(str(m) for m in values.get("members", ()) or ())
-                member_locations = tuple(self.loc(n) for n in getattr(fields["members"], "value", ()) or ())
-                if members and ctype.struct_name is None:
-                    self.error(fields["members"], f"argument '{name}': 'members' needs a struct or union pointer type")
-                for member_node in getattr(fields["members"], "value", ()):
-                    if not _MEMBER_PATH.fullmatch(str(member_node.value)):
-                        self.error(member_node, f"argument '{name}': member '{member_node.value}' is not a member path like 'qid' or 'id.nsid'")
-                    elif not BPFTRACE_KEYWORDS.isdisjoint(str(member_node.value).split(".")):
-                        self.error(member_node, f"argument '{name}': member '{member_node.value}' has a bpftrace "
-                                                "keyword in its path; bpftrace scripts cannot name it")
+            member_nodes = fields["members"].value if isinstance(fields.get("members"), yaml.SequenceNode) else ()
+            members = tuple(str(n.value) for n in member_nodes)
+            if members and ctype.struct_name is None:
+                self.error(fields["members"], f"argument '{name}': 'members' needs a struct or union pointer type")
+            for member, member_node in zip(members, member_nodes):
+                if not _MEMBER_PATH.fullmatch(member):
+                    self.error(member_node, f"argument '{name}': member '{member}' is not a member path like 'qid' "
+                                            "or 'id.nsid'")
+                elif not BPFTRACE_KEYWORDS.isdisjoint(member.split(".")):
+                    self.error(member_node, f"argument '{name}': member '{member}' has a bpftrace "
+                                            "keyword in its path; bpftrace scripts cannot name it")
             length = values.get("length")
             if length is not None and ctype.kind is not Kind.STRING:
                 self.error(fields["length"], f"argument '{name}': 'length' applies to strings (char pointers)")
@@ -473,7 +427,7 @@ class _Builder:
                 hex=hex_, max_len=int(max_len) if isinstance(max_len, (int, float)) else None, members=members,
                 length=length if isinstance(length, str) else None,
                 index=first_index + len(args),
-                member_locations=member_locations,
+                member_locations=tuple(self.loc(n) for n in member_nodes),
             ))
         by_name = {a.name: a for a in args}
         for name, length, node in lengths:  # after the loop: a length may come later in the list
@@ -496,6 +450,3 @@ class _Builder:
                         "which is not declared under 'enums:' (scripts print enums by name)",
                     ))
 
-
-def _is_bool(node) -> bool:
-    return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:bool"
