@@ -1,7 +1,5 @@
-"""The probe catalog as typed data: what every generator and checker takes.
-
-Built once by ``probegen.catalog.load_catalog``; never re-read from YAML.
-"""
+"""The probe catalog as typed data, built once by ``load_catalog``: what
+every generator and checker takes."""
 
 from __future__ import annotations
 
@@ -9,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from probegen.catalog.ctype import CType, Kind, parse_ctype
+from probegen.catalog.ctype import CType, parse_ctype
 from probegen.errors import Location
 
 # <sys/sdt.h> defines STAP_PROBE1..STAP_PROBE12.
@@ -111,32 +109,28 @@ class HeaderConfig:
 
 @dataclass(frozen=True)
 class SpanKey:
-    """One argument matching a span's end to its start: the start probe's
-    and the end probe's argument of that name (types checked compatible)."""
+    """An argument of both probes (types compatible) matching a span's end
+    to its start."""
 
     name: str
     start: Arg
     end: Arg
-    location: Location  # the name in the span's 'key:' list
 
 
 @dataclass(frozen=True)
 class SpanBy:
-    """One argument splitting a span's histogram by value (enums by name).
-    Read at the end probe when it has an argument of that name; else at the
-    start probe (``at_start``), and kept with the start time until the end."""
+    """An argument splitting a span's histogram by value: the end probe's,
+    else the start probe's (``at_start``: kept with the start time)."""
 
     name: str
     arg: Arg  # the argument of the probe it is read at
     at_start: bool
-    location: Location  # the name in the span's 'by:' list
 
 
 @dataclass(frozen=True)
 class Span:
-    """How long from a start probe to its end probe: ends match starts by
-    ``key`` (empty: the thread that fired the start), measured per value of
-    ``by``."""
+    """The time from a start probe to its end probe, ends matched to starts
+    by ``key`` (empty: by thread), measured per value of ``by``."""
 
     name: str
     doc: str
@@ -148,7 +142,6 @@ class Span:
 
     @property
     def by_thread(self) -> bool:
-        """No key arguments: an end matches the start its thread fired."""
         return not self.key
 
     def by_probe(self, by: SpanBy) -> Probe:
@@ -170,10 +163,8 @@ class Catalog:
 
     def has_semaphore(self, probe: Probe) -> bool:
         """Whether the header gives the probe a <sys/sdt.h> semaphore: only
-        where something reads it (a typed ticks macro reads the clock only
-        while a tracer is attached; the catalog marks probes whose callers
-        test _ENABLED(); dtrace -h's header gives every probe one). A
-        semaphore costs tracers: BCC then needs -p PID."""
+        where something reads it (a ticks macro, for its clock; callers
+        testing _ENABLED(); every dtrace -h probe), as BCC then needs -p PID."""
         header = self.header
         return header.semaphores and (probe.ticks or probe.enabled_check or header.style == "dtrace")
 
@@ -182,23 +173,15 @@ class Catalog:
         """Catalog arguments a probe may have: arg0 takes one of sdt.h's."""
         return SDT_MAX_ARGS - self.arg0
 
-    # Look-ups by name go through indexes built on first use (verify asks
-    # once per probe found in the binaries: a scan each time was quadratic).
-    # cached_property stores into the instance __dict__, which a frozen
-    # dataclass without __slots__ allows; the indexes are not fields.
+    # Indexes built on first use (verify looks up each probe it finds), the
+    # first of a name as a scan would find it; they are not fields.
     @cached_property
     def _probes_by_name(self) -> dict[str, Probe]:
-        index: dict[str, Probe] = {}
-        for probe in self.probes:
-            index.setdefault(probe.name, probe)  # the first, as a scan would find
-        return index
+        return {probe.name: probe for probe in reversed(self.probes)}
 
     @cached_property
     def _enums_by_name(self) -> dict[str, EnumDecl]:
-        index: dict[str, EnumDecl] = {}
-        for enum in self.enums:
-            index.setdefault(enum.name, enum)
-        return index
+        return {enum.name: enum for enum in reversed(self.enums)}
 
     @cached_property
     def _probes_by_group(self) -> dict[str, tuple[Probe, ...]]:
@@ -221,8 +204,3 @@ class Catalog:
     def probes_in(self, group: str) -> tuple[Probe, ...]:
         return self._probes_by_group.get(group, ())
 
-
-__all__ = [
-    "Arg", "Catalog", "EnumDecl", "Enumerator", "HeaderConfig", "Kind",
-    "MAX_NAMED_ENUMS", "Probe", "SDT_MAX_ARGS", "Span", "SpanBy", "SpanKey",
-]

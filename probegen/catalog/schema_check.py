@@ -1,12 +1,8 @@
-"""Check a composed catalog against the shipped JSON Schema, one message
-per problem, at the YAML node the problem is about.
-
-fastjsonschema compiles the schema into Python functions: a lean one
-(~9 ms to compile) says whether the catalog is valid; only when it is not,
-a detailed one (~30 ms) lists every error, each with the path of the value
-it concerns, which leads back to the node and its position. jsonschema took
-ten times as long on a 10,000-probe catalog and costs ~90 ms to import
-(bench/bench_schema.py).
+"""A composed catalog as JSON data, checked against the shipped JSON Schema:
+one message per problem, at the YAML node it is about. fastjsonschema's lean
+validator (~9 ms to compile) says whether the catalog is valid; only when it
+is not, a detailed one (~30 ms) lists every error with the path that leads
+back to the node (jsonschema: ten times as long, bench/bench_schema.py).
 """
 
 from __future__ import annotations
@@ -63,20 +59,19 @@ class Refused(Exception):
 def plain(root: yaml.Node, scalar: Callable[[yaml.Node], Any], marked: bool = True) -> tuple[Any, list[Problem], list]:
     """(the document as JSON data, its repeated keys, [(scalar, whether it
     is a doc)] for each scalar holding a character that is not printable);
-    ``scalar(node)`` gives a scalar node's value. Raises Refused for what
-    PyYAML composes but a catalog may not hold: aliases (their walks grow
-    exponentially in a kilobyte, "billion laughs"), tags beyond YAML's
+    ``scalar(node)`` gives a scalar node's value. Raises Refused for aliases
+    (their walks grow exponentially: "billion laughs"), tags beyond YAML's
     core, keys that are not scalars, nesting past MAX_DEPTH. ``marked``:
-    whether the text holds '&' or '!'; without them libyaml makes no alias
-    and no explicit tag, and those checks (a third of the walk) are skipped."""
+    whether the text holds '&' or '!'; without them there is no alias or
+    tag to look for, and the walk keeps no set of every node."""
     duplicates: list[Problem] = []
     unprintable: list = []
     seen: set[int] = set()  # every node: an alias is a node met twice
     Scalar = yaml.ScalarNode  # noqa: N806
 
     def check(node: yaml.Node, holder: yaml.Node) -> None:
-        """``holder``: the key or list shown for an alias, whose own
-        position libyaml does not keep."""
+        """``holder``: the key or list shown for an alias (libyaml keeps no
+        position of its own for it)."""
         if id(node) in seen:
             raise Refused(holder, "YAML aliases are not allowed in a catalog; write the value out")
         seen.add(id(node))

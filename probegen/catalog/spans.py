@@ -1,10 +1,7 @@
-"""Build a catalog's ``spans:`` into the model, checking what the schema
-cannot: the probes exist, key arguments exist in both probes with
-compatible types, ``by`` arguments exist in one of them, and scripts can
-read them all.
-
-Called by the loader with its builder (for positions and messages) after
-the probes are built.
+"""A catalog's ``spans:`` as the model, checked beyond the schema: the
+probes exist, key arguments are in both with compatible types, ``by``
+arguments in one, and scripts can read them all. The loader calls it with
+its builder (positions, messages) once the probes are built.
 """
 
 from __future__ import annotations
@@ -21,15 +18,9 @@ MAX_BY = 2  # each by argument multiplies the histograms printed
 MAX_SCRIPT_ARG = 5
 
 
-def key_class(arg: Arg) -> str:
-    """What a key compares: values of two arguments in the same class can
-    be matched (an int and an enum: both are numbers in the note)."""
-    kind = arg.ctype.kind
-    if kind is Kind.STRING:
-        return "string"
-    if kind in (Kind.POINTER, Kind.FUNCTION_POINTER):
-        return "pointer"
-    return "integer"
+# What a key compares: arguments of one class can be matched (an int and an
+# enum are both numbers in the note); any other kind is an integer.
+_KEY_CLASS = {Kind.STRING: "string", Kind.POINTER: "pointer", Kind.FUNCTION_POINTER: "pointer"}
 
 
 def build_spans(builder, node, probes: list[Probe]) -> tuple[Span, ...]:
@@ -120,7 +111,7 @@ def _keys(builder, node, span: str, start: Probe, end: Probe) -> tuple[SpanKey, 
                                 f"{' and '.join(repr(m) for m in missing)} (a key must be an argument of both probes)")
             ok = False
             continue
-        if key_class(start_arg) != key_class(end_arg):
+        if _KEY_CLASS.get(start_arg.ctype.kind) != _KEY_CLASS.get(end_arg.ctype.kind):
             builder.error(item, f"span '{span}': key '{name}' is {start_arg.ctype.spelling} in '{start.name}' but "
                                 f"{end_arg.ctype.spelling} in '{end.name}': a key compares the same kind of value "
                                 "(integers and enums, pointers, or strings)")
@@ -130,7 +121,7 @@ def _keys(builder, node, span: str, start: Probe, end: Probe) -> tuple[SpanKey, 
                 and _readable(builder, item, span, end, end_arg)):
             ok = False
             continue
-        keys.append(SpanKey(name, start_arg, end_arg, builder.loc(item)))
+        keys.append(SpanKey(name, start_arg, end_arg))
     return tuple(keys) if ok else None
 
 
@@ -151,5 +142,5 @@ def _bys(builder, node, span: str, start: Probe, end: Probe) -> tuple[SpanBy, ..
         if not _readable(builder, item, span, probe, arg):
             ok = False
             continue
-        bys.append(SpanBy(name, arg, end_arg is None, builder.loc(item)))
+        bys.append(SpanBy(name, arg, end_arg is None))
     return tuple(bys) if ok else None
