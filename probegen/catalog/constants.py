@@ -1,11 +1,8 @@
 """Enumerator values as C writes integer constants, and the range scripts
-can read them in.
-
-Enum arguments are 4 bytes in every generated file (ctypes sizes ``enum X``
-as 4, as the note records it for an enum whose values fit int or unsigned
-int). Measured with bpftrace 0.17 and BCC: INT_MIN, INT_MAX, -1, 0,
-2147483648 and UINT32_MAX all print by name. A larger value makes the
-compiler widen the enum to 8 bytes, which the scripts would misread.
+read them in: enum arguments are 4 bytes in every generated file, as the
+note records an enum whose values fit int or unsigned int (INT_MIN through
+UINT32_MAX print by name with bpftrace 0.17 and BCC); a larger value makes
+the compiler widen the enum to 8 bytes, which scripts would misread.
 """
 
 from __future__ import annotations
@@ -16,8 +13,7 @@ INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
 UINT32_MAX = 2**32 - 1
 
-# Optional sign, then a decimal, octal (leading 0), hex or binary (C23)
-# constant, then an optional u/l/ll suffix in either order.
+# [sign] decimal, octal (leading 0), hex or binary (C23) digits [u/l/ll suffix].
 _CONSTANT = re.compile(
     r"(?P<sign>[-+]?)\s*(?P<digits>0[xX][0-9a-fA-F]+|0[bB][01]+|[0-9]+)"
     r"(?:[uU](?:ll|LL|l|L)?|(?:ll|LL|l|L)[uU]?)?\Z"

@@ -21,7 +21,7 @@ from probegen.catalog.cvalidate import CExpressionError, clock_expression, inclu
 from probegen.catalog.model import (
     MAX_NAMED_ENUMS, SDT_MAX_ARGS, Arg, Catalog, EnumDecl, Enumerator, HeaderConfig, Probe, spdk_arg0,
 )
-from probegen.catalog.names import BPFTRACE_KEYWORDS, SCRIPT_NAMES, default_guard, dtrace_prefix
+from probegen.catalog.names import BPFTRACE_KEYWORDS, SCRIPT_NAMES, default_guard
 from probegen.catalog.names import problems as name_problems
 from probegen.catalog.outputs import check_output_paths
 from probegen.catalog.schema_check import Refused, load_schema, plain, structure_problems
@@ -91,7 +91,8 @@ def parse_catalog(data: bytes, path: Path, header_output=None) -> Catalog:
     finally:
         loader.dispose()
     if root is None:
-        raise CatalogError([Diagnostic(Location(shown_path, 1, 1), "empty catalog: expected 'provider:' and 'probes:'")])
+        raise CatalogError([Diagnostic(Location(shown_path, 1, 1),
+                                       "empty catalog: expected 'provider:' and 'probes:'")])
     builder = _Builder(shown_path, path.resolve(), header_output)
     try:
         walked = plain(root, builder.scalar, marked=b"&" in data or b"!" in data)
@@ -319,7 +320,7 @@ class _Builder:
             disable_macro=values.get("disable_macro"),
             includes=tuple(includes),
             compat_prefix=values.get("compat_prefix"),
-            typed_prefix=values.get("typed_prefix", dtrace_prefix(provider) if dtrace else "PROBE"),
+            typed_prefix=values.get("typed_prefix", provider.upper() if dtrace else "PROBE"),
             clock=clock,
             semaphores=bool(values.get("semaphores", True)),
             style="dtrace" if dtrace else "probegen",
@@ -363,9 +364,10 @@ class _Builder:
                     f"probe '{name}' has {len(named_enums)} enum arguments printed by name; scripts print "
                     f"at most {MAX_NAMED_ENUMS} by name (each doubles the bpftrace probe's code): "
                     "mark the others 'hex: true'"))
-            if isinstance(fields.get("args"), yaml.SequenceNode) and len(args) > max_args and not self.reported(fields["args"]):
+            arg_list = fields.get("args")
+            if isinstance(arg_list, yaml.SequenceNode) and len(args) > max_args and not self.reported(arg_list):
                 why = " (one of <sys/sdt.h>'s 12 is arg0)" if arg0 else ""
-                self.error(fields["args"], f"probe '{name}' has {len(args)} arguments; at most {max_args} are allowed{why}")
+                self.error(arg_list, f"probe '{name}' has {len(args)} arguments; at most {max_args} are allowed{why}")
             doc = values.get("doc", "")
             if named and isinstance(doc, str) and isinstance(group, str):
                 where = self.loc(item)

@@ -1,9 +1,7 @@
-"""Where a catalog's ``outputs:`` may write.
-
-Each output has a path of its own (a file output cannot sit in, or be, a
-script directory), and every path stays inside the catalog's directory
-unless the catalog says ``allow_outside_outputs: true``: generating from a
-catalog someone else wrote must not overwrite files elsewhere.
+"""Where a catalog's ``outputs:`` may write: each output a path of its own
+(no file in or as a script directory), inside the catalog's directory unless
+``allow_outside_outputs: true`` (a catalog someone else wrote must not
+overwrite files elsewhere).
 """
 
 from __future__ import annotations
@@ -46,10 +44,12 @@ def check_output_paths(builder, nodes: dict, allow_outside: bool, directories: f
             continue
         for other, (other_path, other_written) in placed.items():
             if path == other_path:
-                builder.error(node, f"outputs: '{kind}' and '{other}' are both '{written}'; each output needs its own path")
+                builder.error(node, f"outputs: '{kind}' and '{other}' are both '{written}'; "
+                                    "each output needs its own path")
                 continue
             shown = {kind: written, other: other_written}
-            for inner, outer, inner_path, outer_path in ((kind, other, path, other_path), (other, kind, other_path, path)):
+            pairs = ((kind, other, path, other_path), (other, kind, other_path, path))
+            for inner, outer, inner_path, outer_path in pairs:
                 # Scripts directories may nest; nothing goes in, or under, a file.
                 if _inside(inner_path, outer_path) and not (inner in directories and outer in directories):
                     builder.error(node, f"outputs: '{inner}' ('{shown[inner]}') is inside '{outer}' "

@@ -1,9 +1,5 @@
-"""Files users put in their own builds and editors, shipped inside the
-package so an installed probegen can say where they are.
-
-``probegen paths`` prints these; build files find them through it
-(``$(shell probegen paths --make)``, ``probegen paths --cmake-dir``).
-"""
+"""Files users put in their own builds and editors, shipped in the package
+so that ``probegen paths`` can say where they are."""
 
 from __future__ import annotations
 
@@ -13,7 +9,6 @@ DATA_DIR = Path(__file__).resolve().parent
 
 
 def make_fragment() -> Path:
-    """probegen.mk, the GNU make fragment."""
     return DATA_DIR / "probegen.mk"
 
 
@@ -23,5 +18,5 @@ def cmake_dir() -> Path:
 
 
 def schema() -> Path:
-    """The catalog's JSON Schema (the one the loader checks catalogs against)."""
+    """The catalog's JSON Schema, which the loader checks catalogs against."""
     return DATA_DIR / "catalog.schema.json"
