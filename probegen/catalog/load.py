@@ -134,14 +134,6 @@ class _Builder:
     def fields(self, node: yaml.MappingNode) -> dict[str, yaml.Node]:
         return {k.value: v for k, v in node.value}
 
-    def get(self, fields: dict, key: str, default=None):
-        node = fields.get(key)
-        if node is None:
-            return default
-        if isinstance(node, yaml.SequenceNode):
-            return [self.scalar(item) for item in node.value]
-        return self.scalar(node)
-
     def build(self, root: yaml.Node, data, duplicates, unprintable) -> Catalog | None:
         if not isinstance(root, yaml.MappingNode):
             self.error(root, "catalog: expected a mapping")
@@ -161,8 +153,8 @@ class _Builder:
         self.keyword_check(top.get("provider"), provider, "provider")
         arg0 = data.get("arg0") is True
         typedefs = self.build_typedefs(top.get("typedefs"))
-        enums = self.build_enums(top.get("enums"))
-        header = self.build_header(top.get("header"), top.get("outputs"), provider)
+        enums = self.build_enums(top.get("enums"), data.get("enums"))
+        header = self.build_header(top.get("header"), data.get("header"), top.get("outputs"), provider)
         kinds = load_schema()["properties"]["outputs"]["properties"]
         output_nodes = {}
         if isinstance(top.get("outputs"), yaml.MappingNode):
@@ -173,7 +165,7 @@ class _Builder:
         outputs = {key: self.base_dir / str(self.scalar(value)) for key, value in output_nodes.items()}
         probes = self.build_probes(top.get("probes"), data.get("probes"), typedefs, arg0, header.clock)
         self.check_references(probes, enums)
-        spans = build_spans(self, top.get("spans"), probes)
+        spans = build_spans(self, top.get("spans"), data.get("spans"), probes)
         if header.clock is None and arg0 and any(p.ticks for p in probes):
             self.error(top.get("header") or root,
                        "ticks probes need 'clock:' under 'header:' (the C expression for arg0, e.g. spdk_get_ticks())")
@@ -231,15 +223,15 @@ class _Builder:
                 self.error(value_node, f"typedef '{name}': {exc}")
         return typedefs
 
-    def build_enums(self, node) -> list[EnumDecl]:
+    def build_enums(self, node, data) -> list[EnumDecl]:
         enums: list[EnumDecl] = []
         if not isinstance(node, yaml.SequenceNode):
             return enums
-        for item in node.value:
+        for item, values in zip(node.value, data):
             if not isinstance(item, yaml.MappingNode):
                 continue
             fields = self.fields(item)
-            name = self.get(fields, "name")
+            name = values.get("name")
             if not self.keyword_check(fields.get("name"), name, "enum"):
                 continue
             if any(e.name == name for e in enums):
@@ -277,12 +269,13 @@ class _Builder:
             mixed = constants.mixed_problem([e.value for e in enumerators])
             if mixed:
                 self.error(widest, f"enum '{name}' {mixed}")
-            enums.append(EnumDecl(name, self.loc(item), self.get(fields, "strip_prefix", ""), tuple(enumerators)))
+            enums.append(EnumDecl(name, self.loc(item), values.get("strip_prefix", ""), tuple(enumerators)))
         return enums
 
-    def build_header(self, node, outputs_node, provider: str = "") -> HeaderConfig:
+    def build_header(self, node, data, outputs_node, provider: str = "") -> HeaderConfig:
+        """``data``: the node as plain values (schema_check.plain)."""
         fields = self.fields(node) if isinstance(node, yaml.MappingNode) else {}
-        values = {k: self.get(fields, k) for k in fields if isinstance(fields[k], (yaml.ScalarNode, yaml.SequenceNode))}
+        values = {k: v for k, v in data.items() if not isinstance(v, dict)} if fields else {}
         for key in ("guard", "enable_macro", "disable_macro", "compat_prefix", "typed_prefix"):
             if key in values:
                 self.keyword_check(fields[key], values[key], key)

@@ -23,17 +23,18 @@ MAX_SCRIPT_ARG = 5
 _KEY_CLASS = {Kind.STRING: "string", Kind.POINTER: "pointer", Kind.FUNCTION_POINTER: "pointer"}
 
 
-def build_spans(builder, node, probes: list[Probe]) -> tuple[Span, ...]:
+def build_spans(builder, node, data, probes: list[Probe]) -> tuple[Span, ...]:
+    """``data``: the node as plain values (schema_check.plain)."""
     if not isinstance(node, yaml.SequenceNode):
         return ()
     by_name = {p.name: p for p in probes}
     spans: list[Span] = []
     seen: dict[str, yaml.Node] = {}
-    for item in node.value:
+    for item, values in zip(node.value, data):
         if not isinstance(item, yaml.MappingNode):
             continue
         fields = builder.fields(item)
-        name = builder.get(fields, "name")
+        name = values.get("name")
         named = builder.keyword_check(fields.get("name"), name, "span")
         if named and name in seen:
             builder.error(fields["name"], f"duplicate span name '{name}' (first defined at {builder.loc(seen[name])})")
@@ -51,7 +52,7 @@ def build_spans(builder, node, probes: list[Probe]) -> tuple[Span, ...]:
         bys = _bys(builder, fields.get("by"), name, start, end)
         if keys is None or bys is None:
             continue
-        doc = builder.get(fields, "doc", "")
+        doc = values.get("doc", "")
         spans.append(Span(name, doc if isinstance(doc, str) else "", start, end, keys, bys, builder.loc(item)))
     return tuple(spans)
 
@@ -101,46 +102,34 @@ def _keys(builder, node, span: str, start: Probe, end: Probe) -> tuple[SpanKey, 
     names = _names(builder, node, span, "key", MAX_KEYS)
     if names is None:
         return None
+    errors = len(builder.diagnostics)
     keys = []
-    ok = True
     for name, item in names:
         start_arg, end_arg = _arg(start, name), _arg(end, name)
         missing = [p.name for p, a in ((start, start_arg), (end, end_arg)) if a is None]
         if missing:
             builder.error(item, f"span '{span}': key '{name}' is not an argument of "
                                 f"{' and '.join(repr(m) for m in missing)} (a key must be an argument of both probes)")
-            ok = False
-            continue
-        if _KEY_CLASS.get(start_arg.ctype.kind) != _KEY_CLASS.get(end_arg.ctype.kind):
+        elif _KEY_CLASS.get(start_arg.ctype.kind) != _KEY_CLASS.get(end_arg.ctype.kind):
             builder.error(item, f"span '{span}': key '{name}' is {start_arg.ctype.spelling} in '{start.name}' but "
                                 f"{end_arg.ctype.spelling} in '{end.name}': a key compares the same kind of value "
                                 "(integers and enums, pointers, or strings)")
-            ok = False
-            continue
-        if not (_readable(builder, item, span, start, start_arg)
-                and _readable(builder, item, span, end, end_arg)):
-            ok = False
-            continue
-        keys.append(SpanKey(name, start_arg, end_arg))
-    return tuple(keys) if ok else None
+        elif _readable(builder, item, span, start, start_arg) and _readable(builder, item, span, end, end_arg):
+            keys.append(SpanKey(name, start_arg, end_arg))
+    return tuple(keys) if len(builder.diagnostics) == errors else None
 
 
 def _bys(builder, node, span: str, start: Probe, end: Probe) -> tuple[SpanBy, ...] | None:
     names = _names(builder, node, span, "by", MAX_BY)
     if names is None:
         return None
+    errors = len(builder.diagnostics)
     bys = []
-    ok = True
     for name, item in names:
         end_arg = _arg(end, name)
         arg = end_arg or _arg(start, name)
         if arg is None:
             builder.error(item, f"span '{span}': by '{name}' is not an argument of '{end.name}' or '{start.name}'")
-            ok = False
-            continue
-        probe = end if end_arg is not None else start
-        if not _readable(builder, item, span, probe, arg):
-            ok = False
-            continue
-        bys.append(SpanBy(name, arg, end_arg is None))
-    return tuple(bys) if ok else None
+        elif _readable(builder, item, span, end if end_arg is not None else start, arg):
+            bys.append(SpanBy(name, arg, end_arg is None))
+    return tuple(bys) if len(builder.diagnostics) == errors else None
