@@ -175,7 +175,7 @@ def _normalise(tokens: list[str]) -> str:
 
 
 # The tokens a type may be written with; any other character is an error.
-_TYPE_TOKEN = re.compile(r" *(?:([A-Za-z_][A-Za-z0-9_]*|[0-9]+|\.\.\.|[*()\[\],])| *\Z)")
+_TYPE_TOKEN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|[0-9]+|\.\.\.|[*()\[\],])| +|(.)", re.S)
 _INTEGER_WORDS = frozenset(("signed", "unsigned", "char", "short", "int", "long"))
 _OTHER_TYPE_WORDS = frozenset(("void", "bool", "_Bool", "float", "double"))
 _TAGS = ("struct", "union", "enum")
@@ -184,15 +184,11 @@ _MAX_NESTING = 8  # function pointers taking function pointers...
 
 def _type_tokens(text: str) -> list[str]:
     tokens = []
-    position = 0
-    while position < len(text):
-        match = _TYPE_TOKEN.match(text, position)
-        if match is None:
-            char = text[position:].lstrip(" ")[0]
-            raise CTypeError(f"unexpected {shown_char(char)} in type '{shown(text)}'")
+    for match in _TYPE_TOKEN.finditer(text):
+        if match[2] is not None:
+            raise CTypeError(f"unexpected {shown_char(match[2])} in type '{shown(text)}'")
         if match[1]:
             tokens.append(match[1])
-        position = match.end()
     return tokens
 
 

@@ -63,10 +63,6 @@ class Probe:
         """What the probe's note carries, in order: argN is note_args[N]."""
         return (self.arg0, *self.args) if self.arg0 else self.args
 
-    @property
-    def upper(self) -> str:
-        return self.name.upper()
-
 
 @dataclass(frozen=True)
 class Enumerator:

@@ -137,7 +137,7 @@ def call_site(catalog: Catalog, enabled: bool) -> str:
     lines.append("int fire(int n) {")
     lines.append("\tint hits = 0;")
     for probe in catalog.probes:
-        macro = f"{header.typed_prefix}_{probe.upper}"
+        macro = f"{header.typed_prefix}_{probe.name.upper()}"
         lines.append(f"\tif ({macro}_ENABLED()) hits++;")
         lines.append(f"\t{macro}({', '.join(_zero(a.ctype) for a in probe.args)});")
     lines.append("\treturn hits + n;")
