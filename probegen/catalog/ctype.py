@@ -211,15 +211,12 @@ def _integer_words_valid(words: list[str]) -> bool:
 
 class TokenCursor:
     """Position in a list of C tokens, for the recursive-descent readers of
-    types (here) and the clock (catalog.cvalidate)."""
+    types (here) and the clock (catalog.cvalidate); each has its own fail()."""
 
     def __init__(self, tokens: list[str]):
         self.tokens = tokens
         self.position = 0
         self.depth = 0
-
-    def fail(self, why: str):
-        raise ValueError(why)
 
     def peek(self) -> str | None:
         return self.tokens[self.position] if self.position < len(self.tokens) else None
