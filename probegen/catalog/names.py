@@ -128,15 +128,12 @@ def header_definitions(catalog: Catalog) -> list[Definition]:
     found.append(Definition(no_semaphore_macro(header), "helper", "", "guard"))
     compat = compat_macros(header, catalog.arg0, catalog.max_args)
     found += [Definition(n, "compat", "", "compat_prefix") for n in compat]
-    prefix, provider = header.typed_prefix + "_", catalog.provider + "_"
-    dtrace = header.style == "dtrace"
     for probe in catalog.probes:
-        # typed_macro(), enabled_macro(), semaphore(), inline
-        macro = prefix + (probe.name.replace("__", "_") if dtrace else probe.name).upper()
+        macro = typed_macro(header, probe.name)
         found.append(Definition(macro, "macro", probe.name, probe.location))
         found.append(Definition(macro + ENABLED_SUFFIX, "enabled", probe.name, probe.location))
         if header.semaphores:  # the header defines it, or <sys/sdt.h> names it at the probe's sites
-            found.append(Definition(provider + probe.name + SEMAPHORE_SUFFIX, "semaphore", probe.name, probe.location))
+            found.append(Definition(semaphore(catalog.provider, probe.name), "semaphore", probe.name, probe.location))
     return found
 
 
