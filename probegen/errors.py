@@ -1,9 +1,9 @@
 """Errors that reach the user as messages, never as tracebacks.
 
-Plain named tuples, not dataclasses: every command imports this module,
-so it stays cheap to import.
-
-``InputError`` and its subclasses mean bad input or usage: exit code 2.
+One base, InputError (bad input or usage: exit code 2), whose instances
+carry a message and, when there is one, the Location it is about; the
+command line and probegen.reports format them. Named tuples, not
+dataclasses: every command imports this module, so it stays cheap.
 """
 
 from __future__ import annotations
@@ -62,9 +62,18 @@ def printable_lines(text: str) -> str:
 
 
 class InputError(Exception):
-    """Bad input or usage. The message is shown as is; exit code 2."""
+    """Bad input or usage: exit code 2. ``message`` says what is wrong,
+    ``location`` (or None) where; str() is the line shown, compiler style."""
 
     exit_code = 2
+
+    def __init__(self, message: str, location: Location | None = None):
+        super().__init__(message)
+        self.message = message
+        self.location = location
+
+    def __str__(self) -> str:
+        return self.message if self.location is None else f"{self.location}: error: {self.message}"
 
 
 class CatalogError(InputError):
@@ -77,7 +86,15 @@ class CatalogError(InputError):
         super().__init__("\n".join([*map(str, self.diagnostics), summary]))
 
 
-class NoDebugInfo(InputError):
+class BinaryError(InputError):
+    """A binary, or its debug info, that cannot be read or used."""
+
+
+class ScriptError(InputError):
+    """A bpftrace script that cannot be read or parsed."""
+
+
+class NoDebugInfo(BinaryError):
     """A binary without DWARF (and no separate debug file found): what
     may use the debug info when there is some goes on without it."""
 

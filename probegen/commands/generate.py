@@ -26,14 +26,14 @@ def configure(parser):
 def run(args) -> int:
     from probegen.catalog import load_catalog
     from probegen.commands.scripts import binary_types
-    from probegen.errors import InputError, printable
+    from probegen.errors import InputError, Location, printable
     from probegen.generators import sync_outputs
 
     catalog = load_catalog(args.catalog)
     with binary_types(args) as types:
         changes = sync_outputs(catalog, types, args.force)
     if not changes:
-        raise InputError(f"{args.catalog}: error: the catalog configures no outputs (add an 'outputs:' section)")
+        raise InputError("the catalog configures no outputs (add an 'outputs:' section)", Location(str(args.catalog)))
     if not args.quiet:
         for state, path in changes:
             print(printable(f"{state:9} {os.path.relpath(path)}"))

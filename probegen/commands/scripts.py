@@ -50,7 +50,7 @@ def run(args, kind: str, render_files) -> int:
 
 def write_scripts(args, kind: str, render_files, types) -> int:
     from probegen.catalog import load_catalog
-    from probegen.errors import InputError, printable
+    from probegen.errors import InputError, Location, printable
     from probegen.files.output import refuse_foreign, write_if_changed
     from probegen.generators import require_types_for_members
 
@@ -60,7 +60,7 @@ def write_scripts(args, kind: str, render_files, types) -> int:
         raise InputError(f"probegen {kind}: error: no output: give -o DIR or set outputs.{kind} in the catalog")
     output = Path(output)
     if output.exists() and not output.is_dir():
-        raise InputError(f"{output}: error: not a directory")
+        raise InputError("not a directory", Location(str(output)))
     require_types_for_members(catalog, types)
     files = render_files(catalog, output, types)
     if not args.force:

@@ -26,14 +26,14 @@ def escape(path: str) -> str:
     the characters of _NO_ESCAPE have no form both read alike. Such a path
     is refused, as is one that is not UTF-8. ' ', '#' and ':' are
     backslashed, '$' doubled."""
-    from probegen.errors import InputError, printable
+    from probegen.errors import InputError, Location
 
     if any(ord(c) < 0x20 or ord(c) == 0x7F or 0xD800 <= ord(c) <= 0xDFFF for c in path):
-        raise InputError(f"{printable(path)}: error: a depfile cannot name a path with control characters")
+        raise InputError("a depfile cannot name a path with control characters", Location(path))
     bad = sorted({c for c in path if c in _NO_ESCAPE})
     if bad:
-        raise InputError(f"{printable(path)}: error: a depfile cannot name a path with {' '.join(bad)} "
-                         "(make and ninja read it differently; rename the file)")
+        raise InputError(f"a depfile cannot name a path with {' '.join(bad)} "
+                         "(make and ninja read it differently; rename the file)", Location(path))
     return "".join("\\" + c if c in " #:" else "$$" if c == "$" else c for c in path)
 
 

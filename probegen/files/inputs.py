@@ -19,7 +19,7 @@ import re
 import stat
 from typing import BinaryIO, Callable
 
-from probegen.errors import InputError
+from probegen.errors import InputError, Location
 
 MIB = 1 << 20
 # A catalog of 2,000 probes is ~0.3 MB and its generated scripts a few MB:
@@ -42,9 +42,8 @@ class UnreadableInput(InputError):
     """A named input that is refused or cannot be read."""
 
     def __init__(self, path, problem: str):
-        self.path = str(path)
-        self.problem = problem
-        super().__init__(f"{path}: error: {problem}")
+        super().__init__(problem, Location(str(path)))
+        self.path, self.problem = str(path), problem
 
 
 def _size_text(limit: int) -> str:

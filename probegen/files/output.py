@@ -43,7 +43,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from probegen.errors import InputError, printable
+from probegen.errors import InputError, Location
 from probegen.files.place import MakeDirectoryError, Place, Refused, locate
 
 
@@ -62,7 +62,7 @@ class UnwritableOutput(InputError):
     """An output that is refused or could not be written (exit 2)."""
 
     def __init__(self, path, problem: str):
-        super().__init__(printable(f"{path}: error: {problem}"))
+        super().__init__(problem, Location(str(path)))
 
 
 def is_current(file: GeneratedFile) -> bool:

@@ -77,16 +77,9 @@ def shown_path(path: str) -> str:
 
 
 def problem_of(path: str, exc) -> Problem:
-    """A Problem for an InputError about ``path``: at the error's position
-    when it has one (a script syntax error), with the "path:line:col:
-    error:" prefix of its text left to the report."""
-    location = Location(str(path), getattr(exc, "line", 0) or 0, getattr(exc, "column", 0) or 0)
-    message = str(exc)
-    for prefix in (f"{location}: error: ", f"{path}: error: "):
-        if message.startswith(prefix):
-            message = message[len(prefix):]
-            break
-    return Problem(message, location)
+    """A Problem for an InputError about ``path``, at the error's Location
+    when it has one."""
+    return Problem(exc.message, exc.location or Location(str(path)))
 
 
 def render(outcome: Outcome, form: str) -> str:

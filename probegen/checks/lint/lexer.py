@@ -12,7 +12,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from probegen.errors import InputError
+from probegen.errors import InputError, Location
 
 ATTACH, CDEF, PREPROC = "attach point", "C definition", "preprocessor line"
 PRED_START, PRED_END = "predicate start", "predicate end"
@@ -49,7 +49,7 @@ class ScriptSyntaxError(InputError):
 
     def __init__(self, path: str, line: int, column: int, message: str):
         self.path, self.line, self.column = path, line, column
-        super().__init__(f"{path}:{line}:{column}: error: cannot parse: {message}")
+        super().__init__(f"cannot parse: {message}", Location(path, line, column))
 
 
 class Positions:
