@@ -26,7 +26,8 @@ from probegen.elf import read_binary
 from probegen.checks.lint import lint_file
 from probegen.reports.github import escape_data, escape_property
 from probegen.reports.rules import RULES
-from probegen.checks.verify import report_json, verify_binaries
+from probegen.checks.verify import verify_binaries
+from probegen.reports.plain import verify_json
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "tests" / "lint_corpus"
@@ -195,9 +196,9 @@ def test_verify_github_annotations(built, capsys, monkeypatch):
 
 
 def test_verify_json_and_junit_unchanged(built, capsys, tmp_path):
-    """The CI formats verify had keep their shape: json is report_json's."""
+    """The CI formats verify had keep their shape: json is verify_json's."""
     code, out, _ = run_cli(capsys, "verify", "-c", built["catalog"], "--format", "json", built["drift"])
-    expected = report_json(verify_binaries(load_catalog(built["catalog"]), [read_binary(built["drift"])]))
+    expected = verify_json(verify_binaries(load_catalog(built["catalog"]), [read_binary(built["drift"])]))
     assert code == 1 and json.loads(out) == expected
     report = tmp_path / "verify.xml"
     code, out, _ = run_cli(capsys, "verify", "-c", built["catalog"], "--format", "junit", "-o", report, built["drift"])

@@ -1,27 +1,12 @@
 """Checking built binaries against the catalog.
 
-``verify_binaries`` compares a Catalog with the probes read from ELF files
-(probegen.elf) and returns every disagreement as a Finding: data, so the
-command can print it compiler style, as JSON or as JUnit XML.
-
-The rules, for the catalog's provider:
-- every catalog probe has at least one site in the binaries;
-- every probe in the binaries is in the catalog (unless extras are allowed);
-- each site carries the catalog's argument count (plus arg0 in SPDK form);
-- each argument's size and sign are the declared C type's on that binary
-  (pointers, size_t, long follow its pointer size), at every site; a
-  literal (gcc records its own type: 'false' is '-4@$0') only has to be a
-  value the declared type holds;
-- with arg0, a ticks probe's arg0 is the 8-byte clock, another's the 0;
-- every site of a probe the catalog gives a semaphore (Catalog.has_semaphore)
-  has one; a binary with none at all (built with another header, e.g.
-  SPDK's own) is one finding, not one per probe, or none with
-  ``allow_missing_semaphores``;
-- with DWARF in the binaries (``debug_infos``), the catalog's enums and
-  member paths as the debug info has them (probegen.checks.drift).
-
-``verify_absent`` checks the opposite, for a build configured without USDT:
-no probe of the provider is in the binaries.
+``verify_binaries`` returns every disagreement between a Catalog and the
+probes of ELF files as a Finding, at the catalog entry (or the binary) it
+is about: probes missing or undocumented, argument counts, each argument's
+size and sign as its C type's on that binary (a literal only has to be a
+value the type holds), SPDK's arg0, semaphores, and with DWARF the enums
+and member paths (probegen.checks.drift). ``verify_absent`` checks a build
+meant to have USDT off: no probe of the provider.
 """
 
 from __future__ import annotations
@@ -33,6 +18,7 @@ from probegen.elf.argspec import Constant, NoteArg
 from probegen.elf.notes import Binary, BinaryProbe
 from probegen.errors import Location, printable
 
+
 def no_usdt_hint(catalog: Catalog) -> str:
     """Why a binary has no notes; SPDK's configure switch only for SPDK's catalog."""
     spdk = " (for SPDK: ./configure --with-usdt)" if catalog.provider == "spdk" else ""
@@ -43,8 +29,7 @@ def no_usdt_hint(catalog: Catalog) -> str:
 class Finding:
     location: Location  # the catalog entry, or the binary for probes the catalog lacks
     message: str
-    check: str = ""  # missing-probe, undocumented-probe, arg-count, arg-type, arg0, semaphore, no-notes,
-    # enum-drift, member-drift
+    check: str = ""  # a rule of probegen.reports.rules
     probe: str | None = None
     binary: str | None = None
 
@@ -92,10 +77,6 @@ class Report:
         if infos.without:
             checked += f" (not in {', '.join(f'{path}: {why}' for path, why in infos.without)})"
         return checked
-
-
-def _hex(value: int) -> str:
-    return f"0x{value:x}"
 
 
 def _describe_type(arg: Arg, pointer_size: int) -> str:
@@ -184,7 +165,7 @@ def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bo
             for binary, bprobe in occurrences:
                 add(Finding(
                     Location(binary.path),
-                    f"probe '{catalog.provider}:{name}' (site {_hex(bprobe.sites[0].address)}) is not in "
+                    f"probe '{catalog.provider}:{name}' (site {bprobe.sites[0].address:#x}) is not in "
                     f"the catalog {catalog_path}: document it there (or pass --allow-extra)",
                     "undocumented-probe", name, binary.path,
                 ))
@@ -206,7 +187,7 @@ def verify_absent(catalog: Catalog, binaries: list[Binary]) -> Report:
             report.sites_checked += len(bprobe.sites)
             report.findings.append(Finding(
                 Location(binary.path),
-                f"probe '{catalog.provider}:{name}' is in the binary (site {_hex(bprobe.sites[0].address)}"
+                f"probe '{catalog.provider}:{name}' is in the binary (site {bprobe.sites[0].address:#x}"
                 f"{f' and {len(bprobe.sites) - 1} more' if len(bprobe.sites) > 1 else ''}), but this build "
                 f"should have USDT off ({catalog.header.enable_macro or 'its disable_macro'} "
                 f"{'not ' if catalog.header.enable_macro else ''}defined)",
@@ -237,8 +218,13 @@ def _check_probe(catalog: Catalog, probe: Probe, occurrences, add) -> None:
                 note(key, location, check, binary, site, message)
 
     for location, check, binary, message, addresses in problems.values():
-        more = f" (and {len(addresses) - 1} more site{'s' if len(addresses) > 2 else ''})" if len(addresses) > 1 else ""
-        add(Finding(location, message.replace("{site}", _hex(addresses[0]) + more), check, probe.name, binary.path))
+        add(Finding(location, message.replace("{site}", _sites(addresses)), check, probe.name, binary.path))
+
+
+def _sites(addresses: list[int]) -> str:
+    """The first site's address, and how many more."""
+    more = len(addresses) - 1
+    return f"{addresses[0]:#x}" + (f" (and {more} more site{'s' if more > 1 else ''})" if more else "")
 
 
 def _check_semaphores(catalog: Catalog, binaries: list[Binary], found, add) -> None:
@@ -274,10 +260,9 @@ def _check_semaphores(catalog: Catalog, binaries: list[Binary], found, add) -> N
                         "--allow-missing-semaphores if that is expected", "semaphore", binary=binary.path))
             continue
         for probe, addresses in lacking:
-            more = f" (and {len(addresses) - 1} more site{'s' if len(addresses) > 2 else ''})" if len(addresses) > 1 else ""
             add(Finding(probe.location,
                         f"probe '{probe.name}': the catalog gives it a semaphore ({_semaphore_reason(catalog, probe)}) "
-                        f"but binary {binary.path} site {_hex(addresses[0])}{more} has none", "semaphore",
+                        f"but binary {binary.path} site {_sites(addresses)} has none", "semaphore",
                         probe.name, binary.path))
 
 
@@ -310,80 +295,3 @@ def _args_problems(catalog: Catalog, probe: Probe, binary: Binary, site) -> list
                           "arg-type", f"probe '{probe.name}' argument {arg.index} '{arg.name}': catalog says "
                           f"{_describe_type(arg, pointer_size)}, binary {binary.path} site {{site}} has {got.describe()}"))
     return found
-
-
-# --- rendering ---------------------------------------------------------------
-
-JSON_VERSION = 1
-
-
-def report_json(report: Report, errors=()) -> dict:
-    """``{"version", "ok", "catalog", "binaries", "probes_checked",
-    "sites_checked", "findings": [{"check", "probe", "binary", "file",
-    "line", "column", "location", "message"}], "errors": [{"path", "message"}],
-    "summary"}``"""
-    return {
-        "version": JSON_VERSION,
-        "ok": report.ok and not errors,
-        "catalog": str(report.catalog.path),
-        "binaries": [b.path for b in report.binaries],
-        "probes_checked": report.probes_checked,
-        "sites_checked": report.sites_checked,
-        "findings": [
-            {
-                "check": f.check, "probe": f.probe, "binary": f.binary,
-                "file": f.location.path, "line": f.location.line or None, "column": f.location.column or None,
-                "location": str(f.location), "message": f.message,
-            }
-            for f in report.findings
-        ],
-        "errors": [{"path": e.path, "message": e.problem} for e in errors],
-        "summary": report.summary(),
-    }
-
-
-def report_junit(report: Report, errors=()) -> str:
-    """JUnit XML: one test case per catalog probe (failed by its findings),
-    one per binary for findings about the binary as a whole or probes the
-    catalog lacks, and an errored case per unreadable file."""
-    import xml.etree.ElementTree as ET
-
-    provider = report.catalog.provider
-    by_probe: dict[str, list[Finding]] = {}
-    by_binary: dict[str, list[Finding]] = {}
-    for finding in report.findings:
-        if finding.probe is not None and report.catalog.probe(finding.probe) is not None:
-            by_probe.setdefault(finding.probe, []).append(finding)
-        else:
-            by_binary.setdefault(finding.binary or "", []).append(finding)
-    cases = []
-    for probe in report.catalog.probes:
-        cases.append((f"probegen.checks.verify.{provider}", probe.name, by_probe.get(probe.name, []), None))
-    for binary in report.binaries:
-        cases.append(("probegen.checks.verify.binary", binary.path, by_binary.pop(binary.path, []), None))
-    for path, findings in by_binary.items():
-        cases.append(("probegen.checks.verify.binary", path, findings, None))
-    for error in errors:
-        cases.append(("probegen.checks.verify.binary", error.path, [], error.problem))
-
-    failures = sum(1 for c in cases if c[2])
-    suite = ET.Element("testsuite", {
-        "name": "probegen verify", "tests": str(len(cases)), "failures": str(failures),
-        "errors": str(len(errors)), "skipped": "0",
-    })
-    for classname, name, findings, error in cases:
-        # printable(): names and messages quote file names, and control
-        # characters are not allowed in XML 1.0.
-        case = ET.SubElement(suite, "testcase", {"classname": classname, "name": printable(name)})
-        if findings:
-            failure = ET.SubElement(case, "failure", {
-                "message": printable(findings[0].message) if len(findings) == 1 else f"{len(findings)} findings",
-                "type": ",".join(sorted({f.check for f in findings})),
-            })
-            failure.text = "\n".join(map(str, findings))
-        if error:
-            ET.SubElement(case, "error", {"message": printable(error), "type": "input"})
-    root = ET.Element("testsuites")
-    root.append(suite)
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

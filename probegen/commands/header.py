@@ -5,15 +5,12 @@ Writes only when the content changed, so builds do not recompile.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from probegen.files import depfile
 from probegen.catalog import load_catalog
-from probegen.commands import add_catalog_argument, add_force_argument, add_stamp_argument, finish
+from probegen.commands import add_catalog_argument, add_output_arguments, write_output
 from probegen.errors import InputError
 from probegen.generators.header import TEMPLATE, render_header
-from probegen.files.output import GeneratedFile, write_if_changed
 
 HELP = "generate the C header of probe macros"
 ADD_HELP = False  # -h is dtrace's (see configure)
@@ -26,13 +23,7 @@ def configure(parser):
     parser.add_argument("-h", dest="dtrace_h", action="store_true",
                         help="accepted as `dtrace -h` takes it: write the header (help is --help)")
     add_catalog_argument(parser)
-    parser.add_argument(
-        "-o", "--output", metavar="FILE",
-        help="header to write (default: the catalog's outputs.header; '-' for stdout)",
-    )
-    depfile.add_argument(parser)
-    add_stamp_argument(parser)
-    add_force_argument(parser)
+    add_output_arguments(parser, "header to write (default: the catalog's outputs.header; '-' for stdout)")
     parser.add_argument(
         "-s", "--provider-file", metavar="FILE.d",
         help="make the header from a SystemTap/DTrace provider file instead of a catalog, as "
@@ -57,15 +48,7 @@ def run(args) -> int:
     output = args.output or catalog.outputs.get("header")
     if output is None:
         raise InputError("probegen header: no output: give -o FILE or set outputs.header in the catalog")
-    if str(output) == "-":
-        if args.depfile:
-            raise InputError("probegen header: --depfile needs an output file, not stdout")
-        sys.stdout.write(render_header(catalog))
-        return 0
-    output = Path(output)
-    write_if_changed(GeneratedFile(output, render_header(catalog)), keep_foreign=not args.force)
-    finish(args, output, args.catalog, TEMPLATE)
-    return 0
+    return write_output(args, "header", output, lambda _: render_header(catalog), args.catalog, TEMPLATE)
 
 
 def _from_provider_file(args) -> int:
@@ -76,13 +59,6 @@ def _from_provider_file(args) -> int:
     # dtrace -h writes FILE.h beside the working directory by default.
     output = args.output or Path(args.provider_file).with_suffix(".h").name
     catalogs = catalogs_of(args.provider_file, header_output=output)
-    if str(output) == "-":
-        if args.depfile:
-            raise InputError("probegen header: --depfile needs an output file, not stdout")
-        sys.stdout.write("\n".join(render_header(c) for c in catalogs))
-        return 0
-    output = Path(output)
-    write_if_changed(GeneratedFile(output, "\n".join(render_header(c) for c in catalogs)), keep_foreign=not args.force)
-    finish(args, output, args.provider_file, TEMPLATE)
-    return 0
+    return write_output(args, "header", output, lambda _: "\n".join(render_header(c) for c in catalogs),
+                        args.provider_file, TEMPLATE)
 

@@ -34,10 +34,10 @@ def run(args) -> int:
     from pathlib import Path
 
     from probegen.elf import ElfError, read_binary
-    from probegen.importers.binaries import import_catalog
-
-    from probegen.importers.dfile import import_provider_file, is_provider_file
     from probegen.errors import InputError, printable, printable_lines
+    from probegen.importers.binaries import import_catalog
+    from probegen.importers.dfile import import_provider_file, is_provider_file
+    from probegen.reports import emit
 
     provider_file = args.from_d
     if provider_file is None and len(args.binaries) == 1 and is_provider_file(args.binaries[0]):
@@ -46,7 +46,7 @@ def run(args) -> int:
         raise InputError("import: error: give the binaries to import from, or a provider file (FILE.d)")
     if provider_file is None and args.provider is None:
         raise InputError("import: error: --provider NAME is needed to import from binaries")
-    to_file = args.output not in (None, "-")
+    name = Path(args.output).name if args.output not in (None, "-") else "probes.yaml"
     binaries, failed = [], False
     for path in args.binaries:
         try:
@@ -58,23 +58,11 @@ def run(args) -> int:
         return 2
     if provider_file is not None:
         notes: list[str] = []
-        text = import_provider_file(provider_file, args.provider, Path(args.output).name if to_file else "probes.yaml",
-                                    binaries, notes)
+        text = import_provider_file(provider_file, args.provider, name, binaries, notes)
         for note in notes:
             print(printable(note), file=sys.stderr)
-        return _write(text, args.output if to_file else None)
-    text = import_catalog(binaries, args.provider, Path(args.output).name if to_file else "probes.yaml")
-    return _write(text, args.output if to_file else None)
-
-
-def _write(text: str, output: str | None) -> int:
-    import sys
-    from pathlib import Path
-
-    if output is not None:
-        from probegen.files.output import GeneratedFile, write_if_changed
-
-        write_if_changed(GeneratedFile(Path(output), text))
     else:
-        sys.stdout.write(text)
+        text = import_catalog(binaries, args.provider, name)
+    emit(text, args.output)
     return 0
+

@@ -45,7 +45,7 @@ def run(args) -> int:
     from probegen.elf import read_binaries
     from probegen.errors import printable
     from probegen.reports import emit, load_catalog_reported
-    from probegen.checks.verify import report_json, report_junit, verify_absent, verify_binaries
+    from probegen.checks.verify import verify_absent, verify_binaries
 
     catalog = load_catalog_reported(args, "verify")
     reading = read_binaries(args.binaries, follow=args.follow, lib_dirs=args.lib_dir)
@@ -74,9 +74,13 @@ def run(args) -> int:
     elif args.format == "json":
         import json
 
-        emit(json.dumps(report_json(report, errors), indent=1) + "\n", args.output)
+        from probegen.reports.plain import verify_json
+
+        emit(json.dumps(verify_json(report, errors), indent=1) + "\n", args.output)
     elif args.format == "junit":
-        emit(report_junit(report, errors), args.output)
+        from probegen.reports.plain import verify_junit
+
+        emit(verify_junit(report, errors), args.output)
     else:
         emit(_annotated(catalog, report, errors, args.format), args.output)
     if errors:

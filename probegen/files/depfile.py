@@ -37,11 +37,6 @@ def escape(path: str) -> str:
     return "".join("\\" + c if c in " #:" else "$$" if c == "$" else c for c in path)
 
 
-def template_path(template: str) -> str:
-    import probegen.templates
-    return os.path.join(os.path.dirname(probegen.templates.__file__), template)
-
-
 def render(target: str, prerequisites: list[str]) -> str:
     """``target`` is named exactly as the build system passed it (ninja
     checks that the depfile mentions the output it asked for)."""
@@ -49,18 +44,12 @@ def render(target: str, prerequisites: list[str]) -> str:
     return f"{escape(target)}: \\\n  {words}\n"
 
 
-def add_argument(parser) -> None:
-    parser.add_argument(
-        "--depfile", metavar="FILE",
-        help="also write a make-syntax depfile listing what the output was made from "
-        "(for meson custom_target(depfile:), ninja and make)",
-    )
-
-
 def write(depfile, target, catalog, template: str) -> None:
+    """The depfile of ``target``, made from the catalog and probegen's template."""
     from pathlib import Path
 
+    import probegen.templates
     from probegen.files.output import GeneratedFile, write_if_changed
 
-    text = render(str(target), [str(catalog), str(template_path(template))])
+    text = render(str(target), [str(catalog), os.path.join(os.path.dirname(probegen.templates.__file__), template)])
     write_if_changed(GeneratedFile(Path(depfile), text))

@@ -1,14 +1,10 @@
 """Opening the files a user names: catalogs, scripts, binaries, debug files.
 
 Nothing named may block, read without end or be opened for its side
-effects. A path is looked at before it is opened: directories, devices
-(``/dev/zero``, a disk, a watchdog) and sockets are refused unopened. Files
-are opened non-blocking, so a FIFO that no process writes to is refused at
-once instead of hanging. Regular files are read as they are; a pipe
-(``<(cmd)``, ``/dev/stdin``, a FIFO with a writer) only where the caller
-accepts one, and never past a size bound.
-
-Every refusal is one ``UnreadableInput`` line naming the path (exit 2).
+effects (doc/security.md, "Not trusted: binaries and input files"): a path
+is looked at before it is opened, and only regular files, and pipes where
+the caller takes one, are read, non-blocking and within a size bound.
+Every refusal is one ``UnreadableInput`` naming the path (exit 2).
 """
 
 from __future__ import annotations
@@ -30,12 +26,8 @@ TEXT_LIMIT = 16 * MIB
 PIPE_LIMIT = 1024 * MIB
 
 _CHUNK = 1 << 16
-_KINDS = (
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISFIFO, "a FIFO or pipe"),
-)
+_KINDS = {stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket",
+          stat.S_IFIFO: "a FIFO or pipe"}
 
 
 class UnreadableInput(InputError):
@@ -52,21 +44,12 @@ def _size_text(limit: int) -> str:
     return f"{limit // MIB} MiB" if limit % MIB == 0 else f"{limit} bytes"
 
 
-def _kind(mode: int) -> str | None:
-    """What a non-regular, non-directory file is, for messages."""
-    for test, name in _KINDS:
-        if test(mode):
-            return name
-    return None if stat.S_ISREG(mode) else "a special file"
-
-
 def _check_kind(path, mode: int, what: str, pipe_ok: bool) -> None:
     if stat.S_ISDIR(mode):
         article = "an" if what[0] in "aeiouAEIOU" else "a"
         raise UnreadableInput(path, f"is a directory, not {article} {what}")
-    kind = _kind(mode)
-    if kind is not None and not (pipe_ok and stat.S_ISFIFO(mode)):
-        raise UnreadableInput(path, f"not a regular file ({kind})")
+    if not stat.S_ISREG(mode) and not (pipe_ok and stat.S_ISFIFO(mode)):
+        raise UnreadableInput(path, f"not a regular file ({_KINDS.get(stat.S_IFMT(mode), 'a special file')})")
 
 
 def _open(path, what: str, pipe_ok: bool, missing: str | None = None) -> tuple[BinaryIO, int | None, bytes]:
@@ -123,6 +106,8 @@ def _held_descriptor(path):
 
 
 class _PositionalReader(io.RawIOBase):
+    """A descriptor read with pread, at an offset of its own."""
+
     def __init__(self, fd: int):
         self.fd, self.position = fd, 0
 

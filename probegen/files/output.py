@@ -1,41 +1,23 @@
-"""Writing generated files: atomically, and only when their content changed.
+"""Writing generated files: atomically, and only when their content changed
+(an unchanged file keeps its mtime, so builds do not recompile).
 
-An unchanged file keeps its mtime, so a build that depends on it does not
-recompile.
+A regular file (or nothing yet) is replaced by renaming a temporary beside
+it over it; a character device or FIFO (``/dev/null``, ``-o >(cmd)``) is
+written in place; a directory, block device or socket is refused. Paths are
+walked and checked by probegen.files.place, and all the rest is done
+relative to the final directory's descriptor (doc/security.md, "Writing,
+by descriptor"). A regular file without probegen's marker is someone
+else's: ``keep_foreign`` (unless --force) refuses to replace it.
 
-What an output path names decides how it is written:
-
-- a regular file, or nothing yet: written to a temporary beside it, which is
-  then renamed over it; readers never see half a file, and a failed write
-  leaves the old file as it was;
-- a character device or a FIFO (``/dev/null``, ``/dev/stdout``, ``-o >(cmd)``):
-  written in place, never renamed over (that would replace the device node);
-  a FIFO that no process reads is refused instead of waited on;
-- a symbolic link, at the end of the path or in its directories: followed
-  (the link stays, its target is written) when the link is owned by the
-  user running probegen or by root; a directory another user can change is
-  refused unless sticky (probegen.files.place). Everything is done relative
-  to the final directory's descriptor, opened link by link, so swapping
-  the path afterwards changes nothing;
-- a directory, a block device or a socket: refused.
-
-Every failure is one line naming the path (exit 2).
-
-A regular file that lacks probegen's marker line (probegen.files.marker) is
-someone else's: the commands that write generated outputs ask
-(``keep_foreign``) that it not be replaced, unless they are given --force.
-
-Temporaries are named ``.NAME.probegen-PID-RANDOM.tmp`` and locked (flock)
-while they exist. SIGINT, SIGTERM and SIGHUP remove them before the process
-dies of the signal. Those a SIGKILL leaves behind are removed by the next
-run that writes a file in the same directory, or finds it current: only
-files of that naming, owned by the same user, whose lock no live process
-holds (so concurrent runs leave each other's temporaries alone, whatever
-their pids or pid namespaces).
+Temporaries, ``.NAME.probegen-PID-RANDOM.tmp``, are locked (flock) while
+they live and removed on SIGINT, SIGTERM and SIGHUP; those a SIGKILL left
+are swept by the next run writing in that directory: ours by name and
+owner, and locked by no live process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -65,48 +47,6 @@ class UnwritableOutput(InputError):
         super().__init__(problem, Location(str(path)))
 
 
-def is_current(file: GeneratedFile) -> bool:
-    """True when the file on disk has exactly this content (and mode).
-    Only a regular file can be: a FIFO or a device is not read (it could
-    block, or never end)."""
-    try:
-        with locate(file.path, create=False, strict=False) as place:
-            return _is_current_at(place, file)
-    except (Refused, OSError):
-        return False
-
-
-def _is_current_at(place: Place, file: GeneratedFile) -> bool:
-    if place.proc or place.info is None or not stat.S_ISREG(place.info.st_mode):
-        return False
-    try:
-        fd = os.open(place.name, _READ_FLAGS, dir_fd=place.dir_fd)
-    except OSError:
-        return False
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size != len(file.data):
-            return False
-        if file.executable and not info.st_mode & stat.S_IXUSR:
-            return False
-        return _read_up_to(fd, len(file.data) + 1) == file.data
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-
-
-def _read_up_to(fd: int, limit: int) -> bytes:
-    chunks, total = [], 0
-    while total < limit and (chunk := os.read(fd, min(limit - total, 1 << 20))):
-        chunks.append(chunk)
-        total += len(chunk)
-    return b"".join(chunks)
-
-
 class ForeignFile(UnwritableOutput):
     """A file probegen did not write is where an output goes (exit 2)."""
 
@@ -121,10 +61,37 @@ class ForeignFile(UnwritableOutput):
                                 f"give --force to let probegen take it over{more}")
 
 
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+def is_current(file: GeneratedFile) -> bool:
+    """True when the file on disk has exactly this content (and mode)."""
+    try:
+        with locate(file.path, create=False, strict=False) as place:
+            return _is_current_at(place, file)
+    except (Refused, OSError):
+        return False
+
+
+def _is_current_at(place: Place, file: GeneratedFile) -> bool:
+    """Only a regular file can be current: a FIFO or a device is not read
+    (it could block, or never end)."""
+    if place.proc or place.info is None or not stat.S_ISREG(place.info.st_mode):
+        return False
+    try:
+        with open(place.name, "rb", opener=lambda name, _: os.open(name, _READ_FLAGS, dir_fd=place.dir_fd)) as stream:
+            info = os.fstat(stream.fileno())
+            return (stat.S_ISREG(info.st_mode) and info.st_size == len(file.data)
+                    and (not file.executable or bool(info.st_mode & stat.S_IXUSR))
+                    and stream.read(len(file.data) + 1) == file.data)
+    except OSError:
+        return False
+
+
 def refuse_foreign(files: list[GeneratedFile]) -> None:
-    """ForeignFile naming the first path that holds a regular file without
-    probegen's marker. Callers check every file before writing any, so a
-    refused run changes nothing; the write checks again, on the descriptor."""
+    """ForeignFile for the first path holding a regular file without the
+    marker, checked for every file before any is written (the write checks
+    again, on the descriptor)."""
     foreign = [f.path for f in files if _is_foreign(f.path)]
     if foreign:
         raise ForeignFile(foreign[0], len(foreign) - 1)
@@ -145,65 +112,59 @@ def _is_foreign_at(place: Place) -> bool:
     return head is not None and not has_marker(head)
 
 
-def write_if_changed(file: GeneratedFile, keep_foreign: bool = False) -> bool:
-    """Write the file unless it is current; True if written. UnwritableOutput
-    when the path is refused or the write fails. With ``keep_foreign`` (the
-    generated outputs, unless --force), ForeignFile when a regular file
-    without probegen's marker is there."""
-    try:
-        with locate(file.path, create=True) as place:
-            info = place.info
-            if place.proc or (info is not None and not stat.S_ISREG(info.st_mode)):
-                _write_in_place(file.path, place, file.data)
-                return True
-            _sweep(place)
-            if _is_current_at(place, file):
-                return False
-            if keep_foreign and _is_foreign_at(place):
-                raise ForeignFile(file.path)
-            _replace(place, file.data, file.executable)
-            return True
-    except Refused as exc:
-        raise UnwritableOutput(file.path, str(exc)) from None
-    except MakeDirectoryError as exc:
-        raise UnwritableOutput(file.path, f"cannot create directory {exc.filename}: {exc.strerror}") from None
-    except _TemporaryError as exc:
-        raise UnwritableOutput(file.path, f"cannot create a file in {exc.filename}: {exc.strerror}") from None
-    except OSError as exc:
-        raise UnwritableOutput(file.path, f"cannot write: {exc.strerror or exc}") from None
-
-
-def open_stream(path) -> int:
-    """A descriptor for output that another program streams (bpftrace -o),
-    for a path checked as write_if_changed checks it. Devices and FIFOs are
-    opened in place, other special files refused; a regular file is created
-    or truncated through the directory's descriptor, not replaced. The
-    caller passes the descriptor on, so the program never opens the path."""
+@contextlib.contextmanager
+def _writable(path):
+    """The checked place for writing ``path``; every failure as UnwritableOutput."""
     try:
         with locate(path, create=True) as place:
-            if place.info is not None:
-                _check_kind(path, place.info.st_mode)
-                fd = _standard_stream(place.info)
-                if fd is not None:
-                    return os.dup(fd)
-            flags = os.O_WRONLY | os.O_CREAT | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC
-            fd = _open_in_place(path, place, flags | (0 if place.proc else os.O_NOFOLLOW), 0o666)
-            if stat.S_ISREG(os.fstat(fd).st_mode):
-                os.ftruncate(fd, 0)
-            os.set_blocking(fd, True)
-            return fd
+            yield place
     except Refused as exc:
         raise UnwritableOutput(path, str(exc)) from None
     except MakeDirectoryError as exc:
         raise UnwritableOutput(path, f"cannot create directory {exc.filename}: {exc.strerror}") from None
+    except _TemporaryError as exc:
+        raise UnwritableOutput(path, f"cannot create a file in {exc.filename}: {exc.strerror}") from None
     except OSError as exc:
         raise UnwritableOutput(path, f"cannot write: {exc.strerror or exc}") from None
 
 
+def write_if_changed(file: GeneratedFile, keep_foreign: bool = False) -> bool:
+    """Write the file unless it is current; True if written."""
+    with _writable(file.path) as place:
+        if place.proc or (place.info is not None and not stat.S_ISREG(place.info.st_mode)):
+            _write_in_place(file.path, place, file.data)
+            return True
+        _sweep(place)
+        if _is_current_at(place, file):
+            return False
+        if keep_foreign and _is_foreign_at(place):
+            raise ForeignFile(file.path)
+        _replace(place, file.data, file.executable)
+        return True
+
+
+def open_stream(path) -> int:
+    """A descriptor for output another program streams (bpftrace -o), the
+    path checked as for write_if_changed: a device or FIFO opened in place,
+    a regular file created or truncated through the directory's descriptor.
+    The program is given the descriptor, never the path."""
+    with _writable(path) as place:
+        if place.info is not None:
+            _check_kind(path, place.info.st_mode)
+            fd = _standard_stream(place.info)
+            if fd is not None:
+                return os.dup(fd)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC
+        fd = _open_in_place(path, place, flags | (0 if place.proc else os.O_NOFOLLOW), 0o666)
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.ftruncate(fd, 0)
+        os.set_blocking(fd, True)
+        return fd
+
+
 def write_all(files: list[GeneratedFile], keep_foreign: bool = False) -> list[Path]:
-    """Write every file that changed; returns the paths written. With
-    ``keep_foreign``, nothing is written when one of the paths holds a file
-    that is not probegen's."""
+    """Write every file that changed (none when ``keep_foreign`` finds a
+    foreign one); the paths written."""
     if keep_foreign:
         refuse_foreign(files)
     return [f.path for f in files if write_if_changed(f, keep_foreign)]
@@ -214,30 +175,22 @@ def stale(files: list[GeneratedFile]) -> list[Path]:
     return [f.path for f in files if not is_current(f)]
 
 
+_REFUSED_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
+
+
 def _check_kind(shown, mode: int) -> None:
     if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
-        raise UnwritableOutput(shown, f"is {_kind(mode)}; not writing to it")
+        raise UnwritableOutput(shown, f"is {_REFUSED_KINDS.get(stat.S_IFMT(mode), 'a special file')}; "
+                                      "not writing to it")
 
-
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "a special file"
-
-
-# --- Writing in place: devices, FIFOs, open files ---------------------------
 
 def _write_in_place(shown, place: Place, data: bytes) -> None:
+    """A device, a FIFO, or a file reached through /proc (truncated)."""
     _check_kind(shown, place.info.st_mode)
     fd = _standard_stream(place.info)
     if fd is not None:
         _write_fully(fd, data)
         return
-    # A regular file here was reached through /proc: truncated.
     flags = os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC | os.O_NONBLOCK
     if place.proc:
         flags |= os.O_TRUNC if stat.S_ISREG(place.info.st_mode) else 0
@@ -254,7 +207,7 @@ def _write_in_place(shown, place: Place, data: bytes) -> None:
 
 
 def _open_in_place(shown, place: Place, flags: int, mode: int = 0o666) -> int:
-    """Non-blocking open: a FIFO without a reader fails (ENXIO) instead of
+    """Non-blocking: a FIFO without a reader fails (ENXIO) instead of
     hanging. A /proc link is followed: it names one of our open files."""
     try:
         fd = os.open(place.name, flags, mode, dir_fd=place.dir_fd)
@@ -292,8 +245,6 @@ def _write_fully(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-# --- Atomic replacement of regular files ------------------------------------
-
 class _TemporaryError(OSError):
     pass
 
@@ -305,9 +256,8 @@ def _replace(place: Place, data: bytes, executable: bool) -> None:
     with _removed_on_signal():
         fd, temporary = _create_temporary(place)
         try:
-            # The descriptor (and so the lock) is kept until the rename: a
-            # run sweeping this directory takes an unlocked temporary for a
-            # killed run's.
+            # The descriptor, and so the lock, is kept until the rename: a
+            # sweeping run takes an unlocked temporary for a killed run's.
             try:
                 _write_fully(fd, data)
                 os.fsync(fd)
@@ -325,14 +275,12 @@ def _replace(place: Place, data: bytes, executable: bool) -> None:
 # (directory descriptor, name): the descriptor stays open while its temporary lives.
 _live_temporaries: set[tuple[int, str]] = set()
 _TEMPORARY_TAG = ".probegen-"
-# Keeps ".NAME.probegen-PID-RANDOM.tmp" within the 255 bytes of a file name.
-_NAME_ROOM = 120
+_NAME_ROOM = 120  # keeps ".NAME.probegen-PID-RANDOM.tmp" within a name's 255 bytes
 
 
 def _create_temporary(place: Place) -> tuple[int, str]:
-    """A new temporary beside the target, open, locked, and registered for
-    removal on a signal. Registered before it exists, so that no instant
-    leaves it unregistered."""
+    """A new temporary beside the target, open and locked; registered for
+    removal on a signal before it exists, so no instant leaves it out."""
     import fcntl
 
     stem = place.name.encode()[:_NAME_ROOM].decode(errors="ignore")
@@ -359,8 +307,6 @@ def _create_temporary(place: Place) -> tuple[int, str]:
         # Another run swept it in the instant before it was locked: start again.
         os.close(fd)
         _live_temporaries.discard((place.dir_fd, temporary))
-
-
 _swept: set[tuple[int, int]] = set()
 _TEMPORARY_NAME = re.compile(r"\..+\.probegen-[0-9]+-[0-9a-f]{12}\.tmp", re.DOTALL)
 
@@ -388,8 +334,7 @@ def _sweep(place: Place) -> None:
         if not is_temporary_name(name):
             continue
         try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC,
-                         dir_fd=place.dir_fd)
+            fd = os.open(name, _READ_FLAGS, dir_fd=place.dir_fd)
         except OSError:
             continue
         try:
@@ -412,43 +357,36 @@ def _unlink_quietly(dir_fd: int, name: str) -> None:
         pass
 
 
-class _removed_on_signal:
-    """While writing: SIGINT, SIGTERM and SIGHUP first remove the live
+@contextlib.contextmanager
+def _removed_on_signal():
+    """While writing, SIGINT, SIGTERM and SIGHUP first remove the live
     temporaries, then take their usual course (KeyboardInterrupt, or death
     by the signal). Ignored signals stay ignored."""
+    import signal
 
-    _SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+    previous = {}
 
-    def __enter__(self):
-        import signal
-
-        self.previous = {}
-        for name in self._SIGNALS:
-            signum = getattr(signal, name)
-            try:
-                handler = signal.getsignal(signum)
-                if handler in (signal.SIG_IGN, None):
-                    continue
-                signal.signal(signum, self._on_signal)
-            except ValueError:  # not the main thread: signals go elsewhere
-                break
-            self.previous[signum] = handler
-        return self
-
-    def __exit__(self, *exc_info):
-        import signal
-
-        for signum, handler in self.previous.items():
-            signal.signal(signum, handler)
-
-    def _on_signal(self, signum, frame):
-        import signal
-
+    def on_signal(signum, frame):
         for dir_fd, temporary in list(_live_temporaries):
             _unlink_quietly(dir_fd, temporary)
-        previous = self.previous.pop(signum)
-        signal.signal(signum, previous)
-        if callable(previous):
-            previous(signum, frame)
+        handler = previous.pop(signum)
+        signal.signal(signum, handler)
+        if callable(handler):
+            handler(signum, frame)
         else:
             os.kill(os.getpid(), signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        try:
+            handler = signal.getsignal(signum)
+            if handler in (signal.SIG_IGN, None):
+                continue
+            signal.signal(signum, on_signal)
+        except ValueError:  # not the main thread: signals go elsewhere
+            break
+        previous[signum] = handler
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

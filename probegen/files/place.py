@@ -1,24 +1,11 @@
 """Where an output lands: a directory descriptor and a name in it.
 
-The path is walked from ``/`` (a relative one from the working directory's
-physical path), one component at a time, each directory opened with
-O_NOFOLLOW relative to the one before. Everything after (reading the old
-file, creating the temporary, renaming it) is done relative to the final
-directory's descriptor, so another user swapping a directory of the path for
-a link after the walk changes nothing.
-
-On the walk:
-
-- a symbolic link is followed only when owned by the user running probegen
-  or by root: anyone else's would let them choose which file root writes;
-- a directory that another user can write (owned by another user, writable
-  by others, or by a group that is not ours) is refused, unless it is sticky
-  (``/tmp``), where no one can rename or remove another's entries; and the
-  final directory must be ours or root's, as a sticky one's entries are
-  their owner's to move;
-- a missing directory is created (mode 0777 less the umask) when writing;
-- a link inside /proc at the end (where /dev/stdout and /dev/fd/N lead)
-  names an open file: ``proc`` is set, and it is written in place.
+The path is walked from ``/`` one component at a time, each directory
+opened with O_NOFOLLOW relative to the one before; links owned by another
+user and directories another user can change are refused (doc/security.md,
+"Writing, by descriptor"); missing directories are made when writing. A
+link inside /proc at the end (/dev/stdout, /dev/fd/N) names an open file:
+``proc`` is set, and it is written in place.
 """
 
 from __future__ import annotations
@@ -59,11 +46,9 @@ class Place:
 
 
 def locate(path, create: bool, strict: bool = True) -> Place:
-    """The checked place for ``path``. Refused for a path probegen must not
-    write through; FileNotFoundError for a missing directory when not
-    ``create``; MakeDirectoryError when one cannot be made; OSError else.
-    Not ``strict``: for reading only (is a file current?), no owner is
-    checked: what another user can change there decides no write."""
+    """The checked place for ``path``: Refused, FileNotFoundError (a missing
+    directory, not ``create``), MakeDirectoryError or OSError. Not
+    ``strict``: for reading only (is a file current?), owners go unchecked."""
     shown = os.fspath(path)
     absolute = shown if shown.startswith("/") else os.path.join(os.getcwd(), shown)
     pending = absolute.split("/")[::-1]  # components still to walk, next last

@@ -1,28 +1,9 @@
 """Parsing what another user chose, without root and within bounds.
 
-`probegen trace` runs as root and reads files the traced process chose (its
-executable, the libraries it maps, their debug info). Root only opens them;
-``run_unprivileged`` runs the parsing function in a forked child that:
-
-- gives up root for good (every group dropped, real, effective and saved
-  ids set to ``nobody``, or to the uid asked for) and sets
-  PR_SET_NO_NEW_PRIVS, so no setuid program gives it back;
-- has limits: address space (``memory``), CPU time, no file written
-  (RLIMIT_FSIZE 0), no core dump, and dies with its
-  parent;
-- returns its result as JSON through a pipe, read up to ``output`` bytes,
-  never unpickled: the child may have been taken over by the data it read,
-  so what comes back is plain data its caller checks.
-
-The parent waits until ``deadline`` (a time.monotonic() value: one for all
-the files of one start-up) and kills the child then. Every failure (a
-deadline, a limit, a crash, an error the function raised) is one
-``Unprivileged`` error line (an InputError, exit 2, unless caught).
-
-The child reads files the parent opened as root through their descriptors,
-named ``/proc/self/fd/N``: probegen.files.inputs reads such a name through
-the descriptor instead of opening it again (which a child without root
-could not do for a root-only file).
+``run_unprivileged`` runs a parsing function in a forked child that gives
+up root for good, runs under limits and answers with plain JSON data; the
+parent kills it at the deadline (doc/security.md, "Privilege separation").
+Every failure is one ``Unprivileged`` error line (exit 2, unless caught).
 """
 
 from __future__ import annotations
@@ -55,14 +36,12 @@ def deadline_in(seconds: float) -> float:
 
 def run_unprivileged(function, *args, deadline: float, uid: int | None = None, memory: int = MEMORY,
                      output: int = OUTPUT, what: str = "parsing", modules=()):
-    """``function(*args)`` in a child without root; its result as JSON
-    gives it back (tuples come back as lists). ``uid``: whom to become when
-    root (default nobody). ``what`` names the work in error messages.
-
-    The child may be unable to read Python's own files (a Python under
-    /root): the ``modules`` the function uses, packages with all their
-    modules, are imported here first, so that the child has them from the
-    fork (pyelftools imports some only on the way to an error)."""
+    """``function(*args)`` in a child without root, its result through JSON
+    (tuples come back as lists). ``uid``: whom to become (default nobody);
+    ``what`` names the work in messages. The ``modules`` the function uses
+    (packages with all their modules) are imported before the fork: the
+    child may be unable to read Python's own files (a Python under /root),
+    and pyelftools imports some only on the way to an error."""
     _import_all(("zlib", "pprint", *modules))
     read_end, write_end = os.pipe()
     pid = os.fork()

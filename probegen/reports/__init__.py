@@ -2,10 +2,9 @@
 
 Each command turns what it found into an ``Outcome``: ``Result``s (a rule,
 a message, a place) and ``Problem``s (inputs that could not be read, exit
-2). ``render`` writes an Outcome as SARIF 2.1.0 (code scanning), GitHub
-workflow-command annotations, or, for lint and check, JSON and JUnit XML;
-verify keeps its own JSON and JUnit (probegen.checks.verify), whose shape CI
-users already parse.
+2), which ``render`` writes as SARIF 2.1.0, GitHub workflow-command
+annotations, JSON or JUnit XML (verify keeps shapes of its own for the last
+two: probegen.reports.plain).
 """
 
 from __future__ import annotations
@@ -83,9 +82,9 @@ def problem_of(path: str, exc) -> Problem:
 
 
 def render(outcome: Outcome, form: str) -> str:
-    if form == "sarif":
-        import json
+    import json
 
+    if form == "sarif":
         from probegen.reports.sarif import sarif_log
 
         return json.dumps(sarif_log(outcome), indent=1, ensure_ascii=False) + "\n"
@@ -93,17 +92,9 @@ def render(outcome: Outcome, form: str) -> str:
         from probegen.reports.github import annotations
 
         return annotations(outcome)
-    if form == "json":
-        import json
+    from probegen.reports.plain import outcome_json, outcome_junit
 
-        from probegen.reports.plain import outcome_json
-
-        return json.dumps(outcome_json(outcome), indent=1) + "\n"
-    if form == "junit":
-        from probegen.reports.plain import outcome_junit
-
-        return outcome_junit(outcome)
-    raise ValueError(form)
+    return json.dumps(outcome_json(outcome), indent=1) + "\n" if form == "json" else outcome_junit(outcome)
 
 
 def emit(text: str, output: str | None) -> None:
@@ -142,6 +133,3 @@ def load_catalog_reported(args, command: str):
             emit(render(outcome, args.format), args.output)
         raise
 
-
-__all__ = ["FORMATS", "LEVELS", "Outcome", "Problem", "Result", "add_format_arguments", "emit", "load_catalog_reported",
-           "problem_of", "render", "shown_path"]

@@ -1,6 +1,6 @@
-"""JSON and JUnit XML for lint and check, in the shape of verify's
-(probegen.checks.verify.report_json/report_junit): a findings list with file,
-line and column; one test case per checked file."""
+"""JSON and JUnit XML. verify's shapes are its own (CI users parse them);
+lint's and check's follow them: a findings list with file, line and
+column, and a JUnit test case per thing checked."""
 
 from __future__ import annotations
 
@@ -8,6 +8,50 @@ from probegen.errors import printable
 from probegen.reports import Outcome
 
 JSON_VERSION = 1
+
+
+def _place(location) -> dict:
+    return {"file": location.path, "line": location.line or None, "column": location.column or None,
+            "location": str(location)}
+
+
+def verify_json(report, errors=()) -> dict:
+    """``{"version", "ok", "catalog", "binaries", "probes_checked",
+    "sites_checked", "findings": [{"check", "probe", "binary", "file",
+    "line", "column", "location", "message"}], "errors": [{"path", "message"}],
+    "summary"}`` for a probegen.checks.verify.Report."""
+    return {
+        "version": JSON_VERSION,
+        "ok": report.ok and not errors,
+        "catalog": str(report.catalog.path),
+        "binaries": [b.path for b in report.binaries],
+        "probes_checked": report.probes_checked,
+        "sites_checked": report.sites_checked,
+        "findings": [{"check": f.check, "probe": f.probe, "binary": f.binary, **_place(f.location),
+                      "message": f.message} for f in report.findings],
+        "errors": [{"path": e.path, "message": e.problem} for e in errors],
+        "summary": report.summary(),
+    }
+
+
+def verify_junit(report, errors=()) -> str:
+    """One test case per catalog probe (failed by its findings), one per
+    binary for findings about the binary or probes the catalog lacks, and
+    an errored case per unreadable file."""
+    by_probe: dict[str, list] = {}
+    by_binary: dict[str, list] = {}
+    for finding in report.findings:
+        if finding.probe is not None and report.catalog.probe(finding.probe) is not None:
+            by_probe.setdefault(finding.probe, []).append(finding)
+        else:
+            by_binary.setdefault(finding.binary or "", []).append(finding)
+    probe_class, binary_class = f"probegen.checks.verify.{report.catalog.provider}", "probegen.checks.verify.binary"
+    cases = [(probe_class, probe.name, by_probe.get(probe.name, []), None) for probe in report.catalog.probes]
+    cases += [(binary_class, binary.path, by_binary.pop(binary.path, []), None) for binary in report.binaries]
+    cases += [(binary_class, path, findings, None) for path, findings in by_binary.items()]
+    cases += [(binary_class, error.path, [], error.problem) for error in errors]
+    return _junit("probegen verify", [(classname, name, [(f.message, f.check, str(f)) for f in findings], error)
+                                      for classname, name, findings, error in cases], len(errors))
 
 
 def outcome_json(outcome: Outcome) -> dict:
@@ -20,16 +64,10 @@ def outcome_json(outcome: Outcome) -> dict:
         "ok": outcome.ok,
         "catalog": outcome.catalog,
         "checked": list(outcome.subjects),
-        "findings": [
-            {"rule": r.rule, "level": r.level, "file": r.location.path, "line": r.location.line or None,
-             "column": r.location.column or None, "location": str(r.location), "message": r.message}
-            for r in outcome.results
-        ],
-        "errors": [
-            {"path": p.location.path, "line": p.location.line or None, "column": p.location.column or None,
-             "message": p.message}
-            for p in outcome.problems
-        ],
+        "findings": [{"rule": r.rule, "level": r.level, **_place(r.location), "message": r.message}
+                     for r in outcome.results],
+        "errors": [{"path": p.location.path, "line": p.location.line or None, "column": p.location.column or None,
+                    "message": p.message} for p in outcome.problems],
         "summary": outcome.summary,
     }
 
@@ -37,31 +75,37 @@ def outcome_json(outcome: Outcome) -> dict:
 def outcome_junit(outcome: Outcome) -> str:
     """One test case per checked file, failed by its findings; an errored
     case per file that could not be read."""
-    import xml.etree.ElementTree as ET
-
     by_file: dict[str, list] = {subject: [] for subject in outcome.subjects}
     for result in outcome.results:
-        by_file.setdefault(result.location.path, []).append(result)
+        by_file.setdefault(result.location.path, []).append(
+            (result.message, result.rule, printable(f"{result.location}: {result.level}: {result.message}")))
     errors = {p.location.path: p.message for p in outcome.problems}
     for path in errors:
         by_file.setdefault(path, [])
+    return _junit(f"probegen {outcome.command}", [(f"probegen.{outcome.command}", path, results, errors.get(path))
+                                                 for path, results in by_file.items()], len(errors))
+
+
+def _junit(name: str, cases, errors: int) -> str:
+    """``cases``: (class name, name, failures as (message, rule, line), error
+    message or None). printable(): names and messages quote file names, and
+    control characters are not allowed in XML 1.0."""
+    import xml.etree.ElementTree as ET
+
     suite = ET.Element("testsuite", {
-        "name": f"probegen {outcome.command}", "tests": str(len(by_file)),
-        "failures": str(sum(1 for results in by_file.values() if results)), "errors": str(len(errors)),
-        "skipped": "0",
+        "name": name, "tests": str(len(cases)), "failures": str(sum(1 for case in cases if case[2])),
+        "errors": str(errors), "skipped": "0",
     })
-    for path, results in by_file.items():
-        case = ET.SubElement(suite, "testcase", {"classname": f"probegen.{outcome.command}",
-                                                 "name": printable(path)})
-        if results:
+    for classname, case_name, failures, error in cases:
+        case = ET.SubElement(suite, "testcase", {"classname": classname, "name": printable(case_name)})
+        if failures:
             failure = ET.SubElement(case, "failure", {
-                # printable(): control characters are not allowed in XML 1.0.
-                "message": printable(results[0].message) if len(results) == 1 else f"{len(results)} findings",
-                "type": ",".join(sorted({r.rule for r in results})),
+                "message": printable(failures[0][0]) if len(failures) == 1 else f"{len(failures)} findings",
+                "type": ",".join(sorted({rule for _, rule, _ in failures})),
             })
-            failure.text = "\n".join(printable(f"{r.location}: {r.level}: {r.message}") for r in results)
-        if path in errors:
-            ET.SubElement(case, "error", {"message": printable(errors[path]), "type": "input"})
+            failure.text = "\n".join(line for _, _, line in failures)
+        if error is not None:
+            ET.SubElement(case, "error", {"message": printable(error), "type": "input"})
     root = ET.Element("testsuites")
     root.append(suite)
     ET.indent(root)
