@@ -1,9 +1,7 @@
-"""Command line: parse arguments, call the library, print.
-
-Each command is a module in ``probegen.commands`` with ``HELP``,
-``configure(parser)`` and ``run(args) -> int``. Command modules import
-their heavy dependencies (jinja2, DWARF code) inside ``run`` so that fast
-commands such as ``verify`` start fast.
+"""Command line: parse arguments, run one command module of
+probegen.commands, and turn an InputError into its message and exit code.
+Only the module of the command being run is imported, and it imports its
+heavy dependencies (jinja2, DWARF) inside ``run``, so fast commands start fast.
 """
 
 from __future__ import annotations
@@ -37,8 +35,7 @@ COMMANDS = {
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The parser; given the command being run, only its module is imported
-    (the others get bare entries), which keeps start-up short."""
+    """The parser; given the command being run, the others get bare entries."""
     parser = argparse.ArgumentParser(
         prog="probegen",
         description="USDT probes from one YAML catalog: C header, bpftrace and BCC scripts, "
@@ -60,12 +57,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
-        # probegen is the program. Its commands build many objects and few
-        # cycles (trace only waits for bpftrace), so cyclic collection only
-        # costs time (500 -> 300 ms for a 2,000-probe header; structs on
-        # 36 MB of DWARF: same peak memory). Freezing at the end spares
-        # those objects the full collection at interpreter shutdown
-        # (300 -> 240 ms).
+        # Commands build many objects and few cycles: cyclic collection only
+        # costs time (500 -> 300 ms for a 2,000-probe header), and freezing
+        # at the end spares the collection at shutdown (300 -> 240 ms).
         gc.disable()
         try:
             return _run(sys.argv[1:])

@@ -1,17 +1,10 @@
 """Drift that a binary's debug info shows and its probe notes cannot: the
 catalog's enums (names and values) and the struct member paths its
-arguments print, against the DWARF of the binaries ``verify`` reads.
-
-A note says an argument is 4 signed bytes, never which enum it is nor how
-that enum numbers its states: SPDK v25.09 numbers two nvmf_tgt_state
-states the other way round from master, and scripts made from a master
-catalog print them swapped. Each disagreement is a ``Drift`` at the
-catalog entry it contradicts (the enumerator, the member path); verify
-makes findings of them.
-
-Probe arguments themselves are not typed here: an sdt.h site is an asm
-statement, and DWARF describes no operand of it (no call site, no
-variable), so the note's size and sign are all there is.
+arguments print, against the DWARF of the binaries ``verify`` reads (SPDK
+v25.09 numbers two nvmf_tgt_state states the other way round from master:
+scripts from a master catalog print them swapped). Each disagreement is a
+Finding at the catalog entry it contradicts. Probe arguments themselves are
+not typed here: DWARF describes no operand of an sdt.h asm statement.
 """
 
 from __future__ import annotations
@@ -19,18 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from probegen.catalog.model import Catalog, EnumDecl
-from probegen.errors import InputError, Location, NoDebugInfo
+from probegen.checks.verify import Finding
+from probegen.errors import InputError, NoDebugInfo
 
 ENUM_CHECK, MEMBER_CHECK = "enum-drift", "member-drift"
-
-
-@dataclass(frozen=True)
-class Drift:
-    location: Location
-    check: str
-    message: str
-    probe: str | None = None
-    binary: str | None = None
 
 
 @dataclass
@@ -78,12 +63,12 @@ def open_debug_infos(catalog: Catalog, paths) -> DebugInfos:
     return infos
 
 
-def check(catalog: Catalog, infos: DebugInfos) -> list[Drift]:
+def check(catalog: Catalog, infos: DebugInfos) -> list[Finding]:
     """Every enum the catalog declares and every member path its arguments
     name, against each binary's DWARF that has the type."""
     if not infos.types:
         return []
-    found: list[Drift] = []
+    found: list[Finding] = []
     for enum in catalog.enums:
         infos.enums_checked += 1
         found += _enum_drift(enum, infos)
@@ -99,17 +84,16 @@ def _binaries(infos: DebugInfos) -> str:
     return ", ".join(path for path, _ in infos.types)
 
 
-def _enum_drift(enum: EnumDecl, infos: DebugInfos) -> list[Drift]:
+def _enum_drift(enum: EnumDecl, infos: DebugInfos) -> list[Finding]:
     holders = [(path, types) for path, types in infos.types if types.has(enum.name, ("enum", "typedef"))]
     if not holders:
-        return [Drift(enum.location, ENUM_CHECK,
-                      f"enum '{enum.name}' is not in the debug info of {_binaries(infos)}")]
+        return [Finding(enum.location, f"enum '{enum.name}' is not in the debug info of {_binaries(infos)}", ENUM_CHECK)]
     found = []
     for path, types in holders:
         try:
             enumerators = types.enum(enum.name).enumerators
         except InputError as exc:  # two different enums of that name, damaged DWARF
-            found.append(Drift(enum.location, ENUM_CHECK, f"enum '{enum.name}': {exc}", binary=path))
+            found.append(Finding(enum.location, f"enum '{enum.name}': {exc}", ENUM_CHECK, binary=path))
             continue
         if not enum.enumerators:
             continue  # names come from the binary anyway
@@ -117,30 +101,30 @@ def _enum_drift(enum: EnumDecl, infos: DebugInfos) -> list[Drift]:
         for e in enum.enumerators:
             where = e.location or enum.location
             if e.name not in in_binary:
-                found.append(Drift(where, ENUM_CHECK, f"enum {enum.name}: {e.name} (= {e.value}) is not in "
-                                   f"{path}'s enum {enum.name}", binary=path))
+                found.append(Finding(where, f"enum {enum.name}: {e.name} (= {e.value}) is not in "
+                                     f"{path}'s enum {enum.name}", ENUM_CHECK, binary=path))
             elif in_binary[e.name] != e.value:
-                found.append(Drift(where, ENUM_CHECK, f"enum {enum.name}: {e.name} is {e.value} in the catalog "
-                                   f"but {in_binary[e.name]} in {path} (scripts made from the catalog print "
-                                   "another name for it there)", binary=path))
+                found.append(Finding(where, f"enum {enum.name}: {e.name} is {e.value} in the catalog "
+                                     f"but {in_binary[e.name]} in {path} (scripts made from the catalog print "
+                                     "another name for it there)", ENUM_CHECK, binary=path))
         declared = {e.name for e in enum.enumerators}
         extra = [f"{e.name} = {e.value}" for e in enumerators if e.name not in declared]
         if extra:
-            found.append(Drift(enum.location, ENUM_CHECK, f"enum {enum.name} in {path} has enumerator"
-                               f"{'s' if len(extra) > 1 else ''} the catalog lacks: {', '.join(extra)}",
-                               binary=path))
+            found.append(Finding(enum.location, f"enum {enum.name} in {path} has enumerator"
+                                 f"{'s' if len(extra) > 1 else ''} the catalog lacks: {', '.join(extra)}",
+                                 ENUM_CHECK, binary=path))
     return found
 
 
-def _member_drift(probe_name: str, arg, infos: DebugInfos) -> list[Drift]:
+def _member_drift(probe_name: str, arg, infos: DebugInfos) -> list[Finding]:
     from probegen.generators.typesource import TypeSource
 
     struct = arg.ctype.struct_name
     holders = [(path, types) for path, types in infos.types if types.has(struct, ("struct", "union", "typedef"))]
     what = f"probe '{probe_name}' argument {arg.index} '{arg.name}'"
     if not holders:
-        return [Drift(arg.location, MEMBER_CHECK, f"{what}: struct {struct} is not in the debug info of "
-                      f"{_binaries(infos)}", probe_name)]
+        return [Finding(arg.location, f"{what}: struct {struct} is not in the debug info of {_binaries(infos)}",
+                        MEMBER_CHECK, probe_name)]
     found = []
     for path, types in holders:
         source = TypeSource(types)
@@ -148,7 +132,6 @@ def _member_drift(probe_name: str, arg, infos: DebugInfos) -> list[Drift]:
             try:
                 source.member_ctype(struct, member)
             except InputError as exc:  # no such member (NoSuchMember), or one scripts cannot print
-                found.append(Drift(arg.member_location(i), MEMBER_CHECK,
-                                   f"{what}: member '{member}': in the debug info of {path}: {exc}",
-                                   probe_name, path))
+                found.append(Finding(arg.member_location(i), f"{what}: member '{member}': in the debug info of "
+                                     f"{path}: {exc}", MEMBER_CHECK, probe_name, path))
     return found

@@ -172,8 +172,7 @@ def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bo
     if debug_infos is not None:
         from probegen.checks import drift
 
-        for d in drift.check(catalog, debug_infos):
-            add(Finding(d.location, d.message, d.check, d.probe, d.binary))
+        report.findings += drift.check(catalog, debug_infos)
     report.findings.sort(key=lambda f: (f.location, f.message))
     return report
 

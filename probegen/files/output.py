@@ -132,7 +132,11 @@ def write_if_changed(file: GeneratedFile, keep_foreign: bool = False) -> bool:
     """Write the file unless it is current; True if written."""
     with _writable(file.path) as place:
         if place.proc or (place.info is not None and not stat.S_ISREG(place.info.st_mode)):
-            _write_in_place(file.path, place, file.data)
+            fd = _open_target(file.path, place, create=False)  # a device, a FIFO, a file through /proc
+            try:
+                _write_fully(fd, file.data)
+            finally:
+                os.close(fd)
             return True
         _sweep(place)
         if _is_current_at(place, file):
@@ -145,21 +149,10 @@ def write_if_changed(file: GeneratedFile, keep_foreign: bool = False) -> bool:
 
 def open_stream(path) -> int:
     """A descriptor for output another program streams (bpftrace -o), the
-    path checked as for write_if_changed: a device or FIFO opened in place,
-    a regular file created or truncated through the directory's descriptor.
-    The program is given the descriptor, never the path."""
+    path checked as for write_if_changed; a regular file is created or
+    truncated in place. The program is given the descriptor, never the path."""
     with _writable(path) as place:
-        if place.info is not None:
-            _check_kind(path, place.info.st_mode)
-            fd = _standard_stream(place.info)
-            if fd is not None:
-                return os.dup(fd)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC
-        fd = _open_in_place(path, place, flags | (0 if place.proc else os.O_NOFOLLOW), 0o666)
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            os.ftruncate(fd, 0)
-        os.set_blocking(fd, True)
-        return fd
+        return _open_target(path, place, create=True)
 
 
 def write_all(files: list[GeneratedFile], keep_foreign: bool = False) -> list[Path]:
@@ -184,33 +177,35 @@ def _check_kind(shown, mode: int) -> None:
                                       "not writing to it")
 
 
-def _write_in_place(shown, place: Place, data: bytes) -> None:
-    """A device, a FIFO, or a file reached through /proc (truncated)."""
-    _check_kind(shown, place.info.st_mode)
-    fd = _standard_stream(place.info)
-    if fd is not None:
-        _write_fully(fd, data)
-        return
-    flags = os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC | os.O_NONBLOCK
-    if place.proc:
-        flags |= os.O_TRUNC if stat.S_ISREG(place.info.st_mode) else 0
-    else:
-        flags |= os.O_NOFOLLOW
-    fd = _open_in_place(shown, place, flags)
+def _open_target(shown, place: Place, create: bool) -> int:
+    """A descriptor to write ``place`` in place, a regular file truncated:
+    stdout's or stderr's own when the target is what they have open (so
+    ``-o /dev/stdout >> log`` appends, at the shell's offset)."""
+    if place.info is not None:
+        _check_kind(shown, place.info.st_mode)
+        fd = _standard_stream(place.info)
+        if fd is not None:
+            return os.dup(fd)
+    flags = os.O_WRONLY | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_CREAT if create else 0)
+    fd = _open_in_place(shown, place, flags | (0 if place.proc else os.O_NOFOLLOW))
     try:
-        if stat.S_IFMT(os.fstat(fd).st_mode) != stat.S_IFMT(place.info.st_mode):
+        mode = os.fstat(fd).st_mode
+        if not create and stat.S_IFMT(mode) != stat.S_IFMT(place.info.st_mode):
             raise UnwritableOutput(shown, "changed while being opened; not writing to it")
+        if stat.S_ISREG(mode):
+            os.ftruncate(fd, 0)
         os.set_blocking(fd, True)
-        _write_fully(fd, data)
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
 
 
-def _open_in_place(shown, place: Place, flags: int, mode: int = 0o666) -> int:
+def _open_in_place(shown, place: Place, flags: int) -> int:
     """Non-blocking: a FIFO without a reader fails (ENXIO) instead of
     hanging. A /proc link is followed: it names one of our open files."""
     try:
-        fd = os.open(place.name, flags, mode, dir_fd=place.dir_fd)
+        fd = os.open(place.name, flags, 0o666, dir_fd=place.dir_fd)
     except OSError as exc:
         if exc.errno == errno.ENXIO:
             raise UnwritableOutput(shown, "no process reads this FIFO") from None
@@ -224,8 +219,7 @@ def _open_in_place(shown, place: Place, flags: int, mode: int = 0o666) -> int:
 
 
 def _standard_stream(info: os.stat_result) -> int | None:
-    """1 or 2 if the target is what stdout or stderr already has open (so
-    ``-o /dev/stdout >> log`` appends, at the shell's offset)."""
+    """1 or 2 if the target is what stdout or stderr already has open."""
     import sys
 
     for fd, stream in ((1, sys.stdout), (2, sys.stderr)):

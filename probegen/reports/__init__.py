@@ -64,15 +64,16 @@ def add_format_arguments(parser, what: str) -> None:
                         help="write the json/junit/sarif/github report here instead of stdout ('-': stdout)")
 
 
+def relative_to_cwd(path: str) -> str | None:
+    """``path`` relative to the working directory (the repository root in
+    CI, where annotations and SARIF are resolved), or None outside it."""
+    absolute, cwd = os.path.abspath(path), os.getcwd()
+    return os.path.relpath(absolute, cwd) if absolute.startswith(cwd.rstrip("/") + "/") else None
+
+
 def shown_path(path: str) -> str:
-    """A path relative to the working directory when it is inside it (the
-    repository root in CI, where annotations and SARIF are resolved), else
-    as given."""
-    absolute = os.path.abspath(path)
-    cwd = os.getcwd()
-    if absolute == cwd or not absolute.startswith(cwd.rstrip("/") + "/"):
-        return str(path)
-    return os.path.relpath(absolute, cwd)
+    """A path relative to the working directory when it is inside it, else as given."""
+    return relative_to_cwd(path) or str(path)
 
 
 def problem_of(path: str, exc) -> Problem:

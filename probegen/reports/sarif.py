@@ -1,11 +1,8 @@
 """An Outcome as a SARIF 2.1.0 log: one run of the tool "probegen", its
-rules, one result per finding.
-
-Paths inside the working directory (the checkout, in CI) are relative
-URIs against the base id %SRCROOT%, which GitHub code scanning resolves to
-the repository root; other paths are absolute file: URIs. Inputs that
-could not be read are tool execution notifications, not results: they are
-no finding about the code.
+rules, one result per finding. Paths inside the working directory (the
+checkout, in CI) are relative to %SRCROOT%, which code scanning resolves
+to the repository root. Unreadable inputs are tool execution
+notifications: no finding about the code.
 """
 
 from __future__ import annotations
@@ -16,7 +13,7 @@ from urllib.parse import quote
 
 from probegen import __version__
 from probegen.errors import Location
-from probegen.reports import Outcome
+from probegen.reports import Outcome, relative_to_cwd
 from probegen.reports.rules import RULES
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -24,12 +21,11 @@ SOURCE_ROOT = "%SRCROOT%"
 
 
 def artifact_location(path: str) -> dict:
-    absolute = os.path.abspath(path)
-    cwd = os.getcwd()
-    if absolute.startswith(cwd.rstrip("/") + "/"):
-        # quote() also escapes ':' so that no first segment reads as a scheme.
-        return {"uri": quote(os.path.relpath(absolute, cwd), safe="/"), "uriBaseId": SOURCE_ROOT}
-    return {"uri": Path(absolute).as_uri()}
+    relative = relative_to_cwd(path)
+    if relative is None:
+        return {"uri": Path(os.path.abspath(path)).as_uri()}
+    # quote() also escapes ':' so that no first segment reads as a scheme.
+    return {"uri": quote(relative, safe="/"), "uriBaseId": SOURCE_ROOT}
 
 
 def directory_uri(directory: str) -> str:
