@@ -36,12 +36,12 @@ def run(args) -> int:
     out_of_date = stale(files)
     leftovers = leftover_files(catalog, files)
     run_generate = f"run: probegen generate --catalog {args.catalog}"
+    gone = f"generated, but {args.catalog} no longer generates it ({run_generate}, which removes it)"
     for path in out_of_date:
         print(printable(f"{os.path.relpath(path)}: stale: differs from what {args.catalog} generates "
                         f"({run_generate})"), file=sys.stderr)
     for path in leftovers:
-        print(printable(f"{os.path.relpath(path)}: stale: generated, but {args.catalog} no longer generates it "
-                        f"({run_generate}, which removes it)"), file=sys.stderr)
+        print(printable(f"{os.path.relpath(path)}: stale: {gone}"), file=sys.stderr)
     summary = (f"{len(out_of_date)} of {len(files)} generated file(s) stale" if out_of_date
                else f"{len(files)} generated file(s) up to date")
     if leftovers:
@@ -54,13 +54,9 @@ def run(args) -> int:
         for file in files:
             if file.path in out_of_date:
                 line, what = _difference(file)
-                outcome.results.append(Result(
-                    "stale-file", f"{what} what {args.catalog} generates (run: probegen generate --catalog "
-                    f"{args.catalog})", Location(shown_path(file.path), line)))
-        for path in leftovers:
-            outcome.results.append(Result(
-                "leftover-file", f"generated, but {args.catalog} no longer generates it ({run_generate}, "
-                "which removes it)", Location(shown_path(path), 0)))
+                outcome.results.append(Result("stale-file", f"{what} what {args.catalog} generates ({run_generate})",
+                                              Location(shown_path(file.path), line)))
+        outcome.results += [Result("leftover-file", gone, Location(shown_path(path))) for path in leftovers]
         emit(render(outcome, args.format), args.output)
     if out_of_date or leftovers:
         print(printable(summary), file=sys.stderr)

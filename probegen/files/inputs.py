@@ -190,11 +190,7 @@ def _spool(path, what, stream: BinaryIO, first: bytes, limit: int, head: int, ch
     import tempfile
 
     try:
-        while len(first) < head:
-            chunk = stream.read(head - len(first))
-            if not chunk:
-                break
-            first += chunk
+        first += stream.read(max(0, head - len(first)))  # a buffered read: up to end of file
         if check_head is not None:
             check_head(first[:head])
         copy = tempfile.TemporaryFile()
@@ -203,10 +199,7 @@ def _spool(path, what, stream: BinaryIO, first: bytes, limit: int, head: int, ch
     try:
         copy.write(first)
         size = len(first)
-        while size <= limit:
-            chunk = stream.read(min(_CHUNK, limit + 1 - size))
-            if not chunk:
-                break
+        while size <= limit and (chunk := stream.read(min(_CHUNK, limit + 1 - size))):
             copy.write(chunk)
             size += len(chunk)
         if size > limit:

@@ -8,6 +8,7 @@ Every failure is one ``Unprivileged`` error line (exit 2, unless caught).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -55,7 +56,8 @@ def run_unprivileged(function, *args, deadline: float, uid: int | None = None, m
     finally:
         os.close(read_end)
         if data is None or len(data) > output:
-            _kill(pid)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         status = os.waitpid(pid, 0)[1]
     if data is None:
         raise Unprivileged(f"probegen: error: {what} took too long (the time limit is shared by every file "
@@ -110,13 +112,6 @@ def _read_until(fd: int, deadline: float, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
 def _status(status: int) -> str:
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)
@@ -139,10 +134,8 @@ def _child(write_end: int, function, args, uid, memory: int, deadline: float, wh
             reply = {"error": f"probegen: error: {what} needed more than the {memory >> 20} MiB memory limit"}
         except Exception as exc:  # a reader's bug on hostile data: one line, no traceback
             reply = {"error": f"probegen: error: {what} failed: {type(exc).__name__}: {exc}"}
-        data = json.dumps(reply).encode()
-        view = memoryview(data)
-        while view:
-            view = view[os.write(write_end, view):]
+        with os.fdopen(write_end, "wb") as pipe:  # a buffered write: all of it
+            pipe.write(json.dumps(reply).encode())
         code = 0
     except BaseException:  # noqa: BLE001 - nothing may escape a forked child
         pass
