@@ -198,24 +198,17 @@ def verify_absent(catalog: Catalog, binaries: list[Binary]) -> Report:
 
 
 def _check_probe(catalog: Catalog, probe: Probe, occurrences, add) -> None:
-    # Group identical problems across sites: one finding, the first site,
-    # and how many more sites have it.
+    """One finding per distinct problem, at its first site, saying how many
+    more sites have it."""
     problems: dict[tuple, list] = {}
-
-    def note(key, location, check, binary, site, message):
-        problems.setdefault(key, [location, check, binary, message, []])[4].append(site.address)
-
     for binary, bprobe in occurrences:
-        # Sites often repeat an argument string: its problems are found
-        # once per binary, and noted at each site that has it.
-        args_problems: dict[str, list[tuple]] = {}
+        # Sites often repeat an argument string: its problems are found once per binary.
+        by_text: dict[str, list[tuple]] = {}
         for site in bprobe.sites:
-            found = args_problems.get(site.args_text)
-            if found is None:
-                found = args_problems[site.args_text] = _args_problems(catalog, probe, binary, site)
-            for key, location, check, message in found:
-                note(key, location, check, binary, site, message)
-
+            if site.args_text not in by_text:
+                by_text[site.args_text] = _args_problems(catalog, probe, binary, site)
+            for key, location, check, message in by_text[site.args_text]:
+                problems.setdefault(key, [location, check, binary, message, []])[4].append(site.address)
     for location, check, binary, message, addresses in problems.values():
         add(Finding(location, message.replace("{site}", _sites(addresses)), check, probe.name, binary.path))
 

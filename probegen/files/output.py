@@ -64,13 +64,19 @@ class ForeignFile(UnwritableOutput):
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
-def is_current(file: GeneratedFile) -> bool:
-    """True when the file on disk has exactly this content (and mode)."""
+def _read_at(path, check) -> bool:
+    """``check(place)`` of a path walked for reading (no owner checked:
+    reading decides no write); False when it cannot be (the write says why)."""
     try:
-        with locate(file.path, create=False, strict=False) as place:
-            return _is_current_at(place, file)
+        with locate(path, create=False, strict=False) as place:
+            return check(place)
     except (Refused, OSError):
         return False
+
+
+def is_current(file: GeneratedFile) -> bool:
+    """True when the file on disk has exactly this content (and mode)."""
+    return _read_at(file.path, lambda place: _is_current_at(place, file))
 
 
 def _is_current_at(place: Place, file: GeneratedFile) -> bool:
@@ -92,17 +98,9 @@ def refuse_foreign(files: list[GeneratedFile]) -> None:
     """ForeignFile for the first path holding a regular file without the
     marker, checked for every file before any is written (the write checks
     again, on the descriptor)."""
-    foreign = [f.path for f in files if _is_foreign(f.path)]
+    foreign = [f.path for f in files if _read_at(f.path, _is_foreign_at)]
     if foreign:
         raise ForeignFile(foreign[0], len(foreign) - 1)
-
-
-def _is_foreign(path) -> bool:
-    try:
-        with locate(path, create=False, strict=False) as place:
-            return _is_foreign_at(place)
-    except (Refused, OSError):
-        return False  # refused or failing: the write says why
 
 
 def _is_foreign_at(place: Place) -> bool:
