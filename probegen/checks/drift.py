@@ -87,7 +87,8 @@ def _binaries(infos: DebugInfos) -> str:
 def _enum_drift(enum: EnumDecl, infos: DebugInfos) -> list[Finding]:
     holders = [(path, types) for path, types in infos.types if types.has(enum.name, ("enum", "typedef"))]
     if not holders:
-        return [Finding(enum.location, f"enum '{enum.name}' is not in the debug info of {_binaries(infos)}", ENUM_CHECK)]
+        return [Finding(enum.location, f"enum '{enum.name}' is not in the debug info of {_binaries(infos)}",
+                        ENUM_CHECK)]
     found = []
     for path, types in holders:
         try:

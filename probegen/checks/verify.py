@@ -92,7 +92,8 @@ def _arg_matches(arg: NoteArg, ctype, pointer_size: int) -> bool:
     that converts to it as C converts it, or a literal the type holds."""
     if arg.floating:
         return False
-    if ctype.matches_note(arg.size, arg.signed, pointer_size) or ctype.promotes_from(arg.size, arg.signed, pointer_size):
+    if (ctype.matches_note(arg.size, arg.signed, pointer_size)
+            or ctype.promotes_from(arg.size, arg.signed, pointer_size)):
         return True
     operand = arg.operand
     return getattr(operand, "kind", None) == "constant" and ctype.holds_constant(operand.value, pointer_size)
@@ -285,5 +286,6 @@ def _args_problems(catalog: Catalog, probe: Probe, binary: Binary, site) -> list
         elif not _arg_matches(got, arg.ctype, pointer_size):
             found.append((("arg", arg.index, binary.path, got.size, got.signed, got.floating), arg.location,
                           "arg-type", f"probe '{probe.name}' argument {arg.index} '{arg.name}': catalog says "
-                          f"{_describe_type(arg, pointer_size)}, binary {binary.path} site {{site}} has {got.describe()}"))
+                          f"{_describe_type(arg, pointer_size)}, binary {binary.path} site {{site}} has "
+                          f"{got.describe()}"))
     return found

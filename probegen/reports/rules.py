@@ -31,7 +31,8 @@ RULES: dict[str, dict[str, str]] = {
         "cast": "A cast to a struct pointer of a value that is not that struct's address",
         "struct-member": "A struct member that the struct does not have",
         "struct-copy": "A member of the script's copy of a struct is not in the binary's struct",
-        "struct-layout": "A member of the script's copy of a struct is at another offset, of another size or type than in the binary",
+        "struct-layout": "A member of the script's copy of a struct is at another offset, of another size or type "
+                         "than in the binary",
         **CATALOG_ERROR,
     },
     "check": {
