@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import sys
 
-from probegen.errors import printable, printable_lines
-
 from probegen.commands import add_catalog_argument
+from probegen.errors import printable, printable_lines
 from probegen.reports import add_format_arguments
 
 HELP = "check hand-written bpftrace scripts against the catalog"
@@ -32,20 +31,12 @@ def configure(parser):
 
 def run(args) -> int:
     from probegen.checks.lint import lint_paths
+    from probegen.commands.scripts import binary_types
     from probegen.reports import load_catalog_reported
 
     catalog = load_catalog_reported(args, "lint")
-    types = None
-    if args.binary:
-        from probegen.dwarf import DwarfTypes
-        from probegen.generators.typesource import TypeSource
-
-        types = DwarfTypes.open(args.binary)
-    try:
-        report = lint_paths(args.scripts, catalog, types and TypeSource(types), args.binary or "the binary")
-    finally:
-        if types is not None:
-            types.close()
+    with binary_types(args) as types:
+        report = lint_paths(args.scripts, catalog, types, args.binary or "the binary")
     for error in report.errors:
         print(printable_lines(str(error)), file=sys.stderr)
     if args.format == "text":

@@ -32,14 +32,15 @@ def add_binary_arguments(parser) -> None:
 
 @contextlib.contextmanager
 def binary_types(args):
-    """The DWARF of --binary as script generators take it, or None."""
+    """The DWARF of --binary (and --debug-file, for commands that have it)
+    as script generators and lint take it, or None."""
     if not args.binary:
         yield None
         return
     from probegen.dwarf import DwarfTypes
     from probegen.generators.typesource import TypeSource
 
-    with DwarfTypes.open(args.binary, args.debug_file) as types:
+    with DwarfTypes.open(args.binary, getattr(args, "debug_file", None)) as types:
         yield TypeSource(types)
 
 
