@@ -14,24 +14,10 @@ import sys
 from probegen import __version__
 from probegen.errors import InputError, printable_lines
 
-# name -> module; order is the order of --help.
-COMMANDS = {
-    "header": "probegen.commands.header",
-    "generate": "probegen.commands.generate",
-    "check": "probegen.commands.check",
-    "bcc": "probegen.commands.bcc",
-    "bpftrace": "probegen.commands.bpftrace",
-    "trace": "probegen.commands.trace",
-    "lint": "probegen.commands.lint",
-    "structs": "probegen.commands.structs",
-    "list": "probegen.commands.list",
-    "verify": "probegen.commands.verify",
-    "import": "probegen.commands.import_catalog",
-    "docs": "probegen.commands.docs",
-    "dtrace": "probegen.commands.dtrace",
-    "paths": "probegen.commands.paths",
-    "schema": "probegen.commands.schema",
-}
+# The commands, in the order of --help; each is probegen.commands.NAME (import: import_catalog).
+COMMANDS = {name: f"probegen.commands.{'import_catalog' if name == 'import' else name}" for name in (
+    "header", "generate", "check", "bcc", "bpftrace", "trace", "lint", "structs", "list", "verify", "import", "docs",
+    "dtrace", "paths", "schema")}
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
