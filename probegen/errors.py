@@ -73,7 +73,7 @@ class InputError(Exception):
         self.location = location
 
     def __str__(self) -> str:
-        return self.message if self.location is None else f"{self.location}: error: {self.message}"
+        return self.message if self.location is None else printable(f"{self.location}: error: {self.message}")
 
 
 class CatalogError(InputError):

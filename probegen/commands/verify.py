@@ -91,12 +91,11 @@ def run(args) -> int:
 def _annotated(catalog, report, errors, form: str) -> str:
     """The report as SARIF or GitHub annotations: each finding at its place
     (the catalog entry, or the binary for probes the catalog lacks)."""
-    from probegen.errors import Location
     from probegen.reports import Outcome, Problem, Result, render
 
     outcome = Outcome("verify", str(catalog.path), report.summary() if report else "verify: no binary could be read")
     if report is not None:
         outcome.results = [Result(f.check, f.message, f.location) for f in report.findings]
         outcome.subjects = [b.path for b in report.binaries]
-    outcome.problems = [Problem(e.problem, Location(e.path)) for e in errors]
+    outcome.problems = [Problem(e.message, e.location) for e in errors]
     return render(outcome, form)

@@ -15,7 +15,7 @@ import sys
 import zlib
 from contextlib import contextmanager
 
-from probegen.errors import InputError
+from probegen.errors import BinaryError, InputError, Location
 
 
 class Damaged(Exception):
@@ -64,4 +64,4 @@ def reading(path, failures=None):
     except Exception as exc:
         if not isinstance(exc, failures or _failures()):
             raise
-        raise InputError(f"{path}: error: damaged or truncated ELF/DWARF: {describe(exc)}") from None
+        raise BinaryError(f"damaged or truncated ELF/DWARF: {describe(exc)}", Location(str(path))) from None

@@ -14,7 +14,7 @@ import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from probegen.errors import InputError
+from probegen.errors import BinaryError, Location
 from probegen.files.inputs import UnreadableInput, open_seekable
 
 if TYPE_CHECKING:  # the DWARF reader opens files here and decodes no notes
@@ -48,13 +48,13 @@ def _named(value: str | int, prefix: str) -> str:
     return value if isinstance(value, str) else f"{prefix}{value}"
 
 
-class ElfError(InputError):
+class ElfError(BinaryError):
     """A file that cannot be read as an ELF binary with USDT notes."""
 
     def __init__(self, path: str, problem: str):
         self.path = path
         self.problem = problem
-        super().__init__(f"{path}: error: {problem}")
+        super().__init__(problem, Location(path))
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ def open_elf_file(path: str | os.PathLike, *, pipe_ok: bool = False):
         stream, size = open_seekable(path, "ELF binary", pipe_ok=pipe_ok, head=len(_MAGIC),
                                      check_head=lambda head: _check_magic(shown, head), missing="no such file")
     except UnreadableInput as exc:
-        raise ElfError(shown, exc.problem) from None
+        raise ElfError(shown, exc.message) from None
     try:
         _check_magic(shown, stream.read(len(_MAGIC)))  # a pipe's was checked before copying
         stream.seek(0)

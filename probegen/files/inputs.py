@@ -35,7 +35,6 @@ class UnreadableInput(InputError):
 
     def __init__(self, path, problem: str):
         super().__init__(problem, Location(str(path)))
-        self.path, self.problem = str(path), problem
 
 
 def _size_text(limit: int) -> str:

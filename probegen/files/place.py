@@ -20,7 +20,7 @@ _MAX_LINKS = 40
 
 
 class Refused(Exception):
-    """The path may not be written; the message says why (after 'error: ')."""
+    """The path may not be written; the message says why."""
 
 
 class MakeDirectoryError(OSError):

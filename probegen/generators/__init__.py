@@ -48,8 +48,8 @@ def require_types_for_members(catalog: Catalog, types) -> None:
         for arg in probe.args:
             if arg.members:
                 raise InputError(
-                    f"{arg.location}: error: argument '{arg.name}' of probe '{probe.name}' lists members, "
-                    "which scripts read at the offsets a binary's debug info gives: give --binary BINARY"
+                    f"argument '{arg.name}' of probe '{probe.name}' lists members, "
+                    "which scripts read at the offsets a binary's debug info gives: give --binary BINARY", arg.location
                 )
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from probegen.bpftrace import DEFAULT_MAX_LEN, cut_literal
 from probegen.catalog.model import MAX_NAMED_ENUMS, Arg, Catalog, Probe
 from probegen.catalog.ctype import CType, Kind
-from probegen.errors import InputError
+from probegen.errors import InputError, Location
 from probegen.generators.escape import c_string
 
 if TYPE_CHECKING:  # importing it loads the DWARF reader, which lint without a binary does not need
@@ -147,8 +147,8 @@ def probe_line(catalog: Catalog, probe: Probe, types: TypeSource | None = None) 
     named = sum(1 for f in fields if f.style is Style.ENUM)
     if named > MAX_NAMED_ENUMS:
         raise InputError(
-            f"{probe.location}: error: probe '{probe.name}' has {named} enum arguments printed by name; "
-            f"scripts print at most {MAX_NAMED_ENUMS} by name: mark the others 'hex: true'"
+            f"probe '{probe.name}' has {named} enum arguments printed by name; "
+            f"scripts print at most {MAX_NAMED_ENUMS} by name: mark the others 'hex: true'", probe.location
         )
     return ProbeLine(probe, tuple(fields), len(probe.note_args))
 
@@ -191,7 +191,7 @@ def script_groups(catalog: Catalog, reserved: tuple[str, ...]) -> list[tuple[str
     for group in catalog.groups:
         if group in reserved:
             raise InputError(
-                f"{catalog.path}: error: group '{group}' would overwrite the generated "
-                f"'{group}' script; rename the group"
+                f"group '{group}' would overwrite the generated "
+                f"'{group}' script; rename the group", Location(str(catalog.path))
             )
     return [(g, catalog.probes_in(g)) for g in catalog.groups] + [("all", catalog.probes)]

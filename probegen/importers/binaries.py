@@ -18,7 +18,7 @@ from probegen.catalog.ctype import integer_type, is_identifier, parse_ctype
 from probegen.catalog.model import ARG0_CLOCK, ARG0_ZERO, SDT_MAX_ARGS
 from probegen.elf.argspec import NoteArg
 from probegen.elf.notes import Binary, ProbeSite
-from probegen.errors import CatalogError, InputError, printable
+from probegen.errors import CatalogError, InputError, Location, printable
 
 TEMPLATE = "catalog.yaml.j2"
 # Longer provider and probe names are no real program's (a crafted note or
@@ -202,7 +202,7 @@ def check_bounds(name: str, args: int) -> None:
                                    f"at most {SDT_MAX_ARGS}"))
 
 
-def checked_text(imported: ImportedCatalog, file_name: str, failure: str) -> str:
+def checked_text(imported: ImportedCatalog, file_name: str, failure: str, location: Location | None = None) -> str:
     """The catalog's YAML, rendered once its probes are within bounds and
     loaded back: never one the other commands refuse, for its size either.
     ``failure`` begins the message when the loader refuses it."""
@@ -218,11 +218,11 @@ def checked_text(imported: ImportedCatalog, file_name: str, failure: str) -> str
     if size > TEXT_LIMIT:
         raise InputError(f"import: error: the catalog would be {size} bytes; probegen reads catalogs of at most "
                          f"{TEXT_LIMIT >> 20} MiB")
-    loaded(text, file_name, failure)
+    loaded(text, file_name, failure, location=location)
     return text
 
 
-def loaded(text: str, path, failure: str, header_output=None):
+def loaded(text: str, path, failure: str, header_output=None, location: Location | None = None):
     """The catalog the YAML text models; InputError 'FAILURE: its first
     problem' when the loader refuses it."""
     from probegen.catalog.load import parse_catalog
@@ -231,7 +231,7 @@ def loaded(text: str, path, failure: str, header_output=None):
         return parse_catalog(text.encode("utf-8"), Path(str(path)), header_output)
     except CatalogError as exc:
         first = exc.diagnostics[0].message if exc.diagnostics else str(exc)
-        raise InputError(printable(f"{failure}: {first}")) from None
+        raise InputError(f"{failure}: {first}", location) from None
 
 
 def render_catalog(imported: ImportedCatalog) -> str:

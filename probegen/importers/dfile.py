@@ -77,12 +77,12 @@ class ProviderFile:
         """The provider called ``name``, or the file's only one."""
         names = [p.name for p in self.providers]
         if name is None and len(names) != 1:
-            raise InputError(f"{printable(self.path)}: error: {len(names)} providers ({', '.join(names)}); "
-                             "a catalog has one: give --provider NAME")
+            raise InputError(f"{len(names)} providers ({', '.join(names)}); "
+                             "a catalog has one: give --provider NAME", Location(self.path))
         if name is None or name in names:
             return self.providers[0 if name is None else names.index(name)]
-        raise InputError(f"{printable(self.path)}: error: no provider '{printable(name)}' "
-                         f"(the file has: {', '.join(names) or 'none'})")
+        raise InputError(f"no provider '{printable(name)}' "
+                         f"(the file has: {', '.join(names) or 'none'})", Location(self.path))
 
 
 class _Lexer:
@@ -97,7 +97,7 @@ class _Lexer:
         self.docs: dict[tuple[int, int], str] = {}  # (line, column) of a token -> the doc comment before it
 
     def fail(self, line: int, column: int, why: str):
-        raise InputError(printable(f"{self.path}:{line}:{column}: error: {why}"))
+        raise InputError(why, Location(self.path, line, column))
 
     def tokens(self) -> list[Token]:
         out: list[Token] = []
@@ -184,7 +184,7 @@ class _Reader:
         return Location(self.path, token.line, token.column)
 
     def fail(self, token: Token, why: str):
-        raise InputError(printable(f"{self.loc(token)}: error: {why}"))
+        raise InputError(why, self.loc(token))
 
     def peek(self, ahead: int = 0) -> Token:
         return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]  # the last is eof
@@ -222,7 +222,7 @@ class _Reader:
             else:
                 self.fail(token, f"expected 'provider', 'typedef' or a struct declaration, found {_shown(token)}")
         if not providers:
-            raise InputError(f"{printable(self.path)}: error: no 'provider NAME {{ ... }};' in the file")
+            raise InputError("no 'provider NAME { ... };' in the file", Location(self.path))
         return providers
 
     def provider(self) -> DProvider:
@@ -396,8 +396,7 @@ def read_provider_file(path) -> ProviderFile:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(printable(f"{path}:{line}: error: the file is not UTF-8 "
-                                   f"(byte 0x{data[exc.start]:02x})")) from None
+        raise InputError(f"the file is not UTF-8 (byte 0x{data[exc.start]:02x})", Location(str(path), line)) from None
     if _CONDITIONAL.search(text):  # read as `dtrace -C` would: the branches cpp keeps
         return preprocessed_provider_file(path, [])
     return parse_provider_file(text, str(path))
@@ -419,10 +418,10 @@ def preprocessed_provider_file(path, cpp_options: list[str]) -> ProviderFile:
     try:
         result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise InputError(printable(f"{path}: error: cannot run the C preprocessor ({command[0]}): {exc}")) from None
+        raise InputError(f"cannot run the C preprocessor ({command[0]}): {exc}", Location(str(path))) from None
     if result.returncode:
         why = result.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise InputError(printable(f"{path}: error: the C preprocessor failed: {why[0] if why else result.returncode}"))
+        raise InputError(f"the C preprocessor failed: {why[0] if why else result.returncode}", Location(str(path)))
     return parse_provider_file(result.stdout.decode("utf-8", "replace"), str(path))
 
 
@@ -445,10 +444,10 @@ def imported_catalog(source: ProviderFile, provider_name: str | None = None, flo
         for index, arg in enumerate(probe.args):
             floating = floating_type(arg.type)
             if floating and not floats:
-                raise InputError(printable(
-                    f"{arg.location}: error: probe '{probe.name}': argument {index + 1}: floating-point type "
+                raise InputError(
+                    f"probe '{probe.name}': argument {index + 1}: floating-point type "
                     f"'{arg.type}' is not supported in a catalog: bpftrace and BCC cannot read floating-point USDT "
-                    "arguments (probegen header -s and probegen-dtrace read the file as it is)"))
+                    "arguments (probegen header -s and probegen-dtrace read the file as it is)", arg.location)
             # The file's name where it can name a catalog argument, else argN
             # (N as bpftrace numbers it).
             name = arg.name
@@ -540,7 +539,8 @@ def import_provider_file(path, provider_name: str | None = None, file_name: str 
             notes.extend(found)
     else:
         imported = imported_catalog(read_provider_file(path), provider_name)
-    return checked_text(imported, file_name, f"{path}: error: provider '{imported.provider}' cannot form a catalog")
+    return checked_text(imported, file_name, f"provider '{imported.provider}' cannot form a catalog",
+                        Location(str(path)))
 
 
 def catalogs_of(path, header_output=None) -> list:
@@ -558,7 +558,8 @@ def catalogs_of(path, header_output=None) -> list:
     catalogs = []
     for provider in source.providers:
         catalog = loaded(render_catalog(imported_catalog(source, provider.name, floats=True)), source.path,
-                         f"{source.path}: error: provider '{provider.name}'", header_output)
+                         f"provider '{provider.name}'", header_output,
+                         Location(str(source.path)))
         probes = []
         for probe, dprobe in zip(catalog.probes, provider.probes):
             args = tuple(replace(arg, ctype=floating_type(darg.type)) if floating_type(darg.type) else arg

@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from probegen.errors import InputError, printable
+from probegen.errors import InputError, Location
 from probegen.files.output import GeneratedFile, write_if_changed
 from probegen.generators.header import render_header, semaphore_source
 from probegen.importers.dfile import catalogs_of, preprocessed_provider_file, read_provider_file
@@ -50,11 +50,10 @@ def write_object(source, output=None, cpp: list[str] | None = None) -> None:
         try:
             result = subprocess.run(command, input=code.encode(), capture_output=True, timeout=300)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise InputError(printable(f"{output}: error: cannot run the compiler {compiler[0]!r}: {exc}")) from None
+            raise InputError(f"cannot run the compiler {compiler[0]!r}: {exc}", Location(str(output))) from None
         if result.returncode:
             why = result.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise InputError(printable(f"{output}: error: {compiler[0]} failed: "
-                                       f"{why[-1] if why else result.returncode}"))
+            raise InputError(f"{compiler[0]} failed: {why[-1] if why else result.returncode}", Location(str(output)))
         data = Path(temporary).read_bytes()
         try:
             if Path(output).read_bytes() == data:

@@ -29,7 +29,7 @@ def verify_json(report, errors=()) -> dict:
         "sites_checked": report.sites_checked,
         "findings": [{"check": f.check, "probe": f.probe, "binary": f.binary, **_place(f.location),
                       "message": f.message} for f in report.findings],
-        "errors": [{"path": e.path, "message": e.problem} for e in errors],
+        "errors": [{"path": e.location.path, "message": e.message} for e in errors],
         "summary": report.summary(),
     }
 
@@ -49,7 +49,7 @@ def verify_junit(report, errors=()) -> str:
     cases = [(probe_class, probe.name, by_probe.get(probe.name, []), None) for probe in report.catalog.probes]
     cases += [(binary_class, binary.path, by_binary.pop(binary.path, []), None) for binary in report.binaries]
     cases += [(binary_class, path, findings, None) for path, findings in by_binary.items()]
-    cases += [(binary_class, error.path, [], error.problem) for error in errors]
+    cases += [(binary_class, error.location.path, [], error.message) for error in errors]
     return _junit("probegen verify", [(classname, name, [(f.message, f.check, str(f)) for f in findings], error)
                                       for classname, name, findings, error in cases], len(errors))
 

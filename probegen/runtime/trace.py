@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probegen.bpftrace import LEXEME, SPECIAL_PROBE, attach_string, holds_big_strings
-from probegen.errors import InputError
+from probegen.errors import InputError, Location
 from probegen.files.inputs import read_input
 from probegen.files.output import open_stream
 from probegen.generators.escape import printf_literal
@@ -59,7 +59,7 @@ def read_scripts(paths) -> list[Script]:
         try:
             scripts.append(Script(str(path), data.decode("utf-8")))
         except UnicodeDecodeError as exc:
-            raise InputError(f"{path}: error: cannot read: {exc}") from None
+            raise InputError(f"cannot read: {exc}", Location(str(path))) from None
     return scripts
 
 
@@ -264,8 +264,8 @@ def resolve(script: Script, pid: int, holders: dict, exe_target) -> str:
     missing = sorted({f"{p}:{n}" if p else n for p, n in wanted_probes(script) if (p, n) not in holders})
     if missing:
         raise InputError(
-            f"{script.path}: error: process {pid} ({shown(executable(pid))}) has no probe "
-            f"{', '.join(missing)} in its executable or mapped files"
+            f"process {pid} ({shown(executable(pid))}) has no probe "
+            f"{', '.join(missing)} in its executable or mapped files", Location(script.path)
         )
     targets: dict[bytes, str] = {}
 

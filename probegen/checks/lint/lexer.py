@@ -12,7 +12,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from probegen.errors import InputError, Location
+from probegen.errors import Location, ScriptError
 
 ATTACH, CDEF, PREPROC = "attach point", "C definition", "preprocessor line"
 PRED_START, PRED_END = "predicate start", "predicate end"
@@ -44,7 +44,7 @@ _BRACES = {"{": 1, "}": -1}
 _BRACKETS = {"(": 1, "[": 1, ")": -1, "]": -1}
 
 
-class ScriptSyntaxError(InputError):
+class ScriptSyntaxError(ScriptError):
     """A script that cannot be parsed: one message with its position."""
 
     def __init__(self, path: str, line: int, column: int, message: str):
