@@ -1,15 +1,12 @@
-"""Turning drgn's types (read by elfutils, in C) into ``probegen.dwarf.model``
+"""drgn's types (or cxx.py's, which read like them) as ``probegen.dwarf.model``
 types, with the names, bitfields and layouts C and bpftrace need.
 
-Only what is asked for is converted: a named struct or union reached
-through a pointer is converted when its members are first asked for (C
-needs no more than its name there), so three SPDK structs take tens of
-types, not the hundreds they point to. A type reached twice by name is one
-object, so ``struct s { struct s *next; }`` ends. What drgn reads is still
-checked (sizes, bitfields, types no member can have) as probegen.dwarf.load
-checks DIEs, and as the types are made: drgn itself refuses a DIE that
-contains itself; a typedef met again before a struct lies between is a
-cycle, and no chain of types nests deeper than MAX_NESTING, so whatever
+Only what is asked for is converted: a named struct reached through a
+pointer gets its members when they are first asked for (C needs only its
+name there). A type reached twice by name is one object, so
+``struct s { struct s *next; }`` ends. What the DWARF says is checked, as it
+may be damaged: sizes, bitfields, types no member can have, cycles other
+than through a struct, and nesting deeper than MAX_NESTING, so whatever
 walks the types, printing them, ends.
 """
 
@@ -18,20 +15,53 @@ from __future__ import annotations
 import drgn
 
 from probegen.dwarf import model as m
-from probegen.dwarf.cnames import c_identifier, unique
+from probegen.dwarf.cnames import C_BASE_NAMES, FLOATS, SIGNED_INTS, UNSIGNED_INTS, c_identifier, unique
 from probegen.dwarf.damage import Damaged, reading
-from probegen.dwarf.load import MAX_NESTING, _MAX_SIZE, _base, _bytes, _is_object, _place_flexible_arrays
 
 K = drgn.TypeKind
 _QUALIFIERS = ((drgn.Qualifiers.CONST, "const"), (drgn.Qualifiers.VOLATILE, "volatile"),
                (drgn.Qualifiers.RESTRICT, "restrict"), (drgn.Qualifiers.ATOMIC, "_Atomic"))
+# gcc's base type names that C does not accept as written.
+_BASE_SPELLINGS = {"__int128 unsigned": "unsigned __int128", "complex float": "_Complex float",
+                   "complex double": "_Complex double", "complex long double": "_Complex long double"}
+# Real types nest a few dozen deep (a struct in a struct, through typedefs and arrays).
+MAX_NESTING = 100
+# Largest size believed: no C object is bigger than the address space.
+MAX_SIZE = 1 << 48
 
 
-def _size(t: drgn.Type) -> int | None:
+def _size(t) -> int | None:
     size = t.size
-    if size is not None and not 0 <= size < _MAX_SIZE:
+    if size is not None and not 0 <= size < MAX_SIZE:
         raise Damaged(f"{t.kind.name.lower()} {t.type_name()} has size {size}")
     return size
+
+
+def _base(name: str | None, size: int, encoding: str) -> m.Type:
+    """A base type spelled as C spells it. C++ names some otherwise (bool,
+    wchar_t, char16_t): C gets the type of the same size and kind."""
+    spelling = _BASE_SPELLINGS.get(name, name) if name else None
+    if spelling in C_BASE_NAMES:
+        return m.Base(spelling, size, encoding)
+    if encoding == "boolean" and size == 1:
+        return m.Base("_Bool", size, encoding)
+    if encoding == "float" and size in FLOATS:
+        return m.Base(FLOATS[size], size, encoding)
+    if encoding in ("signed", "signed_char") and size in SIGNED_INTS:
+        return m.Base(SIGNED_INTS[size], size, encoding)
+    if size in UNSIGNED_INTS and encoding != "float":
+        return m.Base(UNSIGNED_INTS[size], size, "unsigned" if encoding != "unsigned_char" else encoding)
+    return _bytes(size)
+
+
+def _bytes(size: int) -> m.Type:
+    """What a type C cannot name becomes: its bytes."""
+    return m.Array(m.Base("unsigned char", 1, "unsigned_char"), [size])
+
+
+def _is_object(t: m.Type) -> bool:
+    """Whether C allows a member, an array element or a parameter of this type."""
+    return not isinstance(m.unqualified(t), (m.Void, m.Function))
 
 
 class _Struct(m.Struct):
@@ -61,6 +91,7 @@ class Converter:
         self._named: dict[tuple, m.Type] = {}
         self._heights: dict[tuple, int] = {}  # of typedefs: how deep their types nest
         self._open: set[tuple] = set()  # typedefs being converted, since the last struct's members
+        self._filling: set[int] = set()  # structs whose members are being converted
         self._depth = self._deepest = 0
 
     def convert(self, t: drgn.Type, lazy: bool = False) -> m.Type:
@@ -90,6 +121,8 @@ class Converter:
         if known is not None:
             if key in self._open:
                 raise Damaged("types that contain themselves other than through a struct (a cycle)")
+            if not lazy and id(known) in self._filling:
+                raise Damaged(f"{known.spelling} contains itself")
             if self._depth + self._heights.get(key, 0) > MAX_NESTING:
                 raise Damaged(f"types nested more than {MAX_NESTING} deep")
             self._deepest = max(self._deepest, self._depth + self._heights.get(key, 0))
@@ -131,10 +164,8 @@ class Converter:
             encoding = "boolean" if kind == K.BOOL else "float" if kind == K.FLOAT else \
                 ("signed" if t.is_signed else "unsigned") + ("_char" if "char" in t.name else "")
             result = _base(t.name, _size(t), encoding)
-        elif kind == K.VOID:
+        else:
             result = m.Void()
-        else:  # a type C has no word for (complex numbers): its bytes
-            result = _bytes(_size(t) or 0) if t.size else m.Void()
         if key is not None:
             self._named[key] = result
         return result
@@ -162,6 +193,7 @@ class Converter:
     def fill(self, struct: m.Struct, t: drgn.Type) -> None:
         """Convert the members of ``struct``, drgn's ``t``."""
         outer, self._open = self._open, set()
+        self._filling.add(id(struct))
         try:
             taken: set[str] = set()
             natural = 1
@@ -170,14 +202,21 @@ class Converter:
                 natural = max(natural, _alignment(member.type))
         finally:
             self._open = outer
+            self._filling.discard(id(struct))
         aligned = _alignment(t)
         struct.alignment = aligned if aligned > natural else None
-        _place_flexible_arrays(struct)
+        # C allows an array without a bound only as the last member of a
+        # struct; anywhere else it becomes GNU C's "[0]", same layout.
+        last = max(struct.members, key=lambda mb: (mb.offset, mb.bit_offset or 0), default=None)
+        for member in struct.members:
+            under = m.unqualified(member.type)
+            if isinstance(under, m.Array) and under.counts[0] is None and (member is not last or t.kind == K.UNION):
+                member.type = m.Array(under.element, [0, *under.counts[1:]])
 
     def _member(self, member: drgn.TypeMember, taken: set[str]) -> m.Member:
         type_ = self.convert(member.type)
         bit_offset, bit_size = member.bit_offset, member.bit_field_size or None
-        if not 0 <= bit_offset < _MAX_SIZE:
+        if not 0 <= bit_offset < MAX_SIZE:
             raise Damaged(f"member {member.name} has bit offset {bit_offset}")
         under = m.unqualified(type_)
         if bit_size is not None:
@@ -210,7 +249,7 @@ class Converter:
     def _array(self, t: drgn.Type, lazy: bool) -> m.Array:
         counts: list[int | None] = []
         while t.kind == K.ARRAY and not t.qualifiers:
-            if t.length is not None and not 0 <= t.length < _MAX_SIZE:
+            if t.length is not None and not 0 <= t.length < MAX_SIZE:
                 raise Damaged(f"array of {t.length} elements")
             counts.append(t.length)
             t = t.type
@@ -228,11 +267,12 @@ class Converter:
             raise Damaged("a function type returns an array or a function")
         if any(not _is_object(p) for p in params):
             raise Damaged("a function type has a parameter of no object type")
-        return m.Function(returns, params, t.is_variadic)
+        # cxx.py's say whether they are prototyped (C++'s are not, in DWARF: "()")
+        return m.Function(returns, params, t.is_variadic, getattr(t, "prototyped", True))
 
 
-def _alignment(t: drgn.Type) -> int:
+def _alignment(t) -> int:
     try:
         return drgn.alignof(t)
-    except (TypeError, ValueError):  # incomplete or a function: no alignment
-        return 1
+    except (TypeError, ValueError):  # incomplete, a function, or cxx.py's (DW_AT_alignment, if any)
+        return getattr(t, "alignment", None) or 1

@@ -71,9 +71,8 @@ class DwarfTypes:
             with reading(self.info.path, Exception):
                 found = None if self.is_cxx else self._drgn_lookup(name, kinds)
                 if self.is_cxx or found is not None and found.language == drgn.Language.CPP:
-                    result = self._cxx_types().lookup(name, kinds)
-                else:
-                    result = found and self._converter.convert(found)
+                    found = self._cxx_types().lookup(name, kinds)
+                result = found and self._converter.convert(found)
             if result is None:
                 what = " or ".join(kinds) if len(kinds) < 4 else "struct, union, enum or typedef"
                 raise InputError(f"{self.info.binary}: no {what} named '{name}' in the debug info")
