@@ -25,7 +25,6 @@ C_BASE_NAMES = frozenset((
     "unsigned int", "long int", "long unsigned int", "long long int", "long long unsigned int",
     "short", "unsigned short", "long", "unsigned long", "long long", "unsigned long long",
     "_Bool", "float", "double", "long double", "__int128", "unsigned __int128",
-    "_Complex float", "_Complex double", "_Complex long double",
     "_Float16", "_Float32", "_Float64", "_Float128", "_Float32x", "_Float64x",
 ))
 SIGNED_INTS = {1: "signed char", 2: "short", 4: "int", 8: "long", 16: "__int128"}

@@ -21,9 +21,6 @@ from probegen.dwarf.damage import Damaged, reading
 K = drgn.TypeKind
 _QUALIFIERS = ((drgn.Qualifiers.CONST, "const"), (drgn.Qualifiers.VOLATILE, "volatile"),
                (drgn.Qualifiers.RESTRICT, "restrict"), (drgn.Qualifiers.ATOMIC, "_Atomic"))
-# gcc's base type names that C does not accept as written.
-_BASE_SPELLINGS = {"__int128 unsigned": "unsigned __int128", "complex float": "_Complex float",
-                   "complex double": "_Complex double", "complex long double": "_Complex long double"}
 # Real types nest a few dozen deep (a struct in a struct, through typedefs and arrays).
 MAX_NESTING = 100
 # Largest size believed: no C object is bigger than the address space.
@@ -40,7 +37,7 @@ def _size(t) -> int | None:
 def _base(name: str | None, size: int, encoding: str) -> m.Type:
     """A base type spelled as C spells it. C++ names some otherwise (bool,
     wchar_t, char16_t): C gets the type of the same size and kind."""
-    spelling = _BASE_SPELLINGS.get(name, name) if name else None
+    spelling = "unsigned __int128" if name == "__int128 unsigned" else name  # as gcc names it
     if spelling in C_BASE_NAMES:
         return m.Base(spelling, size, encoding)
     if encoding == "boolean" and size == 1:
@@ -180,8 +177,8 @@ class Converter:
     def _aggregate(self, t: drgn.Type, key, lazy: bool) -> m.Struct:
         name, source = self._name(t)
         complete = t.is_complete()
-        struct = _Struct("union" if t.kind == K.UNION else "struct", name, _size(t) if complete else None,
-                         declaration=not complete, source_name=source)
+        kind = "union" if t.kind == K.UNION else "struct"
+        struct = _Struct(kind, name, _size(t) if complete else None, source_name=source)
         if key is not None:
             self._named[key] = struct  # before the members: they may point back
         if complete and lazy and key is not None:
@@ -238,7 +235,7 @@ class Converter:
     def _enum(self, t: drgn.Type) -> m.Enum:
         name, source = self._name(t)
         complete = t.is_complete()
-        enum = m.Enum(name, _size(t.type) if complete else 4, declaration=not complete, source_name=source)
+        enum = m.Enum(name, _size(t.type) if complete else 4, source_name=source)
         if complete:
             enum.signed = t.type.is_signed
             taken: set[str] = set()

@@ -1,8 +1,6 @@
-"""C types as DWARF describes them, independent of how they are printed.
-
-Loaded from DIEs by ``probegen.dwarf.load``; written as C by
-``probegen.generators.cdecl``. Objects are shared: a type reached twice is the
-same object, so recursive structs (through pointers) terminate.
+"""C types as DWARF describes them: made by probegen.dwarf.fromdrgn, written
+as C by probegen.generators.cdecl. A type reached twice by name is one
+object, so recursive structs (through pointers) end.
 """
 
 from __future__ import annotations
@@ -24,7 +22,7 @@ class Void(Type):
 class Base(Type):
     name: str  # as C writes it: "unsigned int", "_Bool"
     size: int
-    encoding: str  # "signed", "unsigned", "signed_char", "unsigned_char", "boolean", "float", ...
+    encoding: str  # "signed", "unsigned", "signed_char", "unsigned_char", "boolean", "float"
 
     @property
     def signed(self) -> bool:
@@ -43,9 +41,7 @@ class Enum(Type):
     size: int
     enumerators: list[Enumerator] = field(default_factory=list)
     signed: bool = False
-    declaration: bool = False  # only declared here: no enumerators known
-    die_offset: int = -1
-    source_name: str | None = None  # DWARF's name where it is no C name ("Color" of "ns::Color")
+    source_name: str | None = None  # DWARF's name where it is no C name ("ns::Color")
 
 
 @dataclass(eq=False)
@@ -64,9 +60,7 @@ class Struct(Type):
     size: int | None
     members: list[Member] = field(default_factory=list)
     alignment: int | None = None  # DW_AT_alignment: explicitly over-aligned
-    declaration: bool = False  # incomplete: only "struct name;" is known
     typedef_name: bool = False  # anonymous, named here after its typedef
-    die_offset: int = -1
     source_name: str | None = None  # DWARF's name where it is no C name ("Box<int>")
 
     @property
@@ -136,38 +130,3 @@ def unqualified(t: Type) -> Type:
     while isinstance(t, (Typedef, Qualified)):
         t = t.target
     return t
-
-
-
-def shape(t: Type) -> tuple:
-    """What C would write for ``t``, as a value: equal for two compilation
-    units' copies of one type. Typedefs are looked through (bpftrace's C
-    has none); a named struct reached through a pointer is only its name."""
-    memo: dict[tuple[int, bool], tuple] = {}
-
-    def of(t: Type, by_value: bool = True) -> tuple:
-        t = strip_typedefs(t)
-        if isinstance(t, Qualified):
-            return "qualified", t.qualifiers, of(t.target, by_value)
-        if isinstance(t, Pointer):
-            return "pointer", t.size, of(t.target, False)
-        if isinstance(t, Array):
-            return "array", tuple(t.counts), of(t.element, by_value)
-        if isinstance(t, Function):
-            return "function", of(t.returns, False), tuple(of(p, False) for p in t.params), t.varargs, t.prototyped
-        if isinstance(t, Enum):
-            return "enum", t.name, t.source_name, t.size, t.signed, tuple((e.name, e.value) for e in t.enumerators)
-        if isinstance(t, Base):
-            return "base", t.name, t.size, t.encoding
-        if not isinstance(t, Struct):
-            return ("void",)
-        if t.name is not None and not by_value:
-            return t.kind, t.name
-        key = (id(t), by_value)
-        if key not in memo:
-            memo[key] = (t.kind, t.name)  # while it is described: damaged DWARF may loop
-            members = tuple((mb.name, mb.offset, mb.bit_size, mb.bit_offset, of(mb.type, by_value)) for mb in t.members)
-            memo[key] = (t.kind, t.name, t.source_name, t.size, t.alignment, t.declaration, t.typedef_name, members)
-        return memo[key]
-
-    return of(t)

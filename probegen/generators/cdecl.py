@@ -1,20 +1,16 @@
-"""Planning C definitions that bpftrace 0.17 loads and that lay out
-exactly as DWARF says.
+"""Plans (``Plan``, ``Item``) of C definitions that bpftrace 0.17 loads and
+that lay out exactly as DWARF says; probegen.generators.structs writes them.
 
-bpftrace's parser is stricter than a C compiler: no typedefs at all, no
-``__attribute__`` after a closing brace. So typedefs are resolved, and the
-layout is forced with explicit padding members, and packing with
-``__attribute__((packed))`` on members (a form it parses). The planner
-simulates the SysV (x86_64, aarch64) layout rules to know where a compiler
-would put each member, and pads or packs only where that differs from
-DWARF. Tests compile the result with gcc and compare every offset.
-
-The output of this module is data (``Plan``, ``Item``) planned from
-probegen.dwarf's types; ``probegen.generators.structs`` writes it out.
+bpftrace's parser takes no typedefs and no ``__attribute__`` after a closing
+brace: typedefs are resolved, and the layout is forced with padding members
+and ``__attribute__((packed))`` on members. The planner follows the SysV
+layout rules to know where a compiler would put each member, and pads or
+packs only where that differs from DWARF.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -59,11 +55,7 @@ def enum_literal(value: int) -> str:
 def natural_enum_size(enum: m.Enum) -> int:
     """sizeof the enum as a C compiler makes it from its enumerators."""
     values = [e.value for e in enum.enumerators]
-    if all(-(1 << 31) <= v < (1 << 32) for v in values) and not (
-        any(v < 0 for v in values) and any(v >= 1 << 31 for v in values)
-    ):
-        return 4
-    return 8
+    return 4 if all(-(1 << 31) <= v < 1 << 31 for v in values) or all(0 <= v < 1 << 32 for v in values) else 8
 
 
 _PAD = re.compile(r"__pad\d+")
@@ -79,13 +71,9 @@ class Planner:
         self._enumerators: dict[str, m.Enum] = {}
         self._inline_enums: set[int] = set()
 
-    # ---- alignment and size of types as written ------------------------
-
     def align_of(self, t: m.Type) -> int:
         t = m.unqualified(t)
         if isinstance(t, m.Base):
-            if t.encoding == "complex_float":
-                return max(1, min(t.size // 2, 16))
             return max(1, min(t.size, 16))
         if isinstance(t, m.Enum):
             return self._enum_written_size(t)
@@ -103,10 +91,7 @@ class Planner:
 
     @staticmethod
     def size_of(t: m.Type) -> int:
-        size = m.unqualified(t).size
-        return size or 0
-
-    # ---- declarators -------------------------------------------------------
+        return m.unqualified(t).size or 0
 
     def declarator(self, t: m.Type, inner: str) -> tuple[str, str, Plan | None]:
         """(head, declarator, nested plan) declaring ``inner`` as type ``t``."""
@@ -122,7 +107,7 @@ class Planner:
             return (f"{quals} {head}".strip() if quals else head), decl, nested
         if isinstance(t, m.Pointer):
             target = m.strip_typedefs(t.target)
-            star = f"*{inner}" if not inner.startswith(("const", "volatile", "restrict")) else f"*{inner}"
+            star = f"*{inner}"
             if isinstance(m.unqualified(target), (m.Array, m.Function)):
                 star = f"({star})"
             return self.declarator(t.target, star)
@@ -168,8 +153,6 @@ class Planner:
             return t.spelling, None
         return "void", None
 
-    # ---- plans ---------------------------------------------------------------
-
     def plan(self, t: m.Struct | m.Enum) -> Plan:
         key = id(t)
         known = self._plans.get(key)
@@ -208,34 +191,17 @@ class Planner:
         head, decl, nested = self.declarator(member.type, inner)
         item = Item(head, decl, nested, " __attribute__((packed))" if packed else "")
         if self.annotate:
-            size = self.size_of(member.type)
-            if member.bit_size is not None:
-                item.comment = f"{member.offset:5}:{member.bit_offset - member.offset * 8:2} {size:4}"
-            else:
-                item.comment = f"{member.offset:5} {size:4}"
+            bits = f":{member.bit_offset - member.offset * 8:2}" if member.bit_size is not None else ""
+            item.comment = f"{member.offset:5}{bits} {self.size_of(member.type):4}"
         return item
 
     def _pad(self, names: set[str], size: int) -> Item:
-        name = self._fresh(names)
-        item = Item("char", f"{name}[{size}]")
-        if self.annotate:
-            item.comment = f"padding: {size} bytes"
-        return item
-
-    def _bit_pad(self, names: set[str], bits: int) -> Item:
-        item = Item("unsigned char", f": {bits}")
-        if self.annotate:
-            item.comment = f"padding: {bits} bits"
-        return item
-
-    @staticmethod
-    def _fresh(names: set[str]) -> str:
-        index = 0
-        while f"__pad{index}" in names:
-            index += 1
-        name = f"__pad{index}"
+        name = next(f"__pad{i}" for i in itertools.count() if f"__pad{i}" not in names)
         names.add(name)
-        return name
+        return Item("char", f"{name}[{size}]", comment=f"padding: {size} bytes" if self.annotate else "")
+
+    def _bit_pad(self, bits: int) -> Item:
+        return Item("unsigned char", f": {bits}", comment=f"padding: {bits} bits" if self.annotate else "")
 
     def _names(self, struct: m.Struct, into: set[str]) -> set[str]:
         # Members of anonymous members share the enclosing namespace.
@@ -285,7 +251,7 @@ class Planner:
                 )
             if (packed and target > here) or (not packed and _align_up(here, a) != target):
                 if cur % 8:
-                    items.append(self._bit_pad(names, 8 - cur % 8))
+                    items.append(self._bit_pad(8 - cur % 8))
                 items.append(self._pad(names, target - here))
             items.append(self._item(member, member.name or "", packed))
             if not packed:
@@ -311,16 +277,14 @@ class Planner:
                     f"bytes after its flexible array member {members[-1].name}"
                 )
             if cur % 8:
-                items.append(self._bit_pad(names, 8 - cur % 8))
+                items.append(self._bit_pad(8 - cur % 8))
             items.append(self._pad(names, size - end))
         plan.items, plan.size, plan.align = items, size, align
 
     @staticmethod
     def _place_bits(cur: int, unit: int, width: int) -> int:
         # SysV: a bitfield does not cross a boundary of its type's alignment.
-        if cur // unit != (cur + width - 1) // unit:
-            return _align_up(cur, unit)
-        return cur
+        return _align_up(cur, unit) if cur // unit != (cur + width - 1) // unit else cur
 
     def _pad_bits(self, names: set[str], cur: int, target: int, struct: m.Struct) -> list[Item]:
         if target < cur:
@@ -329,13 +293,13 @@ class Planner:
             )
         items = []
         if cur % 8 and target // 8 > cur // 8:
-            items.append(self._bit_pad(names, 8 - cur % 8))
+            items.append(self._bit_pad(8 - cur % 8))
             cur = _align_up(cur, 8)
         if target // 8 > cur // 8:
             items.append(self._pad(names, target // 8 - cur // 8))
             cur = target // 8 * 8
         if target > cur:
-            items.append(self._bit_pad(names, target - cur))
+            items.append(self._bit_pad(target - cur))
         return items
 
     def _plan_union(self, union: m.Struct, plan: Plan, force_packed: bool = False) -> None:
@@ -365,11 +329,8 @@ def _is_flexible(t: m.Type) -> bool:
 
 
 def dependencies(t: m.Type, by_value: bool = True):
-    """Named structs, unions and enums ``t`` refers to: yields (type, by_value).
-
-    Anonymous aggregates are written inline, so their members' needs are
-    the enclosing type's needs.
-    """
+    """(type, by_value) of the named structs, unions and enums ``t`` refers to;
+    an anonymous one is written inline: its members' needs are ``t``'s."""
     t = m.unqualified(t)
     if isinstance(t, m.Pointer):
         yield from dependencies(t.target, by_value=False)
@@ -391,25 +352,17 @@ def dependencies(t: m.Type, by_value: bool = True):
 
 
 def order_definitions(roots: list[m.Type]) -> tuple[list[m.Struct], list[m.Type]]:
-    """(forward declarations, definitions in dependency order).
-
-    Structs and unions reached only through pointers are forward-declared;
-    everything embedded by value is defined before its user.
-    """
+    """(forward declarations, definitions in dependency order): structs
+    reached only through pointers are declared, others defined before use."""
     defined: list[m.Type] = []
     done: set = set()
     visiting: set = set()
     pointed: dict = {}
     sizes: dict = {}
 
-    def key(t: m.Type):
-        # The same header type is a separate DIE in every compilation unit
-        # that includes it: one definition per name.
-        if isinstance(t, m.Struct):
-            return (t.kind, t.name)
-        if isinstance(t, m.Enum):
-            return ("enum", t.name)
-        return id(t)
+    def key(t: m.Struct | m.Enum):
+        # A header's type is a DIE in every unit that includes it: one definition per name.
+        return (t.kind if isinstance(t, m.Struct) else "enum", t.name)
 
     def visit(t: m.Type) -> None:
         k = key(t)
