@@ -1,16 +1,8 @@
 """Finding a binary's DWARF: in the binary, in a named debug file, or in a
-separate debug file found by build id or ``.gnu_debuglink``.
-
-Distributions strip binaries and ship the debug info apart, under
-``/usr/lib/debug/.build-id/xx/rest.debug``; SPDK builds usually keep it in
-the binary. The binary is untrusted (``trace`` runs as root on a traced
-process's files): its debug link is a base name, looked for only in the
-standard places, and a file found is used only if its build id, or where
-either side has none the link's CRC, says it is this binary's.
-
-The ELF header and section table are read here with struct: drgn reads
-the rest, and importing pyelftools alone took longer than the whole of
-``pahole -C`` (issue 22); C++ programs are still read with it (cxx.py).
+separate one found by build id or ``.gnu_debuglink``, used only if it is
+this binary's (doc/security.md). The ELF header and section table are read
+here with struct: importing pyelftools alone takes 20 ms, a third of
+``structs`` on spdk_tgt (issue 22).
 """
 
 from __future__ import annotations
@@ -77,7 +69,7 @@ class DebugInfo:
         self.stream = elf.stream  # kept open as long as the file is read
 
     def pyelftools(self):
-        """The file as pyelftools' ELFFile, for C++ programs (cxx.py)."""
+        """The file as pyelftools' ELFFile (cxx.py)."""
         from elftools.elf.elffile import ELFFile
 
         return guard_elf(str(self.path), lambda: ELFFile(self.stream))
@@ -114,7 +106,8 @@ def _debuglink(elf: Elf) -> tuple[str, int] | None:
     end = (len(name) + 4) & ~3  # the name, its NUL, padding to 4; then the CRC
     if not name or b"/" in name or name in (b".", b"..") or len(data) < end + 4:
         return None
-    return name.decode("utf-8", "surrogateescape"), struct.unpack_from("<I" if elf.little_endian else ">I", data, end)[0]
+    crc = struct.unpack_from("<I" if elf.little_endian else ">I", data, end)[0]
+    return name.decode("utf-8", "surrogateescape"), crc
 
 
 def _crc32(stream) -> int:
@@ -127,11 +120,7 @@ def _crc32(stream) -> int:
 
 def _has_dwarf(elf: Elf) -> bool:
     # A stripped debug file keeps .debug_info as SHT_NOBITS in the binary.
-    for name in (".debug_info", ".zdebug_info"):
-        section = elf.section(name)
-        if section is not None and section[1] != _SHT_NOBITS:
-            return True
-    return False
+    return any(row[0] in (".debug_info", ".zdebug_info") and row[1] != _SHT_NOBITS for row in elf.sections)
 
 
 def _candidates(binary: Path, elf: Elf, ident: str | None, debug_dirs):
@@ -147,28 +136,13 @@ def _candidates(binary: Path, elf: Elf, ident: str | None, debug_dirs):
             yield where / name, crc
 
 
-def open_debug_info(binary, debug_file=None, debug_dirs=DEFAULT_DEBUG_DIRS) -> DebugInfo:
-    """Open ``binary`` and the file that carries its DWARF.
-
-    Raises InputError with a message saying what to do when there is none,
-    or that a file is damaged.
-    """
-    binary = Path(binary)
-    stream, size = open_elf_file(binary)
-    try:
-        return _find_debug_info(binary, stream, size, debug_file, debug_dirs)
-    except BaseException:
-        stream.close()
-        raise
-
-
-def _check(path: Path, stream, size: int) -> tuple[Elf, str | None, bool]:
-    """(sections, build id, whether it has DWARF) of an open ELF file."""
+def _open(path: Path) -> tuple[Elf, str | None, bool]:
+    """(sections, build id, whether it has DWARF) of the ELF file at ``path``, left open."""
+    stream, size = open_elf_file(path)
     try:
         with reading(path):
             elf = Elf(stream, size)
-            ident = build_id(elf)
-            has_dwarf = _has_dwarf(elf)
+            ident, has_dwarf = build_id(elf), _has_dwarf(elf)
             if has_dwarf:
                 _check_claims(elf)
             return elf, ident, has_dwarf
@@ -177,51 +151,42 @@ def _check(path: Path, stream, size: int) -> tuple[Elf, str | None, bool]:
         raise
 
 
-def _find_debug_info(binary: Path, stream, size: int, debug_file, debug_dirs) -> DebugInfo:
-    elf, ident, has_dwarf = _check(binary, stream, size)
-    if debug_file is not None:
-        debug_file = Path(debug_file)
-        dstream, dsize = open_elf_file(debug_file)
-        delf, other, debug_has_dwarf = _check(debug_file, dstream, dsize)
-        if ident and other and ident != other:
-            dstream.close()
-            raise InputError(
-                f"{debug_file} is not the debug file of {binary}: "
-                f"build id {other} is not {ident}"
-            )
-        if not debug_has_dwarf:
-            dstream.close()
-            raise InputError(f"{debug_file} has no DWARF debug info (.debug_info)")
-        stream.close()
-        return DebugInfo(binary, debug_file, delf, ident)
-    if has_dwarf:
+def open_debug_info(binary, debug_file=None, debug_dirs=DEFAULT_DEBUG_DIRS) -> DebugInfo:
+    """Open ``binary`` and the file that carries its DWARF; InputError saying
+    what to do when there is none, or that a file is damaged."""
+    binary = Path(binary)
+    elf, ident, has_dwarf = _open(binary)
+    if has_dwarf and debug_file is None:
         return DebugInfo(binary, binary, elf, ident)
-    with reading(binary):
-        candidates = list(_candidates(binary, elf, ident, debug_dirs))
-    for candidate, crc in candidates:
-        if not candidate.is_file():
-            continue
-        dstream, dsize = open_elf_file(candidate)
-        delf, other, debug_has_dwarf = _check(candidate, dstream, dsize)
-        ours = other == ident if ident and other else crc is not None and _crc32(dstream) == crc
-        if debug_has_dwarf and ours:
-            stream.close()
-            return DebugInfo(binary, candidate, delf, ident)
-        dstream.close()
-    stream.close()
+    try:
+        if debug_file is not None:
+            debug_file = Path(debug_file)
+            delf, other, debug_has_dwarf = _open(debug_file)
+            if ident and other and ident != other:
+                delf.stream.close()
+                raise InputError(f"{debug_file} is not the debug file of {binary}: build id {other} is not {ident}")
+            if not debug_has_dwarf:
+                delf.stream.close()
+                raise InputError(f"{debug_file} has no DWARF debug info (.debug_info)")
+            return DebugInfo(binary, debug_file, delf, ident)
+        with reading(binary):
+            candidates = list(_candidates(binary, elf, ident, debug_dirs))
+        for candidate, crc in candidates:
+            if candidate.is_file():
+                delf, other, debug_has_dwarf = _open(candidate)
+                ours = other == ident if ident and other else crc is not None and _crc32(delf.stream) == crc
+                if debug_has_dwarf and ours:
+                    return DebugInfo(binary, candidate, delf, ident)
+                delf.stream.close()
+    finally:
+        elf.stream.close()
     where = f" (build id {ident}: none under {', '.join(map(str, debug_dirs))}/.build-id)" if ident else ""
-    raise NoDebugInfo(
-        f"{binary} has no DWARF debug info{where}: build it with -g, "
-        "or give its separate debug file with --debug-file"
-    )
+    raise NoDebugInfo(f"{binary} has no DWARF debug info{where}: build it with -g, "
+                      "or give its separate debug file with --debug-file")
 
 
-# A compressed section says how big it gets: believed only within what
-# zlib makes of real DWARF (3-10x), with room to spare; a "zip bomb"
-# claiming more is refused before anything is decompressed. elfutils
-# (under drgn) inflates no more than the claim; pyelftools inflates the
-# whole stream, so before it reads one, inflate_within_claims checks
-# each stream against its claim with a hard cap.
+# A compressed section's claimed size is believed up to what zlib makes of
+# real DWARF (3-10x), with room to spare (doc/security.md).
 _MAX_EXPANSION = 64
 _EXPANSION_SLACK = 1 << 20
 
@@ -254,7 +219,8 @@ def _check_claims(elf: Elf) -> None:
 
 def inflate_within_claims(elf: Elf) -> None:
     """Damaged if a compressed debug section inflates to more than it
-    claims; never inflates more than the claim and one chunk."""
+    claims (pyelftools would inflate it whole); never inflates more than
+    the claim and one chunk."""
     for name, claimed, _, (offset, length), is_zlib in _compressed(elf):
         if not is_zlib:
             raise Damaged(f"section {name} is compressed otherwise than with zlib")
