@@ -1,9 +1,6 @@
-"""Names from DWARF made into C: what bpftrace's C parser accepts.
-
-C++ DWARF names types ``Box<int>`` or ``ns::S`` and members ``_vptr.S``;
-a damaged or hostile file can name them anything. Every name that reaches
-emitted C passes through ``c_identifier``; base types are spelled only
-the ways C spells them.
+"""Names from DWARF made into C that bpftrace's parser accepts: C++ names
+types ``Box<int>`` or ``ns::S`` and members ``_vptr.S``, a hostile file
+anything. Every name in emitted C passes through ``c_identifier``.
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ class _Struct(m.Struct):
         if self._pending is not None:
             converter, t = self._pending
             self._pending = None
-            with reading(converter.path, Exception):
+            with reading(converter.path):
                 converter.fill(self, t)
         return self.__dict__
 

@@ -1,9 +1,6 @@
 """``DwarfTypes``: a binary's named types, looked up by name, as
-``probegen.dwarf.model`` types (probegen.generators writes them as C).
-
-drgn reads the DWARF (elfutils' index, in C: no cache needed). drgn 0.3.0
-leaves out C++ base classes and cannot read references, so a C++
-program's types are read with pyelftools instead (probegen.dwarf.cxx).
+``probegen.dwarf.model`` types. drgn reads the DWARF (elfutils' index, in C:
+no cache needed); a C++ program's types are read by cxx.py.
 """
 
 from __future__ import annotations
@@ -29,8 +26,9 @@ class DwarfTypes:
         self.pointer_size = info.elf.elfclass // 8
         self._types: dict[tuple, m.Type] = {}
         self._cxx = None  # probegen.dwarf.cxx.CxxTypes, made on first use
-        self._converter = Converter(self.pointer_size, info.path)  # one for all lookups: a type reached twice is one object
-        with reading(info.path, Exception):
+        # One for all look-ups: a type reached twice is one object.
+        self._converter = Converter(self.pointer_size, info.path)
+        with reading(info.path):
             self.prog = drgn.Program()
             module = self.prog.extra_module(str(info.path), 0, create=True)
             module.try_file(str(info.path), fd=os.dup(info.stream.fileno()), force=True)
@@ -59,8 +57,6 @@ class DwarfTypes:
     def __exit__(self, *exc):
         self.close()
 
-    # ---- lookup -------------------------------------------------------------
-
     def lookup(self, name: str, kinds=_KINDS) -> m.Type:
         """The type called ``name`` (a bare name, or "struct NAME"/"enum NAME")."""
         words = name.split()
@@ -68,10 +64,14 @@ class DwarfTypes:
             kinds, name = (words[0],), words[1]
         key = (name, tuple(kinds))
         if key not in self._types:
-            with reading(self.info.path, Exception):
+            with reading(self.info.path):
                 found = None if self.is_cxx else self._drgn_lookup(name, kinds)
                 if self.is_cxx or found is not None and found.language == drgn.Language.CPP:
-                    found = self._cxx_types().lookup(name, kinds)
+                    if self._cxx is None:
+                        from probegen.dwarf.cxx import CxxTypes
+
+                        self._cxx = CxxTypes(self.info, self.pointer_size)
+                    found = self._cxx.lookup(name, kinds)
                 result = found and self._converter.convert(found)
             if result is None:
                 what = " or ".join(kinds) if len(kinds) < 4 else "struct, union, enum or typedef"
@@ -100,13 +100,6 @@ class DwarfTypes:
                     return t
         return None
 
-    def _cxx_types(self):
-        if self._cxx is None:
-            from probegen.dwarf.cxx import CxxTypes
-
-            self._cxx = CxxTypes(self.info, self.pointer_size)
-        return self._cxx
-
     def aggregate(self, name: str) -> m.Struct | m.Enum:
         t = m.unqualified(self.lookup(name))
         if not isinstance(t, (m.Struct, m.Enum)):
@@ -130,7 +123,6 @@ class DwarfTypes:
         """The member at ``member_path`` ("qid", "id.nsid"); offsets add up."""
         t: m.Type = self.aggregate(struct_name)
         where = struct_name
-        found = None
         offset = 0
         for part in member_path.split("."):
             t = m.unqualified(t)
@@ -142,12 +134,10 @@ class DwarfTypes:
                 raise NoSuchMember(
                     f"{t.kind} {t.name or where} has no member '{part}' (members: {', '.join(names)})"
                 )
-            for step in path:
-                offset += step.offset
+            offset += sum(step.offset for step in path)
             found = path[-1]
             t = found.type
             where = f"{where}.{part}"
-        assert found is not None
         return m.Member(found.name, found.type, offset, found.bit_size, found.bit_offset)
 
 

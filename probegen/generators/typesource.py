@@ -1,10 +1,6 @@
-"""What script generators and lint learn from a built binary's debug info,
-in their own terms: enum names, members as probegen.catalog.ctype models
-them, and C definitions for bpftrace.
-
-Wraps a probegen.dwarf.DwarfTypes (the reader, which knows no catalog);
-the bpftrace and BCC generators take one optionally, so enum names and
-struct members come from the binary rather than a hand-kept list.
+"""A binary's debug info as script generators and lint use it: enum names,
+members as probegen.catalog.ctype models them, C definitions for bpftrace.
+It wraps a probegen.dwarf.DwarfTypes, the reader, which knows no catalog.
 """
 
 from __future__ import annotations
@@ -50,12 +46,7 @@ class TypeSource:
 
 def spelling(t: m.Type) -> str:
     """The type as C writes it (a struct defined in place as '{...}')."""
-    return _spelling(t)
-
-
-def _spelling(t: m.Type) -> str:
-    planner = Planner()
-    head, decl, nested = planner.declarator(t, "")
+    head, decl, nested = Planner().declarator(t, "")
     if nested is not None:
         return f"{head} {{...}}{decl}"
     return f"{head} {decl}".strip() if decl else head
@@ -63,34 +54,32 @@ def _spelling(t: m.Type) -> str:
 
 def to_ctype(t: m.Type) -> CType:
     """How probegen.catalog.ctype models a member of this DWARF type."""
-    spelling = _spelling(t)
     named = t
     while isinstance(named, m.Qualified):
         named = named.target
-    if isinstance(named, m.Typedef):
-        spelling = named.name
+    text = named.name if isinstance(named, m.Typedef) else spelling(t)
     u = m.unqualified(t)
     if isinstance(u, m.Array):
         element = m.unqualified(u.element)
         if isinstance(element, m.Base) and element.size == 1 and len(u.counts) == 1 and \
-                element.encoding in ("signed_char", "unsigned_char", "UTF"):
-            return CType(spelling, Kind.STRING, u.size or 0, False)
-        raise InputError(f"member of array type '{spelling}' is not supported: scripts print char arrays only")
+                element.encoding in ("signed_char", "unsigned_char"):
+            return CType(text, Kind.STRING, u.size or 0, False)
+        raise InputError(f"member of array type '{text}' is not supported: scripts print char arrays only")
     if isinstance(u, m.Base):
         if u.encoding == "boolean":
-            return CType(spelling, Kind.BOOL, u.size, False)
-        if u.encoding in ("signed", "unsigned", "signed_char", "unsigned_char", "UTF") and u.size in (1, 2, 4, 8):
+            return CType(text, Kind.BOOL, u.size, False)
+        if u.encoding != "float" and u.size in (1, 2, 4, 8):
             signed = None if u.name == "char" else u.signed
-            return CType(spelling, Kind.INTEGER, u.size, signed)
-        raise InputError(f"member of type '{spelling}' is not supported: bpftrace cannot print it")
+            return CType(text, Kind.INTEGER, u.size, signed)
+        raise InputError(f"member of type '{text}' is not supported: bpftrace cannot print it")
     if isinstance(u, m.Enum):
-        return CType(spelling, Kind.ENUM, u.size, u.signed or None, enum_name=u.name)
+        return CType(text, Kind.ENUM, u.size, u.signed or None, enum_name=u.name)
     if isinstance(u, m.Pointer):
         target = m.unqualified(u.target)
         if isinstance(target, m.Function):
-            return CType(spelling, Kind.FUNCTION_POINTER, u.size, False, pointer_sized=True)
+            return CType(text, Kind.FUNCTION_POINTER, u.size, False, pointer_sized=True)
         if isinstance(target, m.Base) and target.size == 1 and target.encoding in ("signed_char", "unsigned_char"):
-            return CType(spelling, Kind.STRING, u.size, False, pointer_sized=True)
+            return CType(text, Kind.STRING, u.size, False, pointer_sized=True)
         struct_name = target.name if isinstance(target, m.Struct) else None
-        return CType(spelling, Kind.POINTER, u.size, False, pointer_sized=True, struct_name=struct_name)
-    raise InputError(f"member of type '{spelling}' is not supported: scripts print scalars and strings")
+        return CType(text, Kind.POINTER, u.size, False, pointer_sized=True, struct_name=struct_name)
+    raise InputError(f"member of type '{text}' is not supported: scripts print scalars and strings")
