@@ -128,38 +128,25 @@ class DwarfTypes:
             t = m.unqualified(t)
             if not isinstance(t, m.Struct):
                 raise InputError(f"'{where}' is not a struct or union: no member '{part}'")
-            path = _find_member(t, part)
-            if path is None:
-                names = sorted(_member_names(t))
+            paths = _members(t)
+            if part not in paths:
                 raise NoSuchMember(
-                    f"{t.kind} {t.name or where} has no member '{part}' (members: {', '.join(names)})"
+                    f"{t.kind} {t.name or where} has no member '{part}' (members: {', '.join(sorted(paths))})"
                 )
-            offset += sum(step.offset for step in path)
-            found = path[-1]
+            offset += sum(step.offset for step in paths[part])
+            found = paths[part][-1]
             t = found.type
             where = f"{where}.{part}"
         return m.Member(found.name, found.type, offset, found.bit_size, found.bit_offset)
 
 
-def _find_member(struct: m.Struct, name: str) -> list[m.Member] | None:
-    """Path of members to ``name``, looking into anonymous members."""
-    for member in struct.members:
-        if member.name == name:
-            return [member]
+def _members(struct: m.Struct) -> dict[str, list[m.Member]]:
+    """Each member's name -> the path of members to it, through anonymous
+    members (a member of the struct's own first)."""
+    paths = {member.name: [member] for member in struct.members if member.name}
     for member in struct.members:
         inner = m.unqualified(member.type)
         if member.name is None and isinstance(inner, m.Struct):
-            rest = _find_member(inner, name)
-            if rest is not None:
-                return [member, *rest]
-    return None
-
-
-def _member_names(struct: m.Struct) -> set[str]:
-    names = set()
-    for member in struct.members:
-        if member.name:
-            names.add(member.name)
-        elif isinstance(m.unqualified(member.type), m.Struct):
-            names |= _member_names(m.unqualified(member.type))
-    return names
+            for name, path in _members(inner).items():
+                paths.setdefault(name, [member, *path])
+    return paths

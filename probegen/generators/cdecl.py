@@ -154,33 +154,27 @@ class Planner:
         return "void", None
 
     def plan(self, t: m.Struct | m.Enum) -> Plan:
-        key = id(t)
-        known = self._plans.get(key)
+        known = self._plans.get(id(t))
         if known is not None:
             return known
+        plan = self._plans[id(t)] = Plan(t.kind if isinstance(t, m.Struct) else "enum", t.name)
         if isinstance(t, m.Enum):
-            plan = Plan("enum", t.name, size=t.size, align=self._enum_written_size(t))
+            plan.size, plan.align = t.size, self._enum_written_size(t)
             plan.enumerators = [(e.name, enum_literal(e.value)) for e in t.enumerators]
-            if t.source_name:
-                plan.comment = f"{t.source_name} in the debug info"
             for e in t.enumerators:  # C has one namespace for all enumerators
                 other = self._enumerators.setdefault(e.name, t)
                 if other is not t:
                     raise InputError(f"enumerator {e.name} is in two enums ({other.name or 'anonymous'} and "
                                      f"{t.name or 'anonymous'}): C cannot define both")
-            self._plans[key] = plan
-            return plan
-        plan = Plan(t.kind, t.name)
-        self._plans[key] = plan
-        if t.kind == "union":
+        elif t.kind == "union":
             self._plan_union(t, plan)
         else:
             self._plan_struct(t, plan)
-        if t.typedef_name:
+        if isinstance(t, m.Struct) and t.typedef_name:
             plan.comment = f"typedef {t.kind} {{...}} {t.name}: bpftrace takes no typedefs"
         elif t.source_name:
             plan.comment = f"{t.source_name} in the debug info"
-        if self.annotate:
+        if self.annotate and isinstance(t, m.Struct):
             plan.tail_comment = f"size: {plan.size}, members: {len(t.members)}"
         return plan
 
