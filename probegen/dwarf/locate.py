@@ -54,9 +54,6 @@ class Elf:
         self.stream.seek(offset)
         return self.stream.read(length)
 
-    def section(self, name: str):
-        return next((row for row in self.sections if row[0] == name), None)
-
     def data(self, row) -> bytes:
         return self._read(row[3], row[4])
 
@@ -95,21 +92,6 @@ def build_id(elf: Elf) -> str | None:
     return None
 
 
-def _debuglink(elf: Elf) -> tuple[str, int] | None:
-    """(base name, CRC-32) of the debug link; None if there is none or it
-    names anything but a file in the directory searched."""
-    section = elf.section(".gnu_debuglink")
-    if section is None:
-        return None
-    data = elf.data(section)
-    name, _, _ = data.partition(b"\0")
-    end = (len(name) + 4) & ~3  # the name, its NUL, padding to 4; then the CRC
-    if not name or b"/" in name or name in (b".", b"..") or len(data) < end + 4:
-        return None
-    crc = struct.unpack_from("<I" if elf.little_endian else ">I", data, end)[0]
-    return name.decode("utf-8", "surrogateescape"), crc
-
-
 def _crc32(stream) -> int:
     stream.seek(0)
     crc = 0
@@ -124,16 +106,20 @@ def _has_dwarf(elf: Elf) -> bool:
 
 
 def _candidates(binary: Path, elf: Elf, ident: str | None, debug_dirs):
-    """(path, CRC-32 wanted or None) of each place the debug file may be."""
+    """(path, CRC-32 wanted or None) of each place the debug file may be. A
+    debug link naming anything but a file in the directory searched is ignored."""
     if ident and len(ident) > 2:
         for root in debug_dirs:
             yield Path(root) / ".build-id" / ident[:2] / f"{ident[2:]}.debug", None
-    link = _debuglink(elf)
-    if link:
-        name, crc = link
+    link = next((row for row in elf.sections if row[0] == ".gnu_debuglink"), None)
+    data = elf.data(link) if link else b""
+    name = data.partition(b"\0")[0]
+    end = (len(name) + 4) & ~3  # the name, its NUL, padding to 4; then the CRC
+    if name and b"/" not in name and name not in (b".", b"..") and len(data) >= end + 4:
+        crc = struct.unpack_from("<I" if elf.little_endian else ">I", data, end)[0]
         here = binary.resolve().parent
         for where in (here, here / ".debug", *(Path(root) / str(here).lstrip("/") for root in debug_dirs)):
-            yield where / name, crc
+            yield where / name.decode("utf-8", "surrogateescape"), crc
 
 
 def _open(path: Path) -> tuple[Elf, str | None, bool]:
