@@ -1,8 +1,6 @@
 """A binary's types as text for scripts: C definitions bpftrace 0.17 loads
-(planned by probegen.generators.cdecl, written here: jinja2's import and
-template compile alone took longer than ``pahole -C`` does, issue 22) and
-enum name tables (``structs_enum_map.bt.j2``, a bpftrace BEGIN block;
-``structs_enum_map.py.j2``, a Python dict for BCC tools).
+(planned by probegen.generators.cdecl; written here, not by a template:
+importing jinja2 took longer than ``pahole -C``) and enum name maps.
 """
 
 from __future__ import annotations
@@ -52,25 +50,21 @@ def _body(plan: Plan, indent: str, out: list[str]) -> None:
         out.append(f"{indent}/* {plan.tail_comment} */\n")
 
 
-def enum_table(enumerators, strip_prefix: str = "") -> list[tuple[int, str]]:
-    """(value, name) rows; the first name wins where values repeat."""
-    rows: dict[int, str] = {}
-    for e in enumerators:
-        strip = strip_prefix and e.name.startswith(strip_prefix) and len(e.name) > len(strip_prefix)
-        rows.setdefault(e.value, e.name[len(strip_prefix):] if strip else e.name)
-    return list(rows.items())
-
-
 def render_enum_maps(types: DwarfTypes, enums: list[str], style: str, strip_prefix: str = "") -> str:
     """bpftrace BEGIN assignments (style "bpftrace") or a Python dict per
-    enum (style "bcc") for these enums of ``types``."""
+    enum (style "bcc") for these enums of ``types``; where values repeat,
+    the first name wins."""
     tables = []
     for name in enums:
         enum = types.enum(name)
         map_name = enum.name or name.split()[-1]  # a C name: "ns__Color" for C++'s "ns::Color"
         if not is_identifier(map_name):
             raise InputError(f"enum name '{name}' cannot name a map")
-        tables.append((map_name, enum_table(enum.enumerators, strip_prefix)))
+        rows: dict[int, str] = {}
+        for e in enum.enumerators:
+            strip = strip_prefix and e.name.startswith(strip_prefix) and len(e.name) > len(strip_prefix)
+            rows.setdefault(e.value, e.name[len(strip_prefix):] if strip else e.name)
+        tables.append((map_name, list(rows.items())))
     from probegen.generators.render import render  # jinja2: not needed for definitions
 
     template = {"bpftrace": "structs_enum_map.bt.j2", "bcc": "structs_enum_map.py.j2"}[style]
