@@ -124,10 +124,8 @@ class Converter:
                 raise Damaged(f"types nested more than {MAX_NESTING} deep")
             self._deepest = max(self._deepest, self._depth + self._heights.get(key, 0))
             under = m.unqualified(known)
-            if not lazy and isinstance(under, _Struct) and under._pending is not None:
-                _, pending = under._pending
-                under._pending = None
-                self.fill(under, pending)  # reached by value: its members now, as deep as it is
+            if not lazy and isinstance(under, _Struct):
+                under._filled()  # reached by value: its members now, as deep as it is
             return known
         if kind in (K.STRUCT, K.UNION, K.CLASS):
             result = self._aggregate(t, key, lazy)

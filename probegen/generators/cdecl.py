@@ -106,10 +106,7 @@ class Planner:
             head, decl, nested = self.declarator(under, inner)
             return (f"{quals} {head}".strip() if quals else head), decl, nested
         if isinstance(t, m.Pointer):
-            target = m.strip_typedefs(t.target)
-            star = f"*{inner}"
-            if isinstance(m.unqualified(target), (m.Array, m.Function)):
-                star = f"({star})"
+            star = f"(*{inner})" if isinstance(m.unqualified(t.target), (m.Array, m.Function)) else f"*{inner}"
             return self.declarator(t.target, star)
         if isinstance(t, m.Array):
             dims = "".join("[]" if c is None else f"[{c}]" for c in t.counts)

@@ -15,6 +15,7 @@ from probegen.generators.structs import render_definitions
 class TypeSource:
     def __init__(self, types: DwarfTypes):
         self.types = types
+        self.pointer_size = types.pointer_size
 
     def enumerators(self, enum_name: str) -> tuple[m.Enumerator, ...] | None:
         """The enum's enumerators in declaration order, or None if absent."""
@@ -33,10 +34,6 @@ class TypeSource:
         """The DWARF member at ``member_path``: offset (from the struct's
         start), type, bitfield bits. NoSuchMember if there is none."""
         return self.types.member(struct_name, member_path)
-
-    @property
-    def pointer_size(self) -> int:
-        return self.types.pointer_size
 
     def definitions(self, struct_names: list[str]) -> str:
         """C definitions bpftrace 0.17 accepts for these structs and all
