@@ -186,7 +186,7 @@ class CxxTypes:
             return _bytes(size) if size else _VOID
         t = _Type(kind=_KINDS[tag], size=size, name=_name(die) or "anonymous", alignment=_int(die, "DW_AT_alignment"),
                   declaration="DW_AT_declaration" in die.attributes, prototyped="DW_AT_prototyped" in die.attributes,
-                  later={"type": lambda: self._target(die)})
+                  die_offset=die.offset, later={"type": lambda: self._target(die)})
         if tag in _INDEXED:
             t.tag = self._qualified.get(die.offset) or _name(die)
         if t.kind == K.ENUM:

@@ -110,10 +110,11 @@ class Converter:
     def _unqualified(self, t: drgn.Type, lazy: bool) -> m.Type:
         kind = t.kind
         key = None
+        # cxx.py's types are told apart by DIE too: C++ scopes reuse names (size_type, _Impl).
         if kind in (K.STRUCT, K.UNION, K.CLASS, K.ENUM) and t.tag is not None:
-            key = (kind, t.tag, t.is_complete())
+            key = (kind, t.tag, t.is_complete(), getattr(t, "die_offset", None))
         elif kind == K.TYPEDEF:
-            key = (kind, t.name)
+            key = (kind, t.name, getattr(t, "die_offset", None))
         known = self._named.get(key)
         if known is not None:
             if key in self._open:
@@ -198,8 +199,8 @@ class Converter:
         finally:
             self._open = outer
             self._filling.discard(id(struct))
-        aligned = _alignment(t)
-        struct.alignment = aligned if aligned > natural else None
+        aligned = _alignment(t)  # cxx.py's types: 1, and DW_AT_alignment as it is
+        struct.alignment = aligned if aligned > natural else getattr(t, "alignment", None)
         # C allows an array without a bound only as the last member of a
         # struct; anywhere else it becomes GNU C's "[0]", same layout.
         last = max(struct.members, key=lambda mb: (mb.offset, mb.bit_offset or 0), default=None)
@@ -269,5 +270,5 @@ class Converter:
 def _alignment(t) -> int:
     try:
         return drgn.alignof(t)
-    except (TypeError, ValueError):  # incomplete, a function, or cxx.py's (DW_AT_alignment, if any)
-        return getattr(t, "alignment", None) or 1
+    except (TypeError, ValueError):  # incomplete, a function, or not drgn's
+        return 1
