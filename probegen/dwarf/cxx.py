@@ -45,7 +45,10 @@ class _Type(SimpleNamespace):
     def __getattr__(self, name):
         if name not in self.later:
             raise AttributeError(name)
-        value = self.later[name]()
+        read, self.later[name] = self.later[name], None
+        if read is None:  # asked for again while it is read
+            raise Damaged(f"the type at {self.die_offset:#x} contains itself (a DW_AT_type cycle)")
+        value = read()
         setattr(self, name, value)
         return value
 
@@ -212,7 +215,7 @@ class CxxTypes:
                 if count > 1 << 40:  # upper bound -1 stored unsigned: GNU zero-length array
                     count = 0
             counts.append(count)
-        t = _Type(kind=K.ARRAY, length=None, later={"type": lambda: self._target(die)})
+        t = _Type(kind=K.ARRAY, length=None, die_offset=die.offset, later={"type": lambda: self._target(die)})
         for count in reversed(counts[1:]):
             t = _Type(kind=K.ARRAY, length=count, type=t)
         t.length = counts[0] if counts else None
@@ -268,8 +271,14 @@ class CxxTypes:
     def _underlying(self, enum: _Type, die) -> _Type:
         """The enum's integer type as drgn gives it: its size, and signed
         as its DW_AT_type is, or without one if a value is negative."""
-        under = self._target(die).unqualified()
+        under, steps = self._target(die).unqualified(), 0
         while under.kind == K.TYPEDEF:
+            steps += 1
+            if steps > MAX_NESTING:
+                raise Damaged(f"types nested more than {MAX_NESTING} deep at {die.offset:#x}")
             under = under.type.unqualified()
-        signed = under.is_signed if under.kind != K.VOID else any(e.value < 0 for e in enum.enumerators)
+        if under.kind in (K.INT, K.BOOL, K.FLOAT):
+            signed = under.is_signed
+        else:  # none, or damage
+            signed = under.kind == K.VOID and any(e.value < 0 for e in enum.enumerators)
         return _Type(kind=K.INT, name="int", size=enum.size or 4, is_signed=signed)

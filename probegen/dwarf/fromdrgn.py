@@ -247,6 +247,8 @@ class Converter:
         while t.kind == K.ARRAY and not t.qualifiers:
             if t.length is not None and not 0 <= t.length < MAX_SIZE:
                 raise Damaged(f"array of {t.length} elements")
+            if len(counts) >= MAX_NESTING:
+                raise Damaged(f"types nested more than {MAX_NESTING} deep")
             counts.append(t.length)
             t = t.type
         if None in counts[1:]:
