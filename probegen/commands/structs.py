@@ -26,7 +26,8 @@ def configure(parser):
         "--enum-map", choices=("bpftrace", "bcc"),
         help="print the --enum enums as name maps: a bpftrace BEGIN block or Python dicts for BCC",
     )
-    parser.add_argument("--strip-prefix", default="", metavar="PREFIX", help="prefix to strip from enumerator names in maps")
+    parser.add_argument("--strip-prefix", default="", metavar="PREFIX",
+                        help="prefix to strip from enumerator names in maps")
     parser.add_argument("-o", "--output", metavar="FILE", help="file to write (default: stdout)")
 
 
