@@ -431,8 +431,6 @@ def test_struct_copy_layout_is_gccs(tmp_path):
     equal gcc's (padding arrays, packed and aligned members, bitfields,
     anonymous members, unions, arrays of structs, a packed struct)."""
     from helpers import compile_c
-    from probegen.checks.lint.layout import layouts
-
     kinds = {"mixed": "struct", "packed_outer": "struct", "choice": "union"}
     prints = [f'printf("{n} %zu\\n", sizeof({kinds[n]} {n}));' for n in LAYOUT_MEMBERS] + [
         f'printf("{n}.{m} %zu\\n", offsetof({kinds[n]} {n}, {m}));' for n, ms in LAYOUT_MEMBERS.items() for m in ms]
@@ -449,9 +447,10 @@ def test_struct_copy_layout_is_gccs(tmp_path):
     # Read as a script's C definitions are (bpftrace 0.17 and the linter's
     # lexer take no attribute after a struct's closing brace: not parsed).
     definition = SimpleNamespace(text=LAYOUT_STRUCTS, line=1, column=1)
-    ours = layouts(struct_definitions([definition], "layout.bt"))
+    ours = {name: struct.layout for name, struct in struct_definitions([definition], "layout.bt").items()}
+    members = {name: struct.members for name, struct in struct_definitions([definition], "layout.bt").items()}
     mine = {n: str(ours[n].size) for n in LAYOUT_MEMBERS}
-    mine.update({f"{n}.{m}": str(ours[n].members[m].offset) for n, ms in LAYOUT_MEMBERS.items() for m in ms})
+    mine.update({f"{n}.{m}": str(members[n][m].offset) for n, ms in LAYOUT_MEMBERS.items() for m in ms})
     assert all(layout.complete for layout in ours.values())
     assert mine == gcc
 

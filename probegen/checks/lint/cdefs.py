@@ -1,7 +1,7 @@
 """The structs a script defines at its top: each member's name, position and,
 where it is plain, type (so ``((struct x *)arg1)->name`` can be checked
-without a binary), and its declaration as written, which
-probegen.checks.lint.layout lays out as a compiler does.
+without a binary), and where a compiler puts it (probegen.checks.lint.layout),
+laid out as it is read.
 
 Declarations are read, not evaluated: a member whose type this does not
 understand is still known to exist, with an unknown type. The patterns are
@@ -12,22 +12,22 @@ is untrusted text): no two adjacent parts match the same characters.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from probegen.catalog.ctype import CType, CTypeError, parse_ctype
+from probegen.catalog.ctype import CType, CTypeError, floating_type, parse_ctype
 from probegen.errors import Location
+from probegen.checks.lint.layout import Layout, Shape, array, scalar
 from probegen.checks.lint.lexer import COMMENT, Positions, ScriptSyntaxError
 
 _AGGREGATE = re.compile(r"\b(struct|union)\s+(?:([A-Za-z_]\w*)\s*)?\{")
 _FUNCTION_POINTER = re.compile(r"\(\s*\*\s*([A-Za-z_]\w*)\s*\)")
 _NOT_NEWLINE = re.compile(r"[^\n]")
-_BIT_WIDTH = re.compile(r"\s*\w+\s*")
+_BIT_WIDTH = re.compile(r"\s*(\w+)\s*")
 # __attribute__((...)) with one level of inner parentheses: aligned(8).
 _ATTRIBUTE = re.compile(r"__attribute__\s*\(\(((?:[^()]|\([^()]*\))*)\)\)")
 _ALIGNED = re.compile(r"\b(?:__)?aligned(?:__)?\s*\(\s*(\d+)\s*\)")
 _PACKED = re.compile(r"\b(?:__)?packed(?:__)?\b")
 _BOUND = re.compile(r"\[\s*(\d*)\s*\]")
-_BITS = re.compile(r":\s*(\d+)\s*$")
 _BRACES = re.compile(r"[{}]")
 _SPLITTERS = {sep: re.compile(r"[{}()\[\]" + re.escape(sep) + "]") for sep in ";,"}
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
@@ -38,39 +38,36 @@ MAX_NESTED_STRUCTS = 64
 
 @dataclass(frozen=True)
 class Field:
-    """One member as declared: what the checker reads, then what laying it out needs."""
-    name: str | None  # None: an anonymous struct or union member
+    """One member as declared: what the checker reads, then where it is laid out."""
+    name: str
     location: Location
     ctype: CType | None = None  # None: not known
     text: bool = False  # a char array: bpftrace prints it with %s as is
     struct: str | None = None  # the struct it points to or holds
-    base: str = ""  # the type's words without qualifiers: "short unsigned int", "struct x"
-    stars: int = 0
-    bounds: tuple[int, ...] | None = ()  # array bounds ([] is 0); None: a bound that is no plain number
+    spelling: str = ""  # its type as written: "unsigned short", "struct x *", "char[16]"
+    shape: Shape | None = None
+    offset: int | None = None  # in bytes; None: not laid out (after a declaration that cannot be sized)
+    bit_offset: int | None = None  # of a bitfield, from the struct's start
     bits: int | None = None  # a bitfield's width
-    packed: bool = False
-    aligned: int | None = None
-    inner: StructDef | None = None  # a struct or union defined in place
-    function_pointer: bool = False
-    understood: bool = True  # False: a declaration this reader cannot lay out
 
 
 @dataclass
 class StructDef:
     name: str | None
     location: Location
+    layout: Layout
     kind: str = "struct"  # or "union"
     members: dict[str, Field] = field(default_factory=dict)  # by name, an anonymous member's own included
-    fields: list[Field] = field(default_factory=list)  # declarations in order
-    packed: bool = False  # __attribute__((packed)) on the struct
 
 
-def _declarator(text: str) -> tuple[str, int, str, str, int] | None:
+def _declarator(text: str) -> tuple[str, int, str, str, int, int | None] | None:
     """``const char *name[4] : 3`` taken apart from its end: (base type,
-    stars, name, array bounds, where the name starts)."""
-    end = len(text.rstrip())
+    stars, name, array bounds, where the name starts, bit width)."""
+    end, bits = len(text.rstrip()), None
     colon = text.rfind(":", 0, end)
-    if colon >= 0 and _BIT_WIDTH.fullmatch(text, colon + 1, end):
+    width = _BIT_WIDTH.fullmatch(text, colon + 1, end) if colon >= 0 else None
+    if width:
+        bits = int(width[1]) if width[1].isdigit() else None
         end = len(text[:colon].rstrip())
     arrays_end = end
     while end and text[end - 1] == "]":
@@ -86,20 +83,7 @@ def _declarator(text: str) -> tuple[str, int, str, str, int] | None:
     base_end = start
     while base_end and (text[base_end - 1] == "*" or text[base_end - 1].isspace()):
         base_end -= 1
-    return text[:base_end], text[base_end:start].count("*"), text[start:end], text[end:arrays_end].strip(), start
-
-
-def _typed(words: list[str], stars: int, array: bool, typedefs) -> dict:
-    """What the checker knows of a member of this type (Field's ctype, text, struct)."""
-    struct = words[1] if len(words) == 2 and words[0] in ("struct", "union") else None
-    if array:
-        return {"text": bool(words) and words[-1] == "char" and not stars}
-    if struct:
-        return {"ctype": parse_ctype(" ".join(words) + " *") if stars == 1 else None, "struct": struct}
-    try:
-        return {"ctype": parse_ctype(" ".join(words) + (" " + "*" * stars if stars else ""), typedefs)}
-    except CTypeError:
-        return {}
+    return text[:base_end], text[base_end:start].count("*"), text[start:end], text[end:arrays_end].strip(), start, bits
 
 
 def _matching_brace(text: str, open_index: int) -> int:
@@ -132,23 +116,26 @@ def _split_top_level(body: str, separator: str) -> list[tuple[int, str]]:
     return parts
 
 
-class _Reader:
-    """Reads one C definition token; offsets are into its text, turned
-    into script positions with the token's own line and column."""
+def _moved(member: Field, start: int | None) -> Field:
+    """A member of an anonymous struct or union, as a member of the one holding it at bit ``start``."""
+    if start is None or member.offset is None:
+        return replace(member, offset=None, bit_offset=None)
+    bit_offset = None if member.bit_offset is None else member.bit_offset + start
+    return replace(member, offset=member.offset + start // 8, bit_offset=bit_offset)
 
-    def __init__(self, path: str, typedefs, text: str, line: int, column: int):
-        self.path, self.typedefs = path, typedefs
+
+class _Reader:
+    """Reads one C definition token, laying each struct out as it is read;
+    offsets are into its text, turned into script positions with the
+    token's own line and column."""
+
+    def __init__(self, path: str, typedefs, pointer_size: int, structs: dict, text: str, line: int, column: int):
+        self.path, self.typedefs, self.pointer_size, self.structs = path, typedefs, pointer_size, structs
         self.text = COMMENT.sub(lambda m: _NOT_NEWLINE.sub(" ", m[0]), text)  # offsets and lines kept
         self.where = Positions(self.text, line, column)
-        self.nesting = 0
-        self.structs: dict[str, StructDef] = {}
 
     def location(self, offset: int) -> Location:
         return Location(self.path, *self.where(offset))
-
-    def too_deep(self, offset: int):
-        line, column = self.where(offset)
-        raise ScriptSyntaxError(self.path, line, column, f"structs nested more than {MAX_NESTED_STRUCTS} deep")
 
     def read(self):
         depth = deepest = where = 0
@@ -157,7 +144,8 @@ class _Reader:
             if depth > deepest:
                 deepest, where = depth, brace.start()
         if deepest > MAX_NESTED_STRUCTS + 1:
-            self.too_deep(where)
+            line, column = self.where(where)
+            raise ScriptSyntaxError(self.path, line, column, f"structs nested more than {MAX_NESTED_STRUCTS} deep")
         pos = 0
         while match := _AGGREGATE.search(self.text, pos):
             close = _matching_brace(self.text, match.end() - 1)
@@ -166,82 +154,92 @@ class _Reader:
 
     def aggregate(self, match, close) -> StructDef:
         """The struct whose '{' ends ``match``, registered under its tag if it has one."""
-        struct = StructDef(match.group(2), self.location(match.start()), match.group(1))
+        end = self.text.find(";", close)
+        attributes = " ".join(_ATTRIBUTE.findall(self.text, close, len(self.text) if end < 0 else end))
+        aligned = _ALIGNED.search(attributes)
+        layout = Layout(match[1] == "union", _PACKED.search(attributes) is not None, int(aligned[1]) if aligned else 1)
+        struct = StructDef(match[2], self.location(match.start()), layout, match[1])
         for offset, declaration in _split_top_level(self.text[match.end():close], ";"):
             self.declaration(match.end() + offset, declaration, struct)
-        end = self.text.find(";", close)
-        attributes = _ATTRIBUTE.findall(self.text, close, len(self.text) if end < 0 else end)
-        struct.packed = any(_PACKED.search(a) for a in attributes)
-        if match.group(2):
-            self.structs[match.group(2)] = struct
+        if match[2]:
+            self.structs[match[2]] = struct
         return struct
-
-    @staticmethod
-    def add(struct: StructDef, member: Field):
-        struct.fields.append(member)
-        if member.name is None:  # anonymous: its members are the outer struct's
-            struct.members.update(member.inner.members)
-        else:
-            struct.members[member.name] = member
 
     def declaration(self, offset: int, declaration: str, struct: StructDef):
         nested = _AGGREGATE.match(self.text, offset)
-        if nested:
-            if self.nesting >= MAX_NESTED_STRUCTS:
-                self.too_deep(offset)
+        inner, words = None, None
+        if nested:  # a struct defined in place: its declarators follow the '}'
             close = _matching_brace(self.text, nested.end() - 1)
-            self.nesting += 1
-            try:
-                inner = self.aggregate(nested, close)
-            finally:
-                self.nesting -= 1
-            names = _split_top_level(self.text[close + 1:offset + len(declaration)], ",")
-            if not names:
-                self.add(struct, Field(None, self.location(offset), inner=inner))
-            for name_offset, name in names:
-                found = re.match(r"[\s*]*([A-Za-z_]\w*)", name)
-                if found:
-                    plain = re.fullmatch(r"\s*[A-Za-z_]\w*\s*", name) is not None
-                    self.add(struct, Field(found.group(1), self.location(close + 1 + name_offset),
-                                           struct=nested.group(2), inner=inner, understood=plain))
-            return
-        pointer = _FUNCTION_POINTER.search(declaration)
-        if pointer:
-            self.add(struct, Field(pointer.group(1), self.location(offset + pointer.start(1)), function_pointer=True))
+            inner = self.aggregate(nested, close)
+            words = [word for word in nested.group(1, 2) if word]
+            offset, declaration = close + 1, self.text[close + 1:offset + len(declaration)]
+        elif pointer := _FUNCTION_POINTER.search(declaration):
+            shape = Shape("pointer", self.pointer_size, self.pointer_size)
+            start = struct.layout.place(shape, None, False, None)
+            struct.members[pointer[1]] = Field(pointer[1], self.location(offset + pointer.start(1)),
+                                               spelling="a function pointer", shape=shape,
+                                               offset=None if start is None else start // 8)
             return
         attributes = " ".join(_ATTRIBUTE.findall(declaration))
         packed = _PACKED.search(attributes) is not None
         aligned = _ALIGNED.search(attributes)
         declaration = _ATTRIBUTE.sub(lambda m: " " * len(m[0]), declaration)  # offsets kept
-        bits = _BITS.search(declaration)
         parts = _split_top_level(declaration, ",")
-        words = []
-        for index, (part_offset, declarator) in enumerate(parts):
-            prefix = "x " if index else ""  # a base type before the later declarators
+        if inner and not parts:  # anonymous: its members are the outer struct's, moved to where it starts
+            start = struct.layout.place(inner.layout.shape(None), None, False, None)
+            struct.members.update({name: _moved(member, start) for name, member in inner.members.items()})
+        for part_offset, declarator in parts:
+            prefix = "" if words is None else "x "  # a base type before the later declarators
             taken = _declarator(prefix + declarator)
-            if taken is None and index == 0:
-                return
             if taken is None:
+                struct.layout.complete = False  # not laid out: no offset after it is claimed
+                if words is None:
+                    return
                 continue
-            base, stars, name, arrays, name_start = taken
-            if index == 0:
+            base, stars, name, arrays, name_start, bits = taken
+            if words is None:
                 words = [w for w in base.split() if w not in _QUALIFIERS]
-            bounds = _BOUND.findall(arrays)
-            plain = "".join(f"[{b}]" for b in bounds) == re.sub(r"\s", "", arrays)
-            self.add(struct, Field(
-                name, self.location(offset + part_offset + name_start - len(prefix)),
-                **_typed(words, stars, bool(arrays), self.typedefs), base=" ".join(words), stars=stars,
-                bounds=tuple(int(b or 0) for b in bounds) if plain else None,
-                bits=int(bits.group(1)) if bits and index == 0 else None,
-                packed=packed, aligned=int(aligned.group(1)) if aligned else None,
-                understood=bits is None or len(parts) == 1))
+            self.member(struct, name, offset + part_offset + name_start - len(prefix), words, stars, arrays, bits,
+                        packed, int(aligned[1]) if aligned else None, inner)
+
+    def member(self, struct: StructDef, name: str, offset: int, words: list[str], stars: int, arrays: str,
+               bits: int | None, packed: bool, aligned: int | None, inner: StructDef | None):
+        """One declarator's member, laid out after the members before it."""
+        typed = " ".join(words) + (" " + "*" * stars if stars else "")
+        try:
+            ctype = parse_ctype(typed, self.typedefs)
+        except CTypeError:
+            ctype = None
+        tag = words[1] if len(words) == 2 and words[0] in ("struct", "union") else None
+        if stars:
+            shape = Shape("pointer", self.pointer_size, self.pointer_size, struct=tag if stars == 1 else None)
+        elif inner or tag:
+            target = inner or self.structs.get(tag)
+            shape = target.layout.shape(tag) if target else None
+        else:
+            shape = scalar(ctype or floating_type(typed), self.pointer_size)  # floats: laid out, never printed
+        found = _BOUND.findall(arrays)
+        bounds = [int(b or 0) for b in found]
+        if "".join(f"[{b}]" for b in found) != re.sub(r"\s", "", arrays):
+            shape, bounds = None, []  # a bound that is no plain number
+        elif bounds and shape:
+            shape = array(shape, bounds)
+        start = struct.layout.place(shape, bits, packed, aligned)
+        base = f"{inner.kind} {{...}}" if inner and not tag else " ".join(words)
+        spelling = base + (" " + "*" * stars if stars else "") + "".join(f"[{b}]" for b in bounds)
+        if arrays:
+            checked = {"text": bool(words) and words[-1] == "char" and not stars}
+        else:
+            checked = {"ctype": None if tag and stars != 1 else ctype, "struct": tag}
+        struct.members[name] = Field(name, self.location(offset), **checked, spelling=spelling, shape=shape,
+                                     offset=None if start is None or bits == 0 else start // 8,
+                                     bit_offset=start if bits and start is not None else None, bits=bits or None)
 
 
-def struct_definitions(definitions, path: str, typedefs=None) -> dict[str, StructDef]:
-    """Structs and unions defined in a script's C definitions, by tag."""
+def struct_definitions(definitions, path: str, typedefs=None, pointer_size: int = 8) -> dict[str, StructDef]:
+    """Structs and unions defined in a script's C definitions, by tag, laid
+    out for a target with this pointer size."""
     structs: dict[str, StructDef] = {}
     for definition in definitions:
-        reader = _Reader(path, typedefs or {}, definition.text, definition.line, definition.column)
-        reader.read()
-        structs.update(reader.structs)
+        _Reader(path, typedefs or {}, pointer_size, structs, definition.text, definition.line, definition.column).read()
     return structs

@@ -75,7 +75,8 @@ class Checker:
         self.types = types  # a probegen.generators.typesource.TypeSource, or None
         self.types_name = types_name
         self.catalog_name = catalog.path.name
-        self.structs = struct_definitions(script.definitions, script.path, catalog.typedefs)
+        self.structs = struct_definitions(script.definitions, script.path, catalog.typedefs,
+                                          8 if types is None else types.pointer_size)
         self.findings: dict[Diagnostic, None] = {}  # ordered set
         self.probe: Probe | None = None  # the probe the block is walked for
 
@@ -300,14 +301,12 @@ class Checker:
         binary: SPDK's sched.bt keeps such copies by hand. A member must be
         there, at the offset the copy puts it (probegen.checks.lint.layout),
         of the same size and a type read alike."""
-        from probegen.checks.lint.layout import layouts, mismatch
+        from probegen.checks.lint.layout import mismatch
         from probegen.generators.typesource import spelling
 
-        placed = layouts(self.structs, self.catalog.typedefs, self.types.pointer_size)
         for definition in self.structs.values():
             for name, info in definition.members.items():
-                where = info.location or definition.location
-                at = (where.line, where.column)
+                at = (info.location.line, info.location.column)
                 try:
                     self.types.member_ctype(definition.name, name)
                 except NoSuchMember as exc:
@@ -316,14 +315,13 @@ class Checker:
                     continue
                 except InputError:
                     pass  # unprintable (a struct by value, an array): its place still counts
-                copy = placed[definition.name].members.get(name)
-                if copy is None:
+                if info.offset is None:
                     continue  # laid out no further than a declaration this cannot size
                 try:
                     member = self.types.member(definition.name, name)
                 except InputError:
                     continue  # not in the binary at all (a kernel struct)
-                problem = mismatch(copy, member, spelling(member.type), self.types_name)
+                problem = mismatch(info, member, spelling(member.type), self.types_name)
                 if problem:
                     self.report(at, f"member '{name}' of the script's copy of struct {definition.name}: "
                                 f"{problem}", "struct-layout")

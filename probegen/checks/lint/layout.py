@@ -13,157 +13,85 @@ that is no number) ends the layout: no offset after it is claimed.
 
 from __future__ import annotations
 
+import math
 from collections import namedtuple
+from dataclasses import dataclass
 
-from probegen.catalog.ctype import CTypeError, Kind, parse_ctype
-from probegen.checks.lint.cdefs import Field, StructDef
+from probegen.catalog.ctype import CType, Kind
 
-# Structs by value inside structs, at most (a copy holding itself is refused by C anyway).
-MAX_DEPTH = 32
-_INTEGER_WORDS = {"signed", "unsigned", "short", "long", "int", "char"}
 _NUMBERS = ("integer", "bool", "enum")
-_KINDS = {Kind.BOOL: "bool", Kind.ENUM: "enum", Kind.INTEGER: "integer"}
-
+_KINDS = {Kind.BOOL: "bool", Kind.ENUM: "enum", Kind.INTEGER: "integer", Kind.FLOAT: "float"}
+_ADDRESSES = (Kind.STRING, Kind.POINTER, Kind.FUNCTION_POINTER)
 
 # A member's type as far as layout and comparison need it. kind: "integer", "bool",
 # "enum", "pointer", "array", "struct" or "float"; signed: of an integer, None for plain
 # char (either sign); struct: a struct's tag, or the struct a pointer points to;
 # element and count (all bounds multiplied): of an array.
 Shape = namedtuple("Shape", "kind size align signed struct element count", defaults=(None, None, None, 0))
-# Where a member of the copy is: its byte offset, and a bitfield's bit offset (from the
-# struct's start) and width; spelling: its type as the copy writes it.
-Placed = namedtuple("Placed", "offset shape bit_offset bits spelling", defaults=(None, None, ""))
-# complete: every declaration was laid out.
-Layout = namedtuple("Layout", "size align members complete")
-_UNKNOWN = Layout(0, 1, {}, False)
 
 
-def _c_order(words: list[str]) -> str:
-    """An integer type in the order probegen's C types spell it: gcc's
-    DWARF (and so pahole and probegen structs) writes "short unsigned int"."""
-    if not words or not set(words) <= _INTEGER_WORDS:
-        return " ".join(words)
-    sign = [w for w in ("signed", "unsigned") if w in words]
-    size = [w for w in words if w in ("short", "long", "char")]
-    return " ".join(sign + size + (["int"] if "char" not in words else []))
+def scalar(ctype: CType | None, pointer_size: int) -> Shape | None:
+    """The Shape of a C type probegen.catalog.ctype models, or None."""
+    if ctype is None:
+        return None
+    size = ctype.size_on(pointer_size)
+    if ctype.kind in _ADDRESSES:
+        return Shape("pointer", size, size, struct=ctype.struct_name)
+    if ctype.kind in _KINDS:
+        return Shape(_KINDS[ctype.kind], size, size, signed=ctype.signed if ctype.kind is Kind.INTEGER else None)
+    return None
 
 
-def _spelling(decl: Field) -> str:
-    if decl.function_pointer:
-        return "a function pointer"
-    base = decl.base if decl.inner is None else f"{decl.inner.kind} {decl.inner.name or '{...}'}"
-    bounds = "".join(f"[{b}]" for b in decl.bounds or ())
-    return f"{base}{' ' + '*' * decl.stars if decl.stars else ''}{bounds}"
+def array(element: Shape, bounds) -> Shape:
+    count = math.prod(bound or 0 for bound in bounds)
+    return Shape("array", element.size * count, element.align, element=element, count=count)
 
 
 def _align_up(value: int, align: int) -> int:
     return (value + align - 1) // align * align
 
 
-def _array(element: Shape, bounds) -> Shape:
-    count = 1
-    for bound in bounds:
-        count *= bound or 0
-    return Shape("array", element.size * count, element.align, element=element, count=count)
+@dataclass
+class Layout:
+    """A struct or union laid out member by member, as it is read."""
+    union: bool
+    packed: bool = False  # __attribute__((packed)) on the struct
+    aligned: int = 1  # __attribute__((aligned(N))) on the struct
+    bit: int = 0  # the next free bit
+    end: int = 0  # bits used
+    align: int = 1
+    complete: bool = True  # every declaration so far was laid out
 
+    @property
+    def size(self) -> int:
+        return _align_up(_align_up(self.end, 8) // 8, max(self.align, self.aligned))
 
-class _Planner:
-    def __init__(self, structs: dict[str, StructDef], typedefs, pointer_size: int):
-        self.structs, self.typedefs, self.pointer_size = structs, typedefs or {}, pointer_size
-        self.layouts: dict[int, Layout] = {}
-        self.depth = 0
+    def shape(self, tag: str | None) -> Shape | None:
+        if not self.complete:
+            return None
+        return Shape("struct", self.size, max(self.align, self.aligned), struct=tag)
 
-    def shape(self, decl: Field) -> Shape | None:
-        """The declared type of ``decl``, or None if it cannot be sized."""
-        words = decl.base.split()
-        if decl.function_pointer:
-            return Shape("pointer", self.pointer_size, self.pointer_size)
-        if decl.inner is not None:
-            base = self.struct_shape(decl.inner)
-        elif decl.stars:
-            struct = words[1] if decl.stars == 1 and len(words) == 2 and words[0] in ("struct", "union") else None
-            base = Shape("pointer", self.pointer_size, self.pointer_size, struct=struct)
-        elif len(words) == 2 and words[0] in ("struct", "union"):
-            base = self.struct_shape(self.structs.get(words[1]))
-        elif words in (["float"], ["double"]):  # laid out, never printed
-            base = Shape("float", 4 if words == ["float"] else 8, 4 if words == ["float"] else 8)
+    def place(self, shape: Shape | None, bits: int | None, packed: bool, aligned: int | None) -> int | None:
+        """The bit the next member starts at, or None once the layout is not known."""
+        packed = packed or self.packed
+        if shape is None or bits is not None and (shape.kind not in _NUMBERS or packed):
+            self.complete = False
+        if not self.complete:
+            return None
+        member_align = max(1 if packed else shape.align, aligned or 0)
+        start = 0 if self.union else self.bit
+        if bits is not None:
+            unit = shape.size * 8
+            if bits == 0 or start // unit != (start + bits - 1) // unit:
+                start = _align_up(start, unit)
+            end = start + bits
         else:
-            base = self.scalar_shape(words)
-        if base is None or decl.bounds is None:
-            return None
-        return _array(base, decl.bounds) if decl.bounds else base
-
-    def struct_shape(self, struct: StructDef | None) -> Shape | None:
-        inner = _UNKNOWN if struct is None else self.layout(struct)
-        return Shape("struct", inner.size, inner.align, struct=struct.name) if inner.complete else None
-
-    def scalar_shape(self, words: list[str]) -> Shape | None:
-        try:
-            ctype = parse_ctype(_c_order(words), self.typedefs)
-        except CTypeError:
-            return None
-        size = ctype.size_on(self.pointer_size)
-        if ctype.kind in _KINDS:
-            return Shape(_KINDS[ctype.kind], size, size, signed=ctype.signed if ctype.kind is Kind.INTEGER else None)
-        if ctype.is_address:
-            return Shape("pointer", size, size, struct=ctype.struct_name)
-        return None
-
-    def layout(self, struct: StructDef) -> Layout:
-        if id(struct) in self.layouts:
-            return self.layouts[id(struct)]
-        if self.depth >= MAX_DEPTH:
-            return _UNKNOWN
-        self.depth += 1
-        self.layouts[id(struct)] = _UNKNOWN  # while it is laid out: a copy holding itself
-        try:
-            self.layouts[id(struct)] = self.lay_out(struct)
-        finally:
-            self.depth -= 1
-        return self.layouts[id(struct)]
-
-    def lay_out(self, struct: StructDef) -> Layout:
-        union = struct.kind == "union"
-        members: dict[str, Placed] = {}
-        bit = size = 0  # next free bit; bits used
-        align = 1
-        for decl in struct.fields:
-            shape = self.shape(decl) if decl.understood else None
-            if shape is None:
-                return Layout(0, 1, members, False)
-            member_align = max(1 if decl.packed or struct.packed else shape.align, decl.aligned or 0)
-            start = 0 if union else bit
-            if decl.bits is not None:
-                if shape.kind not in _NUMBERS or decl.packed or struct.packed:
-                    return Layout(0, 1, members, False)
-                unit = shape.size * 8
-                if decl.bits == 0 or start // unit != (start + decl.bits - 1) // unit:
-                    start = _align_up(start, unit)
-                if decl.name is not None and decl.bits:
-                    members[decl.name] = Placed(start // 8, shape, start, decl.bits, _spelling(decl))
-                end = start + decl.bits
-                if decl.name is not None:
-                    align = max(align, member_align)
-            else:
-                start = _align_up(start, member_align * 8)
-                align = max(align, member_align)
-                if decl.name is not None:
-                    members[decl.name] = Placed(start // 8, shape, spelling=_spelling(decl))
-                else:  # anonymous: its members are ours, moved here
-                    for name, placed in self.layout(decl.inner).members.items():
-                        members[name] = Placed(placed.offset + start // 8, placed.shape,
-                                               None if placed.bit_offset is None else placed.bit_offset + start,
-                                               placed.bits, placed.spelling)
-                end = start + shape.size * 8
-            bit = bit if union else end
-            size = max(size, end) if union else end
-        return Layout(_align_up(_align_up(size, 8) // 8, align), align, members, True)
-
-
-def layouts(structs: dict[str, StructDef], typedefs=None, pointer_size: int = 8) -> dict[str, Layout]:
-    """The layout of each of the script's structs, by tag."""
-    planner = _Planner(structs, typedefs, pointer_size)
-    return {name: planner.layout(struct) for name, struct in structs.items()}
+            start = _align_up(start, member_align * 8)
+            end = start + shape.size * 8
+        self.align = max(self.align, member_align)
+        self.bit = self.bit if self.union else end
+        self.end = max(self.end, end) if self.union else end
+        return start
 
 
 def dwarf_shape(t) -> Shape:
@@ -184,11 +112,7 @@ def dwarf_shape(t) -> Shape:
         target = m.unqualified(u.target)
         return Shape("pointer", size, size, struct=target.name if isinstance(target, m.Struct) else None)
     if isinstance(u, m.Array):
-        element = dwarf_shape(u.element)
-        count = 1
-        for bound in u.counts:
-            count *= bound or 0
-        return Shape("array", size, element.align, element=element, count=count)
+        return array(dwarf_shape(u.element), u.counts)._replace(size=size)
     if isinstance(u, m.Struct):
         return Shape("struct", size, 1, struct=u.name)
     return Shape("void", size, 1)
@@ -217,25 +141,25 @@ def _same_type(copy: Shape, binary: Shape) -> bool:
     return True
 
 
-def mismatch(placed: Placed, member, binary_spelling: str, where: str) -> str | None:
-    """What differs between the copy's member and the binary's
-    (probegen.dwarf.model.Member), as a message tail, or None."""
+def mismatch(copy, member, binary_spelling: str, where: str) -> str | None:
+    """What differs between the copy's member (a probegen.checks.lint.cdefs.Field)
+    and the binary's (probegen.dwarf.model.Member), as a message tail, or None."""
     shape = dwarf_shape(member.type)
-    if placed.bits is not None or member.bit_size is not None:
-        copy_at, binary_at = (f"bit {placed.bit_offset}" if placed.bits else f"offset {placed.offset}",
+    if copy.bits is not None or member.bit_size is not None:
+        copy_at, binary_at = (f"bit {copy.bit_offset}" if copy.bits else f"offset {copy.offset}",
                               f"bit {member.bit_offset}" if member.bit_size else f"offset {member.offset}")
-        copy_size = f"{placed.bits} bits" if placed.bits else f"{placed.shape.size} bytes"
+        copy_size = f"{copy.bits} bits" if copy.bits else f"{copy.shape.size} bytes"
         binary_size = f"{member.bit_size} bits" if member.bit_size else f"{shape.size} bytes"
         moved, resized = copy_at != binary_at, copy_size != binary_size
         retyped = False
     else:
-        copy_at, binary_at = f"offset {placed.offset}", f"offset {member.offset}"
-        copy_size, binary_size = f"{placed.shape.size} byte{'s' if placed.shape.size != 1 else ''}", \
+        copy_at, binary_at = f"offset {copy.offset}", f"offset {member.offset}"
+        copy_size, binary_size = f"{copy.shape.size} byte{'s' if copy.shape.size != 1 else ''}", \
             f"{shape.size} byte{'s' if shape.size != 1 else ''}"
-        moved, resized = placed.offset != member.offset, placed.shape.size != shape.size
-        retyped = not resized and not _same_type(placed.shape, shape)
+        moved, resized = copy.offset != member.offset, copy.shape.size != shape.size
+        retyped = not resized and not _same_type(copy.shape, shape)
     what = [word for word, flag in (("moved", moved), ("resized", resized), ("retyped", retyped)) if flag]
     if not what:
         return None
-    return (f"the copy has {placed.spelling} ({copy_size}) at {copy_at}, {where} has {binary_spelling} "
+    return (f"the copy has {copy.spelling} ({copy_size}) at {copy_at}, {where} has {binary_spelling} "
             f"({binary_size}) at {binary_at} ({', '.join(what)}: bpftrace would read other bytes)")
