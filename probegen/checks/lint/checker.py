@@ -171,15 +171,8 @@ class Checker:
             return self.cast(node, self.value(node.operand, env))
         if isinstance(node, ast.Member):
             return self.member(node, self.value(node.base, env))
-        # Operators and maps say nothing of their value; their parts are checked
-        # from a stack, so a 1,000-term sum (a tree 1,000 deep) is no recursion.
-        pending = list(reversed(getattr(node, "parts", ())))
-        while pending:
-            child = pending.pop()
-            if isinstance(child, (ast.Other, ast.Map)):
-                pending.extend(reversed(child.parts))
-            else:
-                self.value(child, env)
+        for part in getattr(node, "parts", ()):  # operators and maps say nothing of their value
+            self.value(part, env)
         return None
 
     def argument(self, node: ast.Ident, index: int) -> Value | None:

@@ -23,10 +23,9 @@ from probegen.checks.lint.lexer import ScriptSyntaxError, Token
 MAX_NESTING = 500
 # Python frames the parser and the checker spend per level, at most.
 _FRAMES_PER_LEVEL = 8
-# Binary operators by precedence, loosest first (C's order).
-_BINARY_LEVELS = (("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="),
-                  ("<", ">", "<=", ">="), ("<<", ">>"), ("+", "-"), ("*", "/", "%"))
-_PRECEDENCE = {op: level for level, ops in enumerate(_BINARY_LEVELS) for op in ops}
+# Binary operators: the checker knows nothing of their value, so their
+# operands are kept side by side, whatever C's precedence.
+_BINARY = frozenset("|| && | ^ & == != < > <= >= << >> + - * / %".split())
 _ASSIGNMENTS = ("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=")
 _UNARY = ("!", "~", "-", "+", "*", "&", "++", "--")
 # Type names bpftrace accepts in casts besides struct/union/enum ones.
@@ -240,26 +239,13 @@ class _Parser:
             return Other(*start(condition), (condition, then, self.expression()))
 
     def binary(self):
-        """Operands joined by binary operators, by precedence climbing on
-        explicit stacks: a 1,000-term sum costs no recursion. Builds the
-        tree C's grammar does (left-associative)."""
+        """Operands joined by binary operators, read in a loop: a 1,000-term
+        sum costs no recursion."""
         operands = [self.unary()]
-        operators: list[str] = []
-
-        def reduce():
-            operators.pop()
-            right, left = operands.pop(), operands.pop()
-            operands.append(Other(*start(left), (left, right)))
-
-        while self.token.kind == lexer.PUNCT and self.token.text in _PRECEDENCE:
-            op = self.advance().text
-            while operators and _PRECEDENCE[operators[-1]] >= _PRECEDENCE[op]:
-                reduce()
-            operators.append(op)
+        while self.token.kind == lexer.PUNCT and self.token.text in _BINARY:
+            self.advance()
             operands.append(self.unary())
-        while operators:
-            reduce()
-        return operands[0]
+        return operands[0] if len(operands) == 1 else Other(*start(operands[0]), tuple(operands))
 
     def unary(self):
         token = self.token
