@@ -140,13 +140,11 @@ class Checker:
                 # what it is known to be only if every branch agrees.
                 merged = None
                 for condition, body in statement.branches:
-                    self.value(condition, env)
+                    self.value(condition, env)  # None (the else): nothing to check
                     then = dict(env)
                     self.statements(body, then)
                     merged = then if merged is None else _merge(merged, then)
-                otherwise = dict(env)
-                self.statements(statement.otherwise, otherwise)
-                env.update(_merge(merged, otherwise))
+                env.update(merged)
             else:
                 self.value(statement, env)
 

@@ -48,9 +48,10 @@ Map = namedtuple("Map", "line column parts")  # parts: the keys
 # nothing of their value and checks only their parts.
 Other = namedtuple("Other", "line column parts", defaults=((),))
 Assign = namedtuple("Assign", "line column target op value")  # target: a Var or a Map; op: "=", "+=", ...
-# branches: (condition, statements) of the if and each "else if". A loop
-# (unroll, while) is an If of one branch: its variables are merged alike.
-If = namedtuple("If", "line column branches otherwise")
+# branches: (condition, statements) of the if, each "else if" and the else
+# (condition None; empty if there is none). A loop (unroll, while) is an If
+# of one branch: its variables are merged alike.
+If = namedtuple("If", "line column branches")
 AttachPoint = namedtuple("AttachPoint", "line column text")
 CDefinition = namedtuple("CDefinition", "line column text")
 ProbeBlock = namedtuple("ProbeBlock", "line column attach_points predicate body")
@@ -93,10 +94,8 @@ class _Parser:
     @contextmanager
     def nested(self):
         self.deeper()
-        try:
-            yield
-        finally:
-            self.depth -= 1
+        yield
+        self.depth -= 1  # not on an error: it ends the parse
 
     @property
     def token(self) -> Token:
@@ -174,9 +173,7 @@ class _Parser:
         with self.nested():
             self.expect("{")
             statements = []
-            while not self.is_punct("}"):
-                if self.token.kind == lexer.EOF:
-                    self.error("block never closed ('}' missing)")
+            while not self.is_punct("}"):  # the lexer saw it closed
                 if self.is_punct(";"):  # empty statement
                     self.advance()
                     continue
@@ -192,14 +189,8 @@ class _Parser:
     def statement(self):
         """A statement, and whether a ';' must follow it."""
         token = self.token
-        if self.is_word("if"):
-            return self.if_statement(), False
-        if self.is_word("unroll", "while"):
-            self.advance()
-            self.expect("(", f"after '{token.text}'")
-            condition = self.expression()
-            self.expect(")")
-            return If(token.line, token.column, ((condition, self.block()),), ()), False
+        if self.is_word("if", "unroll", "while"):
+            return self.branches(), False
         if self.is_word("return", "break", "continue"):
             self.advance()
             return Other(token.line, token.column), True
@@ -211,22 +202,21 @@ class _Parser:
             return Assign(token.line, token.column, expr, op, self.expression()), True
         return expr, True
 
-    def if_statement(self) -> If:
-        """An if with its "else if"s, read in a loop: a thousand branches
-        are no deeper than one."""
-        first = self.token
-        branches = []
+    def branches(self) -> If:
+        """A loop, or an if with its "else if"s, read in a loop: a thousand
+        branches are no deeper than one."""
+        first, branches = self.token, []
         while True:
-            self.advance()
-            self.expect("(", "after 'if'")
+            keyword = self.advance().text
+            self.expect("(", f"after '{keyword}'")
             condition = self.expression()
             self.expect(")")
             branches.append((condition, self.block()))
-            if not self.is_word("else"):
-                return If(first.line, first.column, tuple(branches), ())
+            if keyword != "if" or not self.is_word("else"):
+                return If(first.line, first.column, (*branches, (None, ())))
             self.advance()
             if not self.is_word("if"):
-                return If(first.line, first.column, tuple(branches), self.block())
+                return If(first.line, first.column, (*branches, (None, self.block())))
 
     def expression(self):
         with self.nested():
@@ -346,25 +336,23 @@ class _Parser:
         # Each '->', '.', '[]' or '++' wraps the expression once more, and
         # the checker follows that chain by recursion: it counts as nesting.
         outer = self.depth
-        try:
-            while self.is_punct("->", ".", "[", "++", "--"):
-                self.deeper()
-                token = self.advance()
-                if token.text in ("->", "."):
-                    name = self.token
-                    if name.kind != lexer.IDENT:
-                        self.error(f"expected a member name, found {name.describe()}")
-                    self.advance()
-                    expr = Member(name.line, name.column, expr, name.text)
-                elif token.text == "[":
-                    index = self.expression()
-                    self.expect("]")
-                    expr = Other(*start(expr), (expr, index))
-                else:
-                    expr = Other(*start(expr), (expr,))
-            return expr
-        finally:
-            self.depth = outer
+        while self.is_punct("->", ".", "[", "++", "--"):
+            self.deeper()
+            token = self.advance()
+            if token.text in ("->", "."):
+                name = self.token
+                if name.kind != lexer.IDENT:
+                    self.error(f"expected a member name, found {name.describe()}")
+                self.advance()
+                expr = Member(name.line, name.column, expr, name.text)
+            elif token.text == "[":
+                index = self.expression()
+                self.expect("]")
+                expr = Other(*start(expr), (expr, index))
+            else:
+                expr = Other(*start(expr), (expr,))
+        self.depth = outer
+        return expr
 
 
 def parse(text: str, path: str = "<script>") -> Script:
