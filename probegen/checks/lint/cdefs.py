@@ -86,15 +86,6 @@ def _declarator(text: str) -> tuple[str, int, str, str, int, int | None] | None:
     return text[:base_end], text[base_end:start].count("*"), text[start:end], text[end:arrays_end].strip(), start, bits
 
 
-def _matching_brace(text: str, open_index: int) -> int:
-    depth = 0
-    for brace in _BRACES.finditer(text, open_index):
-        depth += 1 if brace.group() == "{" else -1
-        if depth == 0:
-            return brace.start()
-    return len(text)
-
-
 def _split_top_level(body: str, separator: str) -> list[tuple[int, str]]:
     """Parts between separators outside brackets: (offset of the part's
     first non-blank character, stripped text)."""
@@ -133,22 +124,26 @@ class _Reader:
         self.path, self.typedefs, self.pointer_size, self.structs = path, typedefs, pointer_size, structs
         self.text = COMMENT.sub(lambda m: _NOT_NEWLINE.sub(" ", m[0]), text)  # offsets and lines kept
         self.where = Positions(self.text, line, column)
+        self.closes: dict[int, int] = {}  # where each '{' is closed
 
     def location(self, offset: int) -> Location:
         return Location(self.path, *self.where(offset))
 
     def read(self):
-        depth = deepest = where = 0
-        for brace in _BRACES.finditer(self.text):  # refused at once, not after a walk per level
-            depth += 1 if brace.group() == "{" else -1
-            if depth > deepest:
-                deepest, where = depth, brace.start()
+        opens, deepest, where = [], 0, 0
+        for brace in _BRACES.finditer(self.text):  # one walk: too deep is refused at once
+            if brace.group() == "{":
+                opens.append(brace.start())
+                if len(opens) > deepest:
+                    deepest, where = len(opens), brace.start()
+            elif opens:
+                self.closes[opens.pop()] = brace.start()
         if deepest > MAX_NESTED_STRUCTS + 1:
             line, column = self.where(where)
             raise ScriptSyntaxError(self.path, line, column, f"structs nested more than {MAX_NESTED_STRUCTS} deep")
         pos = 0
         while match := _AGGREGATE.search(self.text, pos):
-            close = _matching_brace(self.text, match.end() - 1)
+            close = self.closes.get(match.end() - 1, len(self.text))
             self.aggregate(match, close)
             pos = close + 1
 
@@ -169,7 +164,7 @@ class _Reader:
         nested = _AGGREGATE.match(self.text, offset)
         inner, words = None, None
         if nested:  # a struct defined in place: its declarators follow the '}'
-            close = _matching_brace(self.text, nested.end() - 1)
+            close = self.closes.get(nested.end() - 1, len(self.text))
             inner = self.aggregate(nested, close)
             words = [word for word in nested.group(1, 2) if word]
             offset, declaration = close + 1, self.text[close + 1:offset + len(declaration)]

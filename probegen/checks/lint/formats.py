@@ -3,21 +3,13 @@
 What bpftrace 0.17 does, observed on this project's machines: a conversion
 is ``%`` [``-``] [``0``] [width] [``.``precision] [length: ``hh h l ll j z
 t``] then one of ``d u x X o c s p``, or ``r``, ``rx``, ``rh`` for buffers.
-Anything else after ``%`` (``%i``, ``%#x``, ``%+d``, ``%f``) prints as text
-and takes no argument, so the count no longer matches and bpftrace refuses
-the script; a ``%`` before a space, an escape or the end is a percent sign
-meant as text. The length decides how many bits print, as in C: 32 without
-one (``printf("%d", 5000000000)`` prints 705032704), ``h`` 16, ``hh`` 8,
-the others 64; ``%p`` always 64.
-
-So, for a value whose C type is known: a conversion narrower than the value
-truncates it; ``%d`` for an unsigned 64-bit value prints values from 2^63
-negative (for narrower unsigned values it is what scripts write, and is
-accepted); ``%u`` for a signed value as wide prints negative ones huge
-(``%x``/``%o`` show bits, accepted for any integer); ``%p`` is for
-pointers; ``%s`` needs a string bpftrace has read (``str(argN)``, a char
-array member); a string argument with an integer conversion prints its
-address, which ``%p`` and 64-bit hex do on purpose.
+Anything else after ``%`` (``%i``, ``%#x``, ``%+d``) prints as text and
+takes no argument, so the count no longer matches; a ``%`` before a space,
+an escape or the end is text. The length decides how many bits print, as
+in C: 32 without one (``printf("%d", 5000000000)`` prints 705032704), ``h``
+16, ``hh`` 8, the others 64; ``%p`` always 64. ``%d`` is accepted for
+unsigned values narrower than 64 bits (scripts write it), ``%x``/``%o`` for
+any integer, and 64-bit hex or ``%p`` for a string's address.
 """
 
 from __future__ import annotations
