@@ -141,24 +141,21 @@ def _same_type(copy: Shape, binary: Shape) -> bool:
     return True
 
 
+def _size(bits: int | None, size: int) -> str:
+    return f"{bits} bits" if bits else f"{size} byte{'s' if size != 1 else ''}"
+
+
 def mismatch(copy, member, binary_spelling: str, where: str) -> str | None:
     """What differs between the copy's member (a probegen.checks.lint.cdefs.Field)
     and the binary's (probegen.dwarf.model.Member), as a message tail, or None."""
     shape = dwarf_shape(member.type)
-    if copy.bits is not None or member.bit_size is not None:
-        copy_at, binary_at = (f"bit {copy.bit_offset}" if copy.bits else f"offset {copy.offset}",
-                              f"bit {member.bit_offset}" if member.bit_size else f"offset {member.offset}")
-        copy_size = f"{copy.bits} bits" if copy.bits else f"{copy.shape.size} bytes"
-        binary_size = f"{member.bit_size} bits" if member.bit_size else f"{shape.size} bytes"
-        moved, resized = copy_at != binary_at, copy_size != binary_size
-        retyped = False
-    else:
-        copy_at, binary_at = f"offset {copy.offset}", f"offset {member.offset}"
-        copy_size, binary_size = f"{copy.shape.size} byte{'s' if copy.shape.size != 1 else ''}", \
-            f"{shape.size} byte{'s' if shape.size != 1 else ''}"
-        moved, resized = copy.offset != member.offset, copy.shape.size != shape.size
-        retyped = not resized and not _same_type(copy.shape, shape)
-    what = [word for word, flag in (("moved", moved), ("resized", resized), ("retyped", retyped)) if flag]
+    copy_at = f"bit {copy.bit_offset}" if copy.bits else f"offset {copy.offset}"
+    binary_at = f"bit {member.bit_offset}" if member.bit_size else f"offset {member.offset}"
+    copy_size, binary_size = _size(copy.bits, copy.shape.size), _size(member.bit_size, shape.size)
+    bitfield = copy.bits is not None or member.bit_size is not None
+    retyped = not bitfield and copy_size == binary_size and not _same_type(copy.shape, shape)
+    what = [word for word, flag in (("moved", copy_at != binary_at), ("resized", copy_size != binary_size),
+                                    ("retyped", retyped)) if flag]
     if not what:
         return None
     return (f"the copy has {copy.spelling} ({copy_size}) at {copy_at}, {where} has {binary_spelling} "
