@@ -206,13 +206,11 @@ class _Reader:
         except CTypeError:
             ctype = None
         tag = words[1] if len(words) == 2 and words[0] in ("struct", "union") else None
-        if stars:
-            shape = Shape("pointer", self.pointer_size, self.pointer_size, struct=tag if stars == 1 else None)
-        elif inner or tag:
+        if stars or not (inner or tag):
+            shape = scalar(ctype or floating_type(typed), self.pointer_size)  # floats: laid out, never printed
+        else:
             target = inner or self.structs.get(tag)
             shape = target.layout.shape(tag) if target else None
-        else:
-            shape = scalar(ctype or floating_type(typed), self.pointer_size)  # floats: laid out, never printed
         found = _BOUND.findall(arrays)
         bounds = [int(b or 0) for b in found]
         if "".join(f"[{b}]" for b in found) != re.sub(r"\s", "", arrays):
