@@ -96,8 +96,7 @@ class _Lexer:
 
     def skip_space_and_comments(self):
         while skipped := _SPACE.match(self.text, self.pos) or COMMENT.match(self.text, self.pos):
-            comment = skipped.group()
-            if comment.startswith("/*") and not (len(comment) >= 4 and comment.endswith("*/")):
+            if skipped[0].startswith("/*") and not skipped[0].endswith("*/", 2):
                 self.error("comment never closed ('*/' missing)")
             self.pos = skipped.end()
 
