@@ -20,6 +20,7 @@ from probegen.errors import Diagnostic, InputError, Location, NoSuchMember
 from probegen.checks.lint import parser as ast
 from probegen.checks.lint.cdefs import struct_definitions
 from probegen.checks.lint.formats import Value, mismatch, parse_format, suggest
+from probegen.checks.lint.lexer import Token
 from probegen.checks.lint.parser import start
 
 _ARG = re.compile(r"arg([0-9]+)\Z")
@@ -40,7 +41,7 @@ def _merge(first: dict, second: dict) -> dict:
     return merged
 
 
-def _fields(point: ast.AttachPoint) -> list[tuple[str, int]]:
+def _fields(point: Token) -> list[tuple[str, int]]:
     """An attach point's ':'-separated fields with their columns; quotes
     kept out of the splitting (``uprobe:"/a:b":f``)."""
     fields, begin, quoted = [], 0, False
@@ -98,7 +99,7 @@ class Checker:
                 self.statements(block.body, env)
         return sorted(self.findings)
 
-    def attach_point(self, point: ast.AttachPoint) -> list[Probe]:
+    def attach_point(self, point: Token) -> list[Probe]:
         """The catalog probes a usdt attach point names; checks the name
         and the provider on the way."""
         fields = _fields(point)

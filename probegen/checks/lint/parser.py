@@ -52,9 +52,8 @@ Assign = namedtuple("Assign", "line column target op value")  # target: a Var or
 # (condition None; empty if there is none). A loop (unroll, while) is an If
 # of one branch: its variables are merged alike.
 If = namedtuple("If", "line column branches")
-AttachPoint = namedtuple("AttachPoint", "line column text")
 CDefinition = namedtuple("CDefinition", "line column text")
-ProbeBlock = namedtuple("ProbeBlock", "line column attach_points predicate body")
+ProbeBlock = namedtuple("ProbeBlock", "line column attach_points predicate body")  # attach points: Tokens
 Script = namedtuple("Script", "path blocks definitions preprocessor")
 
 
@@ -162,12 +161,10 @@ class _Parser:
             self.error(f"expected '{{' to open the probe's block, found {self.token.describe()}")
         return ProbeBlock(first.line, first.column, tuple(points), predicate, self.block())
 
-    def attach_point(self) -> AttachPoint:
-        token = self.token
-        if token.kind != lexer.ATTACH:
-            self.error(f"expected an attach point, found {token.describe()}")
-        self.advance()
-        return AttachPoint(token.line, token.column, token.text)
+    def attach_point(self) -> Token:
+        if self.token.kind != lexer.ATTACH:
+            self.error(f"expected an attach point, found {self.token.describe()}")
+        return self.advance()
 
     def block(self) -> tuple:
         with self.nested():
