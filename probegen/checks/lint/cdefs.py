@@ -206,8 +206,10 @@ class _Reader:
         except CTypeError:
             ctype = None
         tag = words[1] if len(words) == 2 and words[0] in ("struct", "union") else None
-        if stars or not (inner or tag):
-            shape = scalar(ctype or floating_type(typed), self.pointer_size)  # floats: laid out, never printed
+        if words in (["float"], ["double"]) and not stars:  # laid out, never printed
+            shape = scalar(floating_type(typed), self.pointer_size)
+        elif stars or not (inner or tag):
+            shape = scalar(ctype, self.pointer_size)
         else:
             target = inner or self.structs.get(tag)
             shape = target.layout.shape(tag) if target else None
