@@ -300,19 +300,15 @@ class Checker:
             for name, info in definition.members.items():
                 at = (info.location.line, info.location.column)
                 try:
-                    self.types.member_ctype(definition.name, name)
+                    member = self.types.member(definition.name, name)
                 except NoSuchMember as exc:
                     self.report(at, f"member '{name}' of the script's copy of struct {definition.name} "
                                 f"is not in {self.types_name}: {exc}", "struct-copy")
                     continue
                 except InputError:
-                    pass  # unprintable (a struct by value, an array): its place still counts
+                    continue  # not in the binary at all (a kernel struct)
                 if info.offset is None:
                     continue  # laid out no further than a declaration this cannot size
-                try:
-                    member = self.types.member(definition.name, name)
-                except InputError:
-                    continue  # not in the binary at all (a kernel struct)
                 problem = mismatch(info, member, spelling(member.type), self.types_name)
                 if problem:
                     self.report(at, f"member '{name}' of the script's copy of struct {definition.name}: "
