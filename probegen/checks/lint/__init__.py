@@ -13,16 +13,17 @@ from pathlib import Path
 from probegen.catalog.model import Catalog
 from probegen.errors import Diagnostic, InputError
 from probegen.files.inputs import read_input
-from probegen.checks.lint.checker import check_script
+from probegen.checks.lint.checker import Checker
 from probegen.checks.lint.lexer import Positions, ScriptSyntaxError
-from probegen.checks.lint.parser import parse
+from probegen.checks.lint.parser import parse, room_for_nesting
 
 
 def lint_text(text: str, path: str, catalog: Catalog, types=None,
               types_name: str = "the binary") -> list[Diagnostic]:
     """Findings for a script's text; ``path`` names it in messages.
     ``types`` is an optional probegen.generators.typesource.TypeSource for struct casts."""
-    return check_script(catalog, parse(text, path), types, types_name)
+    with room_for_nesting():
+        return Checker(catalog, parse(text, path), types, types_name).run()
 
 
 def lint_file(path: str | Path, catalog: Catalog, types=None,

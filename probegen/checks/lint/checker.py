@@ -314,8 +314,3 @@ class Checker:
                     self.report(at, f"member '{name}' of the script's copy of struct {definition.name}: "
                                 f"{problem}", "struct-layout")
 
-
-def check_script(catalog: Catalog, script: ast.Script, types=None, types_name: str = "the binary"):
-    """Findings for a parsed script, sorted by position."""
-    with ast.room_for_nesting():
-        return Checker(catalog, script, types, types_name).run()
