@@ -9,6 +9,7 @@ import ast
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import probegen.runtime.bcc
 import probegen.runtime.timeline
@@ -17,7 +18,9 @@ from probegen.catalog.model import Arg
 from probegen.files.output import GeneratedFile
 from probegen.generators.lines import Field, Style, arg_fields, enum_tables, probe_lines
 from probegen.generators.render import render
-from probegen.generators.typesource import TypeSource
+
+if TYPE_CHECKING:  # it loads drgn, which only --binary needs
+    from probegen.generators.typesource import TypeSource
 
 KIND, WRITES_DIRECTORY = "bcc", True  # the output it is (generators.outputs)
 TEMPLATE = "bcc_tool.py.j2"

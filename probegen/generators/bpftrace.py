@@ -21,6 +21,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from probegen.catalog import Catalog
 from probegen.generators.escape import printf_literal
@@ -31,7 +32,9 @@ from probegen.generators.lines import (
 from probegen.files.output import GeneratedFile
 from probegen.generators.render import render
 from probegen.generators.spans import SPAN_SCRIPT, render_files as render_span_files
-from probegen.generators.typesource import TypeSource
+
+if TYPE_CHECKING:  # it loads drgn, which only --binary needs
+    from probegen.generators.typesource import TypeSource
 
 KIND, WRITES_DIRECTORY = "bpftrace", True  # the output it is (generators.outputs)
 TEMPLATE = "bpftrace.bt.j2"
