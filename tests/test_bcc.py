@@ -23,7 +23,6 @@ from helpers.tracing import (
 from probegen.catalog import load_catalog
 from probegen.files.output import write_all
 from probegen.generators import bcc
-from probegen.runtime.bcc import log2_slot
 
 TYPES = CATALOGS / "tracing_types.yaml"
 SPANS = CATALOGS / "spans.yaml"
@@ -285,8 +284,8 @@ def histograms(lines):
 def assert_in_buckets(histogram, brackets, what):
     """The histogram's counts match the spans one to one, each in a bucket
     from its bracket's low to one past its high (one bucket of slack)."""
-    intervals = [(log2_slot(low), log2_slot(high) + 1) for low, high in brackets]
-    counted = sorted(log2_slot(low) for low, count in histogram.items() for _ in range(count))
+    intervals = [(low.bit_length(), high.bit_length() + 1) for low, high in brackets]  # a value's log2 slot
+    counted = sorted(low.bit_length() for low, count in histogram.items() for _ in range(count))
     assert len(counted) == len(intervals), (what, histogram, brackets)
     for slot in counted:  # each count takes the open interval holding it that closes first
         fits = [i for i in intervals if i[0] <= slot <= i[1]]

@@ -493,15 +493,13 @@ def program_text(tool, args, probes, spans, types=None):
                   % (p.number, p.number) for p in probes]
         return "\n".join(parts) + "\n"
 
-    def reads(probe, pairs, indent):
-        typed = (lambda f: f.catalog_type()) if types is None else (
-            lambda f: types.get(("probe_%d" % probe.number, f.arg)))
-
-        def length_type(f):  # the note's type of a buf's length, an argument the probe prints too
-            held = [g for g in probe.fields if g.arg == f.length and not g.member and not g.is_string]
-            return typed(held[0]) if held else None
-
-        return ("\n" + indent).join(filter(None, (f.c_read(dst, typed(f), length_type(f)) for f, dst in pairs)))
+    def reads(probe, pairs, indent):  # a buf's length is an argument the probe prints too
+        if types is None:
+            typed = {f.arg: f.catalog_type() for f in reversed(probe.fields) if not f.member}
+        else:
+            typed = {arg: t for (fn, arg), t in types.items() if fn == "probe_%d" % probe.number}
+        return ("\n" + indent).join(filter(None, (f.c_read(dst, typed.get(f.arg), typed.get(f.length))
+                                                  for f, dst in pairs)))
 
     if not args.hist:
         parts.append("BPF_PERF_OUTPUT(events);")
@@ -534,13 +532,9 @@ def program_text(tool, args, probes, spans, types=None):
 
 # --- summaries -----------------------------------------------------------
 
-def log2_slot(value):
-    """Slot of a histogram: 0 for 0, then n for [2**(n-1), 2**n) (bpf_log2l's, but for 0)."""
-    return int(value).bit_length()
-
-
 def slot_range(slot):
-    """(low, high) of a printed row; slots 0 and 1 share the row 0 -> 1."""
+    """(low, high) of a printed row. Slot n holds [2**(n-1), 2**n) (bpf_log2l's;
+    0 for 0): slots 0 and 1 share the row 0 -> 1."""
     if slot <= 1:
         return 0, 1
     return 1 << (slot - 1), (1 << slot) - 1
