@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,7 +57,7 @@ def context(catalog: Catalog, extern_semaphores: bool = False) -> dict:
         # there too; such parameters get a trailing underscore.
         taken = {provider, probe.name, semaphore, sdt_macro, macro, enabled_macro(header, probe.name)}
         for text in [*passed[:1], *(arg.ctype.spelling for arg in probe.args)]:
-            taken.update(_words(text))
+            taken.update(_IDENTIFIER.findall(text))
         for i, param in enumerate(params):  # a renamed one must not meet another parameter either
             while param in taken or param in params[:i] + params[i + 1:]:
                 param += "_"
@@ -89,11 +88,6 @@ def context(catalog: Catalog, extern_semaphores: bool = False) -> dict:
         "compat_arities": range(1, catalog.max_args + 1),
         "extern_semaphores": extern_semaphores,
     }
-
-
-@functools.lru_cache(maxsize=None)
-def _words(text: str) -> frozenset[str]:
-    return frozenset(_IDENTIFIER.findall(text))
 
 
 def render_header(catalog: Catalog, extern_semaphores: bool = False) -> str:
