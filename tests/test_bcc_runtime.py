@@ -181,8 +181,7 @@ def test_histograms_per_by_and_per_key(tool, per_key):
     for value, slot in ((0, 11), (1 if per_key else 0, 11), (1, 14)):
         histograms.add(request, histograms.values(request, _struct("k0" if per_key else "b0", value)), slot, 1)
     taken = histograms.take()
-    text = histograms.text(taken, {0: 1})
-    objects = histograms.json(taken, {0: 1})
+    objects, text = histograms.report(taken, {0: 1})
     assert histograms.take() == []  # each take starts over
     if per_key:
         assert [o["key"] for o in objects[:-1]] == [{"id": 0}, {"id": 1}]

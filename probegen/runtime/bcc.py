@@ -440,32 +440,23 @@ class Histograms:
         taken, self.slots = self.slots, {}
         return sorted(taken.items(), key=lambda item: item[0][0])
 
-    def text(self, taken, unmatched):
-        out = []
+    def report(self, taken, unmatched):
+        """(the JSON objects, as ``probegen trace --hist --json`` prints them, without
+        empty buckets; the text) of the histograms taken and the ends without a start."""
+        objects, text = [], []
         for (number, values), slots in taken:
-            title = "span %s" % self.spans[number].name
-            if values:
-                title += ": " + " ".join("%s=%s" % (label, shown) for label, shown, _ in values)
-            out += ["", title, format_histogram(self.unit, rows(slots))]
+            span, table = self.spans[number].name, rows(slots)
+            title = ["span %s%s" % (span, ":" * bool(values))] + ["%s=%s" % (l, t) for l, t, _ in values]
+            text += ["", " ".join(title), format_histogram(self.unit, table)]
+            objects.append({"type": "span", "span": span, "key" if self.per_key else "by": {l: j for l, _, j in values},
+                            "unit": self.json_unit, "count": sum(slots.values()),
+                            "buckets": [{"min": low, "max": high, "count": n} for low, high, n in table if n]})
         for number, count in unmatched.items():
             if count:
-                out.append("span %s: %d end%s without a start" % (self.spans[number].name, count, "s" * (count != 1)))
-        return "\n".join(out)
-
-    def json(self, taken, unmatched):
-        """As ``probegen trace --hist --json`` prints them (empty buckets left out)."""
-        objects = []
-        for (number, values), slots in taken:
-            objects.append({
-                "type": "span", "span": self.spans[number].name,
-                "key" if self.per_key else "by": {label: value for label, _, value in values},
-                "unit": self.json_unit, "count": sum(slots.values()),
-                "buckets": [{"min": low, "max": high, "count": count} for low, high, count in rows(slots) if count],
-            })
-        for number, count in unmatched.items():
-            if count:
-                objects.append({"type": "unmatched", "span": self.spans[number].name, "count": count})
-        return objects
+                span = self.spans[number].name
+                text.append("span %s: %d end%s without a start" % (span, count, "s" * (count != 1)))
+                objects.append({"type": "unmatched", "span": span, "count": count})
+        return objects, "\n".join(text).lstrip("\n")
 
 
 class Counters:
@@ -482,11 +473,11 @@ class Counters:
         return changes
 
 
-def format_counts(probes, counts):
-    width = max([len("PROBE")] + [len(p.name) for p in probes])
-    lines = ["%-*s %10s" % (width, "PROBE", "COUNT")]
-    lines += ["%-*s %10d" % (width, p.name, counts[p.number]) for p in probes if counts.get(p.number)]
-    return "\n".join(lines)
+def count_report(probes, counts):
+    """(the JSON objects, the text) of the probes' hits counted."""
+    hit, width = [p for p in probes if counts.get(p.number)], max([len("PROBE")] + [len(p.name) for p in probes])
+    text = ["%-*s %10s" % (width, "PROBE", "COUNT")] + ["%-*s %10d" % (width, p.name, counts[p.number]) for p in hit]
+    return [{"type": "hits", "probe": p.name, "count": counts[p.number]} for p in hit], "\n".join(text)
 
 
 # --- a line per hit ------------------------------------------------------
@@ -972,13 +963,11 @@ def run(tool, args, bpf, probes, spans, stop):
         if stamp:  # an --interval's summary begins
             print(json.dumps({"type": "interval", "time": stamp}) if args.json else "[%s]" % stamp)
         if counts:
-            taken = counts.take()
-            objects = [{"type": "hits", "probe": p.name, "count": taken[p.number]} for p in probes if taken[p.number]]
-            shown = format_counts(probes, taken)
+            objects, shown = count_report(probes, counts.take())
         elif histograms:
             histograms.read(bpf)
             taken, ends = histograms.take(), {k: v for k, v in unmatched.take().items() if k in histograms.spans}
-            objects, shown = histograms.json(taken, ends), histograms.text(taken, ends).lstrip("\n")
+            objects, shown = histograms.report(taken, ends)
         else:
             return
         for line in [json.dumps(o) for o in objects] if args.json else [shown]:
