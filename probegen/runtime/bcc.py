@@ -733,11 +733,11 @@ def traced_files(args, holders):
     return list(unique.values())
 
 
-def use_debug_info(tool, enums, files, pid=None, seconds=DWARF_SECONDS):
+def use_debug_info(tool, enums, files, pid=None):
     """Each enum's names from the first file's DWARF that has it, into the
     tool's tables; returns the lines saying each one's source."""
     missing, reasons, by_file = list(enums), [], {}
-    for shown, found, reason in read_enums(files, enums, pid, seconds) if enums else []:
+    for shown, found, reason in read_enums(files, enums, pid) if enums else []:
         if reason:
             reasons.append(reason)
             continue
@@ -771,8 +771,8 @@ class Libbcc:
     """The libbcc calls tools make, on a handle of their own (BCC's binding declares
     bpf_attach_uprobe without the semaphore's offset)."""
 
-    def __init__(self, name="libbcc.so.0"):
-        self.lib = ct.CDLL(name, use_errno=True)
+    def __init__(self):
+        self.lib = ct.CDLL("libbcc.so.0", use_errno=True)
         self.callback = ct.CFUNCTYPE(None, ct.POINTER(BccUsdt))
         self.attach_uprobe = self.declare("bpf_attach_uprobe", ct.c_int, ct.c_int, ct.c_int, ct.c_char_p,
                                           ct.c_char_p, ct.c_uint64, ct.c_int, ct.c_uint32)
@@ -861,11 +861,11 @@ def bind(tool, usdt, spans, names):
             field.bind(types.get(("probe_%d" % probe.number, field.arg)))
     kept = []
     for span in spans:
-        start, end = (tool.by_name[span.start], tool.by_name[span.end])
+        start, end = tool.by_name[span.start], tool.by_name[span.end]
         fields = [(f, start) for f, _ in span.keys] + [(f, end) for _, f in span.keys]
         fields += [(f, start if at_start else end) for f, at_start in span.by]
-        for field, probe in fields:
-            field.bind(types.get(("probe_%d" % probe.number, field.arg)) if probe in names.values() else None)
+        for field, probe in fields:  # a probe not enabled has no types
+            field.bind(types.get(("probe_%d" % probe.number, field.arg)))
         if any(f.missing for f, _ in fields):
             warn("warning: span %s not measured: its probes or their arguments are not all in the traced files"
                  % span.name)
