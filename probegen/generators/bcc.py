@@ -16,7 +16,7 @@ import probegen.runtime.timeline
 from probegen.catalog import Catalog
 from probegen.catalog.model import Arg
 from probegen.files.output import GeneratedFile
-from probegen.generators.lines import Field, Style, arg_fields, enum_tables, probe_lines
+from probegen.generators.lines import Field, Style, arg_fields, enum_tables, probe_line, struct_definitions
 from probegen.generators.render import render
 
 if TYPE_CHECKING:  # it loads drgn, which only --binary needs
@@ -80,8 +80,7 @@ def _python_raw_text(c_text: str) -> str:
 
 
 def render_tool(catalog: Catalog, types: TypeSource | None = None) -> str:
-    lines = probe_lines(catalog, catalog.probes, types)
-    structs = list(dict.fromkeys(s for l in lines for s in l.structs))
+    lines = [probe_line(catalog, p, types) for p in catalog.probes]
     probes = []
     for line in lines:
         args = line.probe.note_args
@@ -101,7 +100,7 @@ def render_tool(catalog: Catalog, types: TypeSource | None = None) -> str:
         probes=probes,
         spans=_span_rows(catalog, types),
         enums=enums,
-        definitions=_python_raw_text(types.definitions(structs)) if types is not None and structs else "",
+        definitions=_python_raw_text(struct_definitions(lines, types)),
         runtime=runtime_source(),
     )
 

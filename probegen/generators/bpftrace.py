@@ -27,7 +27,8 @@ from probegen.catalog import Catalog
 from probegen.generators.escape import printf_literal
 from probegen.bpftrace import BIG_STRLEN, BPF_STACK, DEFAULT_STRLEN, MAX_ARG_INDEX, UNREADABLE, conversion
 from probegen.generators.lines import (
-    UNKNOWN_ENUM, Field, ProbeLine, Style, enum_chain, enum_lookup, probe_lines, script_groups,
+    UNKNOWN_ENUM, Field, ProbeLine, Style, enum_chain, enum_lookup, probe_line, script_groups,
+    struct_definitions,
 )
 from probegen.files.output import GeneratedFile
 from probegen.generators.render import render
@@ -399,9 +400,8 @@ def render_lines(catalog: Catalog, group: str, lines: list[ProbeLine], definitio
 
 
 def render_script(catalog: Catalog, group: str, probes, types: TypeSource | None = None) -> str:
-    lines = probe_lines(catalog, probes, types)
-    structs = list(dict.fromkeys(s for l in lines for s in l.structs))
-    return render_lines(catalog, group, lines, types.definitions(structs) if types is not None and structs else "")
+    lines = [probe_line(catalog, p, types) for p in probes]
+    return render_lines(catalog, group, lines, struct_definitions(lines, types))
 
 
 def render_files(catalog: Catalog, output: Path, types: TypeSource | None = None) -> list[GeneratedFile]:

@@ -76,10 +76,6 @@ class ProbeLine:
     arg_count: int  # arguments in the note (arg0 included)
     tid: bool = False  # "PROBE [tid TID] ...": the thread too (for probegen trace's own reading)
 
-    @property
-    def structs(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(f.struct for f in self.fields if f.struct))
-
 
 def enum_table(catalog: Catalog, enum_name: str, types: TypeSource | None) -> EnumTable | None:
     """Names from the binary's DWARF when known, else from the catalog."""
@@ -153,8 +149,10 @@ def probe_line(catalog: Catalog, probe: Probe, types: TypeSource | None = None) 
     return ProbeLine(probe, tuple(fields), len(probe.note_args))
 
 
-def probe_lines(catalog: Catalog, probes, types: TypeSource | None = None) -> list[ProbeLine]:
-    return [probe_line(catalog, p, types) for p in probes]
+def struct_definitions(lines: list[ProbeLine], types: TypeSource | None) -> str:
+    """C of the structs whose members the lines print ("" for none)."""
+    structs = list(dict.fromkeys(f.struct for line in lines for f in line.fields if f.struct))
+    return types.definitions(structs) if types is not None and structs else ""
 
 
 def enum_chain(table: EnumTable, value: str, name: str) -> list[str]:
