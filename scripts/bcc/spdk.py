@@ -153,6 +153,7 @@ import resource
 import select
 import signal
 import stat
+import string
 import sys
 import time
 import zlib
@@ -395,84 +396,78 @@ def selection(tool, args):
 
 # --- the BPF program, built from the tables ------------------------------
 
-LINE_C = """
-struct hit_ID {
+LINE_C = string.Template("""
+struct hit_$ID {
 	u64 ts;
 	u32 tid;
 	u32 id;
-	DECLS
+	$DECLS
 };
-BPF_PERCPU_ARRAY(hit_ID_buf, struct hit_ID, 1);  /* strings may not fit the 512-byte stack */
+BPF_PERCPU_ARRAY(hit_${ID}_buf, struct hit_$ID, 1);  /* strings may not fit the 512-byte stack */
 
-int probe_ID(struct pt_regs *ctx)
+int probe_$ID(struct pt_regs *ctx)
 {
 	int zero = 0;
-	struct hit_ID *ev = hit_ID_buf.lookup(&zero);
+	struct hit_$ID *ev = hit_${ID}_buf.lookup(&zero);
 	if (!ev)
 		return 0;
 	ev->ts = bpf_ktime_get_ns();
 	ev->tid = bpf_get_current_pid_tgid();
-	ev->id = ID;
-	READS
+	ev->id = $ID;
+	$READS
 	events.perf_submit(ctx, ev, sizeof(*ev));
 	return 0;
 }
-"""
+""")
 
 # A span's start time waits under its key (the thread without one) until
 # its end, which adds the log2 slot of the duration to the histogram of
 # its by values (or key, --per-key).
-SPAN_C = """
-/* span NAME */
-struct span_ID_key {
-	KEY_DECLS
+SPAN_C = string.Template("""
+/* span $NAME */
+struct span_${ID}_key {
+	$KEY_DECLS
 };
-struct span_ID_by {
-	BY_DECLS
+struct span_${ID}_by {
+	$BY_DECLS
 };
-struct span_ID_start { u64 ns; struct span_ID_by by; };
-struct span_ID_slot { u64 slot; struct span_ID_SLOTOF v; };  /* a histogram's key */
-struct span_ID_tmp { struct span_ID_key key; struct span_ID_start start; struct span_ID_slot slot; };
-BPF_HASH(span_ID_starts, struct span_ID_key, struct span_ID_start, MAX_IN_FLIGHT);
-BPF_HISTOGRAM(span_ID_hist, struct span_ID_slot, MAX_HIST_KEYS);
-BPF_PERCPU_ARRAY(span_ID_buf, struct span_ID_tmp, 1);
-"""
+struct span_${ID}_start { u64 ns; struct span_${ID}_by by; };
+struct span_${ID}_slot { u64 slot; struct span_${ID}_$SLOTOF v; };  /* a histogram's key */
+struct span_${ID}_tmp { struct span_${ID}_key key; struct span_${ID}_start start; struct span_${ID}_slot slot; };
+BPF_HASH(span_${ID}_starts, struct span_${ID}_key, struct span_${ID}_start, $MAX_IN_FLIGHT);
+BPF_HISTOGRAM(span_${ID}_hist, struct span_${ID}_slot, $MAX_HIST_KEYS);
+BPF_PERCPU_ARRAY(span_${ID}_buf, struct span_${ID}_tmp, 1);
+""")
 
-SPAN_BLOCK_C = """
+SPAN_BLOCK_C = string.Template("""
 	{
-		struct span_ID_tmp *t = span_ID_buf.lookup(&zero);
+		struct span_${ID}_tmp *t = span_${ID}_buf.lookup(&zero);
 		if (t) {
 			__builtin_memset(t, 0, sizeof(*t));
-			KEY_READS
-			BODY
+			$KEY_READS
+			$BODY
 		}
 	}
-"""
+""")
 
-SPAN_START_C = """BY_READS
+SPAN_START_C = string.Template("""$BY_READS
 			t->start.ns = bpf_ktime_get_ns();
-			span_ID_starts.update(&t->key, &t->start);"""
+			span_${ID}_starts.update(&t->key, &t->start);""")
 
-SPAN_END_C = """struct span_ID_start *begun = span_ID_starts.lookup(&t->key);
+SPAN_END_C = string.Template("""struct span_${ID}_start *begun = span_${ID}_starts.lookup(&t->key);
 			if (!begun) {
-				unmatched.atomic_increment(ID);
+				unmatched.atomic_increment($ID);
 			} else {
 				u64 ns = bpf_ktime_get_ns() - begun->ns, none = 0;
-				bpf_probe_read_kernel(&t->slot.v, sizeof(t->slot.v), SLOT_FROM);
-				span_ID_starts.delete(&t->key);
-				BY_READS
-				t->slot.slot = bpf_log2l(ns / UNIT_NS);
-				span_ID_hist.insert(&t->slot, &none);
-				u64 *count = span_ID_hist.lookup(&t->slot);
+				bpf_probe_read_kernel(&t->slot.v, sizeof(t->slot.v), $SLOT_FROM);
+				span_${ID}_starts.delete(&t->key);
+				$BY_READS
+				t->slot.slot = bpf_log2l(ns / $UNIT_NS);
+				span_${ID}_hist.insert(&t->slot, &none);
+				u64 *count = span_${ID}_hist.lookup(&t->slot);
 				if (count)
 					__sync_fetch_and_add(count, 1);
-			}"""
-
-
-def fill(template, **values):
-    """The template's placeholders replaced in one pass (values are not searched)."""
-    names = sorted(values, key=len, reverse=True)
-    return re.sub("|".join(names), lambda m: str(values[m[0]]), template)
+			}""")
 
 
 def note_types(readers):
@@ -505,26 +500,28 @@ def program_text(tool, args, probes, spans, types=None):
         parts.append("BPF_PERF_OUTPUT(events);")
         for p in probes:
             decls = "\n\t".join(f.c_decl("f%d" % i) for i, f in enumerate(p.fields))
-            parts.append(fill(LINE_C, DECLS=decls or "/* no values */",
-                              READS=reads(p, [(f, "ev->f%d" % i) for i, f in enumerate(p.fields)], "\t"), ID=p.number))
+            code = reads(p, [(f, "ev->f%d" % i) for i, f in enumerate(p.fields)], "\t")
+            parts.append(LINE_C.substitute(DECLS=decls or "/* no values */", READS=code, ID=p.number))
         return "\n".join(parts)
     parts.append("BPF_PERCPU_ARRAY(unmatched, u64, %d);" % len(tool.spans))
     blocks, by_name = {}, {p.name: p for p in probes}
     for s in spans:
         key_decls = "\n\t".join(f.c_decl("k%d" % i) for i, (f, _) in enumerate(s.keys)) or "u32 tid;"
         by_decls = "\n\t".join(f.c_decl("b%d" % i) for i, (f, _) in enumerate(s.by)) or "u8 none;"
-        parts.append(fill(SPAN_C, KEY_DECLS=key_decls, BY_DECLS=by_decls, SLOTOF="key" if args.per_key else "by",
-                          NAME=s.name, ID=s.number, MAX_IN_FLIGHT=MAX_IN_FLIGHT, MAX_HIST_KEYS=MAX_HIST_KEYS))
+        parts.append(SPAN_C.substitute(KEY_DECLS=key_decls, BY_DECLS=by_decls, SLOTOF="key" if args.per_key else "by",
+                                       NAME=s.name, ID=s.number, MAX_IN_FLIGHT=MAX_IN_FLIGHT,
+                                       MAX_HIST_KEYS=MAX_HIST_KEYS))
         for start in (True, False):
             probe = by_name[s.start if start else s.end]
             keys = reads(probe, [(pair[not start], "t->key.k%d" % i) for i, pair in enumerate(s.keys)], "\t\t\t")
             by = [(f, "t->%s.b%d" % ("start.by" if start else "slot.v", i))
                   for i, (f, at_start) in enumerate(s.by) if at_start == start and not (args.per_key and not start)]
             by = reads(probe, by, "\t\t\t" if start else "\t\t\t\t")
-            body = fill(SPAN_START_C if start else SPAN_END_C, BY_READS=by, ID=s.number,
-                        UNIT_NS=UNITS[args.milliseconds][2], SLOT_FROM="&t->key" if args.per_key else "&begun->by")
-            blocks.setdefault(probe.number, []).append(fill(SPAN_BLOCK_C, BODY=body, ID=s.number, KEY_READS=keys
-                                                            or "t->key.tid = bpf_get_current_pid_tgid();"))
+            body = (SPAN_START_C if start else SPAN_END_C).substitute(
+                BY_READS=by, ID=s.number, UNIT_NS=UNITS[args.milliseconds][2],
+                SLOT_FROM="&t->key" if args.per_key else "&begun->by")
+            keys = keys or "t->key.tid = bpf_get_current_pid_tgid();"
+            blocks.setdefault(probe.number, []).append(SPAN_BLOCK_C.substitute(BODY=body, ID=s.number, KEY_READS=keys))
     parts += ["int probe_%d(struct pt_regs *ctx)\n{\n\tint zero = 0;\n%s\treturn 0;\n}" % (n, "".join(b))
               for n, b in blocks.items()]
     return "\n".join(parts)
