@@ -1,17 +1,12 @@
 """bpftrace scripts from the catalog: one per group, ``all``, ``counts``
 (and ``spans``: generators.spans); render_lines makes them again for the
-process `probegen trace` traces.
-
-Probes are written ``usdt:*:PROVIDER:NAME`` and scripts have no BEGIN or END
-block, so one script runs under ``bpftrace -p PID``, its shebang, SPDK's
-``scripts/bpftrace.sh`` (which appends its own) and probegen trace.
-
-A probe's block takes one of two forms. whole_body prints a hit in one
-printf, each string read by one str(). pieces_body fits bpftrace 0.17's
-512-byte stack: strings read PIECE characters at a time (a piece only while
-the ones before it hold no NUL), and a hit one printf cannot hold printed
-as several lines, ``PROBE [tid TID K/N]``, which trace joins
-(runtime/hitlines.py).
+process `probegen trace` traces. Probes are written ``usdt:*:PROVIDER:NAME``
+and scripts have no BEGIN or END block, so one script runs under ``bpftrace
+-p PID``, its shebang, SPDK's ``scripts/bpftrace.sh`` (which appends its own)
+and probegen trace. A probe's block takes one of two forms: whole_body (a hit
+in one printf) or, for bpftrace 0.17's 512-byte stack, pieces_body (strings
+read PIECE characters at a time; a hit one printf cannot hold printed as
+several lines, ``PROBE [tid TID K/N]``, which trace joins: runtime/hitlines.py).
 """
 
 from __future__ import annotations
