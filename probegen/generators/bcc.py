@@ -32,14 +32,14 @@ ROW_WIDTH = 114  # a table row's longest one-line form (the tool's lines: 120)
 TIMELINE_IMPORT = "from probegen.runtime.timeline import trace_events  # a tool carries timeline.py's source here\n"
 
 
-def field_format(field: Field, arg: Arg | None = None) -> str:
+def field_format(field: Field, arg: Arg) -> str:
     """The runtime's format of a value (probegen.runtime.bcc.Field)."""
     bits = field.size * 8
     if field.style is Style.STRING:
         if field.length is not None:  # exactly that many bytes, up to max_len
             return f"buf:{field.length}:{field.max_len}"
         if not field.is_member:
-            return f"str:{field.max_len if arg is None or arg.max_len is not None else BCC_DEFAULT_MAX_LEN}"
+            return f"str:{field.max_len if arg.max_len is not None else BCC_DEFAULT_MAX_LEN}"
         if field.ctype.pointer_sized:
             return f"str:{field.max_len}"
         return f"chars:{field.max_len}" if field.ctype.size > 0 else f"flex:{field.max_len}"
@@ -50,9 +50,9 @@ def field_format(field: Field, arg: Arg | None = None) -> str:
     return {Style.HEX: "x", Style.SIGNED: "s"}.get(field.style, "u") + str(bits)
 
 
-def field_row(field: Field, arg: Arg | None) -> str:
-    member = (field.struct, field.member) if field.is_member else ()
-    return repr((field.label, field.index, field_format(field, arg)) + ((member,) if member else ()))
+def field_row(field: Field, arg: Arg) -> str:
+    member = ((field.struct, field.member),) if field.is_member else ()
+    return repr((field.label, field.index, field_format(field, arg)) + member)
 
 
 def _span_rows(catalog: Catalog, types: TypeSource | None) -> list[str]:
@@ -83,8 +83,7 @@ def render_tool(catalog: Catalog, types: TypeSource | None = None) -> str:
     lines = [probe_line(catalog, p, types) for p in catalog.probes]
     probes = []
     for line in lines:
-        args = line.probe.note_args
-        fields = [field_row(f, args[f.index] if f.index < len(args) else None) for f in line.fields]
+        fields = [field_row(f, line.probe.note_args[f.index]) for f in line.fields]
         head = repr((line.probe.name, line.probe.group, line.probe.doc, line.arg_count))[1:-1]
         probes.append(_row(head, f"[{', '.join(fields)}]"))
     enums = []
