@@ -1,10 +1,7 @@
-"""Finding the shared libraries a binary loads, the way ld.so would, and
-reading their probes along with the binary's.
-
-Only the places a project controls are searched: the binary's RPATH or
-RUNPATH (with $ORIGIN expanded) and directories given by the caller. The
-system directories are not read: their libraries are not the project's,
-so their probes are not the catalog's business.
+"""The shared libraries a binary loads, found as ld.so finds them, and their
+probes read with the binary's. Only the places a project controls are
+searched: RPATH or RUNPATH ($ORIGIN expanded) and the caller's directories;
+the system's libraries are not the project's, nor their probes the catalog's.
 """
 
 from __future__ import annotations
@@ -63,8 +60,7 @@ def _is_system_library(name: str) -> bool:
 def resolve_dependencies(binary: str | os.PathLike, lib_dirs: list[str] = ()) -> tuple[list[str], list[str]]:
     """(libraries, unresolved): the paths of every library the binary needs,
     directly or not, found in RPATH/RUNPATH or ``lib_dirs`` (breadth first),
-    and the names found nowhere searched, system libraries left out. A
-    candidate of another ELF class or machine is skipped, as ld.so skips it."""
+    and the names found nowhere searched, system libraries left out."""
     seen = {os.path.realpath(binary)}
     found: list[str] = []
     unresolved: list[str] = []
@@ -75,29 +71,27 @@ def resolve_dependencies(binary: str | os.PathLike, lib_dirs: list[str] = ()) ->
         # LD_LIBRARY_PATH (our --lib-dir), then DT_RUNPATH.
         dirs = [*(() if info.runpath else info.rpath), *lib_dirs, *info.runpath]
         for name in info.needed:
-            path = _find(name, dirs, info)
+            path, library = _find(name, dirs, info)
             if path is None:
                 if name not in unresolved and not _is_system_library(name):
                     unresolved.append(name)
             elif os.path.realpath(path) not in seen:
                 seen.add(os.path.realpath(path))
                 found.append(path)
-                try:
-                    queue.append(dynamic_info(path))
-                except ElfError:
-                    pass  # _find already read it; a library broken after that is reported when read
+                queue.append(library)
     return found, unresolved
 
 
-def _find(name: str, dirs: list[str], parent: DynamicInfo) -> str | None:
+def _find(name: str, dirs: list[str], parent: DynamicInfo) -> tuple[str | None, DynamicInfo | None]:
+    """The first candidate of the parent's ELF class and machine, and its DynamicInfo."""
     for candidate in [name] if "/" in name else [os.path.join(d, name) for d in dirs]:
         try:
             info = dynamic_info(candidate) if os.path.isfile(candidate) else None
         except ElfError:
             continue
         if info and info.elf_class == parent.elf_class and info.machine == parent.machine:
-            return os.path.normpath(candidate)
-    return None
+            return os.path.normpath(candidate), info
+    return None, None
 
 
 @dataclass

@@ -70,7 +70,7 @@ def listing_json(binaries: list[Binary], errors: list[ElfError]) -> dict:
     return {
         "version": JSON_VERSION,
         "binaries": [binary_json(b) for b in binaries],
-        "errors": [{"path": e.path, "message": e.problem} for e in errors],
+        "errors": [{"path": e.location.path, "message": e.message} for e in errors],
     }
 
 

@@ -43,18 +43,12 @@ _ARCHES = {
 
 
 def _named(value: str | int, prefix: str) -> str:
-    """pyelftools' name of a machine or type ('EM_X86_64', 'ET_DYN'); a bare
-    number it has no name for as 'EM_12345', a string like the rest."""
+    """pyelftools' name of a machine or type ('EM_X86_64'), or 'EM_12345'."""
     return value if isinstance(value, str) else f"{prefix}{value}"
 
 
 class ElfError(BinaryError):
     """A file that cannot be read as an ELF binary with USDT notes."""
-
-    def __init__(self, path: str, problem: str):
-        self.path = path
-        self.problem = problem
-        super().__init__(problem, Location(path))
 
 
 @dataclass(frozen=True)
@@ -109,14 +103,9 @@ class Binary:
 
 
 def open_elf(path: str | os.PathLike, *, pipe_ok: bool = False):
-    """Open a path as an ELFFile; ElfError for anything that is not one.
-    The one ELF opener: the notes, the dynamic section and the DWARF
-    (probegen.dwarf) are all read through it.
-
-    Regular files only, unless ``pipe_ok``: then a pipe (``<(cat BIN)``)
-    is copied to a temporary file first (see probegen.files.inputs).
-    Returns (ELFFile, file object, size); the caller closes the file.
-    """
+    """(ELFFile, file object, size), the caller closing the file; ElfError
+    for anything that is not one. The one ELF opener (notes, dynamic section,
+    DWARF). Regular files only, unless ``pipe_ok``: a pipe is copied first."""
     stream, size = open_elf_file(path, pipe_ok=pipe_ok)
     try:
         from elftools.elf.elffile import ELFFile
@@ -135,7 +124,7 @@ def open_elf_file(path: str | os.PathLike, *, pipe_ok: bool = False):
         stream, size = open_seekable(path, "ELF binary", pipe_ok=pipe_ok, head=len(_MAGIC),
                                      check_head=lambda head: _check_magic(shown, head), missing="no such file")
     except UnreadableInput as exc:
-        raise ElfError(shown, exc.message) from None
+        raise ElfError(exc.message, Location(shown)) from None
     try:
         _check_magic(shown, stream.read(len(_MAGIC)))  # a pipe's was checked before copying
         stream.seek(0)
@@ -147,28 +136,26 @@ def open_elf_file(path: str | os.PathLike, *, pipe_ok: bool = False):
 
 def _check_magic(shown: str, head: bytes) -> None:
     if not head:
-        raise ElfError(shown, "empty file, not an ELF binary")
+        raise ElfError("empty file, not an ELF binary", Location(shown))
     if head != _MAGIC:
-        raise ElfError(shown, "not an ELF file (no ELF magic number)")
+        raise ElfError("not an ELF file (no ELF magic number)", Location(shown))
 
 
 def guard_elf(shown: str, action):
     """Run a pyelftools call; its many exception types on malformed input
-    (ELFError, construct's parse errors, struct.error, ValueError, ...)
-    become one ElfError naming the file."""
+    (ELFError, construct's, struct.error, ...) become one ElfError."""
     try:
         return action()
     except ElfError:
         raise
     except Exception as exc:  # noqa: BLE001 - see docstring
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ElfError(shown, f"truncated or malformed ELF ({detail})") from None
+        raise ElfError(f"truncated or malformed ELF ({detail})", Location(shown)) from None
 
 
 def read_binary(path: str | os.PathLike, *, pipe_ok: bool = False) -> Binary:
     """Every USDT probe of one ELF file, sites grouped by provider and name
-    in the order of their first note. ``pipe_ok``: the user named this
-    file, and may have named a pipe (see open_elf)."""
+    in the order of their first note. ``pipe_ok``: see open_elf."""
     shown = str(path)
     elf, stream, file_size = open_elf(path, pipe_ok=pipe_ok)
     with stream:
@@ -183,15 +170,15 @@ def _read(elf, shown: str, file_size: int) -> Binary:
     grouped: dict[tuple[str, str], list[ProbeSite]] = {}
     if notes is not None:
         if notes["sh_type"] != "SHT_NOTE":
-            raise ElfError(shown, f"section {NOTE_SECTION} is not a note section ({notes['sh_type']})")
+            raise ElfError(f"section {NOTE_SECTION} is not a note section ({notes['sh_type']})", Location(shown))
         start, size = notes["sh_offset"], notes["sh_size"]
         if start + size > file_size:
-            raise ElfError(shown, f"section {NOTE_SECTION} ends at byte {start + size}, past the end of the file "
-                                  f"({file_size} bytes)")
+            raise ElfError(f"section {NOTE_SECTION} ends at byte {start + size}, past the end of the file "
+                           f"({file_size} bytes)", Location(shown))
         elf.stream.seek(start)
         data = elf.stream.read(size)
         if len(data) != size:
-            raise ElfError(shown, f"section {NOTE_SECTION} could not be read in full")
+            raise ElfError(f"section {NOTE_SECTION} could not be read in full", Location(shown))
         grouped = _NoteReader(shown, elf.elfclass // 8, elf.little_endian, machine, stapsdt_base).read(data, start)
     return Binary(shown, elf.elfclass, machine, _named(elf.header["e_type"], "ET_"), elf.little_endian,
                   notes is not None, stapsdt_base,
@@ -215,32 +202,32 @@ class _NoteReader:
         self.args: dict[bytes, tuple[str, tuple[NoteArg, ...]]] = {}  # raw string -> (text, decoded)
 
     def read(self, data: bytes, section_offset: int) -> dict[tuple[str, str], list[ProbeSite]]:
-        """Sites by (provider, name), in the order of their first note.
-        Offsets in messages are the file's."""
+        """Sites by (provider, name); offsets in messages are the file's."""
         shown, width, end = self.shown, self.width, len(data)
         grouped: dict[tuple[str, str], list[ProbeSite]] = {}
         offset = count = 0
         while offset + _NOTE_HEADER < end:  # trailing padding is no note (as pyelftools reads it)
             count += 1
             if count > MAX_NOTES:
-                raise ElfError(shown, f"section {NOTE_SECTION} holds more than {MAX_NOTES} notes; "
-                                      "no real binary has that many probe sites")
+                raise ElfError(f"section {NOTE_SECTION} holds more than {MAX_NOTES} notes; "
+                               "no real binary has that many probe sites", Location(shown))
             namesz, descsz, note_type = self.header.unpack_from(data, offset)
             name_at = offset + _NOTE_HEADER
             desc_at = name_at + ((namesz + 3) & ~3)
             note_at, offset = section_offset + offset, desc_at + ((descsz + 3) & ~3)
             if offset > end:
-                raise ElfError(shown, f"note at byte {note_at} of {NOTE_SECTION}: its sizes point past the section")
+                raise ElfError(f"note at byte {note_at} of {NOTE_SECTION}: its sizes point past the section",
+                               Location(shown))
             if note_type != NT_STAPSDT or not data.startswith(_OWNER, name_at, desc_at):
                 continue
             if descsz < 3 * width:
-                raise ElfError(shown, f"stapsdt note at byte {note_at}: descriptor of {descsz} bytes is too short "
-                                      "for three addresses")
+                raise ElfError(f"stapsdt note at byte {note_at}: descriptor of {descsz} bytes is too short "
+                               "for three addresses", Location(shown))
             pc, base, semaphore = self.addresses.unpack_from(data, desc_at)
             strings = data[desc_at + 3 * width:desc_at + descsz].split(b"\0", 3)
             if len(strings) < 4:
-                raise ElfError(shown, f"stapsdt note at byte {note_at}: provider, name and arguments are not "
-                                      "three NUL-terminated strings")
+                raise ElfError(f"stapsdt note at byte {note_at}: provider, name and arguments are not "
+                               "three NUL-terminated strings", Location(shown))
             key = self.names.get((strings[0], strings[1]))
             decoded = self.args.get(strings[2])
             if key is None or decoded is None:
@@ -256,15 +243,14 @@ class _NoteReader:
         return grouped
 
     def _check(self, raw_provider: bytes, raw_name: bytes, raw_args: bytes, key, decoded, where: str):
-        """(key, decoded) of a note with a string not seen before: checked
-        (problems in the order of the messages), decoded and remembered."""
+        """(key, decoded) of a note with a string not seen before: checked, decoded and remembered."""
         shown = self.shown
         if key is None:
             provider, name, args_text = (_text(raw, shown, where, what) for raw, what in
                                          ((raw_provider, "provider"), (raw_name, "name"), (raw_args, "arguments")))
             for value, what in ((provider, "provider"), (name, "name")):
                 if not _NAME.match(value):
-                    raise ElfError(shown, f"{where}: {what} {value!r} is not a C identifier")
+                    raise ElfError(f"{where}: {what} {value!r} is not a C identifier", Location(shown))
             key = self.names[raw_provider, raw_name] = (provider, name)
         else:
             args_text = _text(raw_args, shown, where, "arguments")
@@ -274,7 +260,7 @@ class _NoteReader:
             try:
                 args = parse_args(args_text, self.machine)
             except ArgSpecError as exc:
-                raise ElfError(shown, f"{where} ({key[0]}:{key[1]}): {exc}") from None
+                raise ElfError(f"{where} ({key[0]}:{key[1]}): {exc}", Location(shown)) from None
             decoded = self.args[raw_args] = (args_text, args)
         return key, decoded
 
@@ -283,7 +269,7 @@ def _text(raw: bytes, shown: str, where: str, what: str) -> str:
     try:
         text = raw.decode("ascii")
     except UnicodeDecodeError:
-        raise ElfError(shown, f"{where}: {what} is not ASCII text") from None
+        raise ElfError(f"{where}: {what} is not ASCII text", Location(shown)) from None
     if not text.isprintable():
-        raise ElfError(shown, f"{where}: {what} contains control characters")
+        raise ElfError(f"{where}: {what} contains control characters", Location(shown))
     return text

@@ -1,13 +1,9 @@
-"""SystemTap/DTrace provider files (``.d``): what ``dtrace -h`` reads.
+"""SystemTap/DTrace provider files (``.d``), as ``dtrace -h`` reads them.
 
-The grammar real projects write (tests/d/shop.d has each form): comments,
-object-like ``#define`` type aliases (expanded as `dtrace -C` would),
-``#pragma`` and ``#include`` (ignored), scalar typedefs, struct
-declarations (skipped), and ``provider NAME { probe NAME(TYPE [name], ...)
-[: (TRANSLATED, ...)]; };``. ``string`` is DTrace's ``char *``. A small
-tokenizer and a recursive-descent reader; errors name file:line:column.
-Argument types are checked with the catalog's C type reader, so the
-catalog made from the file loads.
+The forms real projects write are in tests/d/shop.d. A tokenizer (which
+drops comments and directives and expands object-like ``#define``s) and a
+recursive-descent reader; argument types are checked with the catalog's C
+type reader, so the catalog made from the file loads.
 """
 
 from __future__ import annotations
@@ -43,6 +39,7 @@ class Token:
     kind: str  # ident, number, punct, eof
     line: int
     column: int
+    doc: str = ""  # the /** ... */ comment before it
 
 
 @dataclass(frozen=True)
@@ -86,15 +83,12 @@ class ProviderFile:
 
 
 class _Lexer:
-    """Tokens of the file with comments and directives taken out and
-    object-like #define macros expanded (from their definition on, as cpp
-    does)."""
+    """Tokens, #define macros expanded from their definition on, as cpp does."""
 
     def __init__(self, text: str, path: str):
         self.text, self.path = text, path
         self.macros: dict[str, list[Token]] = {}
         self.expanded = 0
-        self.docs: dict[tuple[int, int], str] = {}  # (line, column) of a token -> the doc comment before it
 
     def fail(self, line: int, column: int, why: str):
         raise InputError(why, Location(self.path, line, column))
@@ -121,9 +115,8 @@ class _Lexer:
                 elif kind == "other":
                     self.fail(line, column, f"unexpected character {match.group()!r}")
                 elif kind in ("ident", "number", "punct"):
-                    if doc is not None:
-                        self.docs[(line, column)], doc = doc, None
-                    self.emit(Token(match.group(), kind, line, column), out, frozenset())
+                    self.emit(Token(match.group(), kind, line, column, doc or ""), out, frozenset())
+                    doc = None
                 at_line_start = kind == "newline" or at_line_start and kind in ("space", "line_comment")
             newlines = text.count("\n", pos, end)
             if newlines:
@@ -174,9 +167,8 @@ class _Lexer:
 class _Reader:
     """Recursive descent over the tokens."""
 
-    def __init__(self, tokens: list[Token], path: str, docs: dict | None = None):
+    def __init__(self, tokens: list[Token], path: str):
         self.tokens, self.path, self.pos = tokens, path, 0
-        self.docs = docs or {}
         self.typedefs: dict[str, str] = {}  # as written, for the catalog
         self.typedef_types: dict = {}  # name -> CType, for checking the types that use them
 
@@ -249,7 +241,7 @@ class _Reader:
 
     def probe(self) -> DProbe:
         keyword = self.take()
-        doc, params = _doc_comment(self.docs.get((keyword.line, keyword.column), ""))
+        doc, params = _doc_comment(keyword.doc)
         name = self.identifier("the probe's name")
         if name.text.startswith("__") or "$" in name.text:
             self.fail(name, f"probe '{name.text}': a probe name is a C identifier not starting with '__'")
@@ -381,8 +373,7 @@ def _doc_comment(comment: str) -> tuple[str, tuple[tuple[str, str], ...]]:
 
 
 def parse_provider_file(text: str, path: str) -> ProviderFile:
-    lexer = _Lexer(text, path)
-    reader = _Reader(lexer.tokens(), path, lexer.docs)
+    reader = _Reader(_Lexer(text, path).tokens(), path)
     providers = reader.file()
     return ProviderFile(path, tuple(providers), tuple(reader.typedefs.items()))
 
@@ -403,9 +394,8 @@ def read_provider_file(path) -> ProviderFile:
 
 
 def preprocessed_provider_file(path, cpp_options: list[str]) -> ProviderFile:
-    """The file as `dtrace -C` reads it: through the C preprocessor ($CPP,
-    else cpp) with these -I and -D options; errors name the file's lines
-    (cpp's line markers are read as such)."""
+    """The file as `dtrace -C` reads it: through $CPP (else cpp) with these
+    -I and -D options; errors name the file's lines, by cpp's line markers."""
     import os
     import shlex
     import subprocess
@@ -431,10 +421,9 @@ def is_provider_file(path) -> bool:
 
 
 def imported_catalog(source: ProviderFile, provider_name: str | None = None, floats: bool = False):
-    """The ImportedCatalog (what `probegen import` renders) of one provider.
-    ``floats``: float and double arguments get an integer of their size in
-    their place (for the header; catalogs_of puts them back), else each is
-    an error at its place."""
+    """The ImportedCatalog of one provider. ``floats``: a float or double
+    argument becomes an integer of its size (catalogs_of puts it back for
+    the header), else it is an error."""
     from probegen.importers.binaries import ImportedArg, ImportedCatalog, ImportedProbe
 
     provider = source.provider(provider_name)
@@ -448,8 +437,7 @@ def imported_catalog(source: ProviderFile, provider_name: str | None = None, flo
                     f"probe '{probe.name}': argument {index + 1}: floating-point type "
                     f"'{arg.type}' is not supported in a catalog: bpftrace and BCC cannot read floating-point USDT "
                     "arguments (probegen header -s and probegen-dtrace read the file as it is)", arg.location)
-            # The file's name where it can name a catalog argument, else argN
-            # (N as bpftrace numbers it).
+            # The file's name where it can name a catalog argument, else argN, as bpftrace numbers it.
             name = arg.name
             if not name or name in names or name.startswith("_") or not is_identifier(name):
                 name = f"arg{index}"
@@ -470,10 +458,9 @@ def imported_catalog(source: ProviderFile, provider_name: str | None = None, flo
 
 
 def merged_catalog(source: ProviderFile, provider_name, binaries) -> tuple:
-    """(ImportedCatalog, notes): names, argument names and docs from the
-    file, each argument's type from what the binaries pass (the file's,
-    where every site converts to it), and a note at the file's line for
-    each difference. The catalog passes verify on the binaries."""
+    """(ImportedCatalog, notes): names and docs from the file, each argument's
+    type from what the binaries pass unless every site converts to the file's,
+    and a note at the file's line for each difference. It passes verify."""
     from dataclasses import replace
 
     from probegen.importers.binaries import infer_catalog
@@ -528,9 +515,8 @@ def _covers(declared: str, passed: str, typedefs: dict) -> bool:
 
 def import_provider_file(path, provider_name: str | None = None, file_name: str = "probes.yaml",
                          binaries=(), notes: list | None = None) -> str:
-    """The catalog YAML of a provider file's provider, checked by the loader;
-    with binaries, their types (see merged_catalog; its notes are added to
-    ``notes``)."""
+    """The catalog YAML of a provider, checked by the loader; with binaries,
+    their types (merged_catalog's notes are added to ``notes``)."""
     from probegen.importers.binaries import checked_text
 
     if binaries:
@@ -544,12 +530,10 @@ def import_provider_file(path, provider_name: str | None = None, file_name: str 
 
 
 def catalogs_of(path, header_output=None) -> list:
-    """A catalog (style dtrace) per provider of the file, for a header
-    made straight from it (at ``header_output``, which names the guards).
-    The catalog has no floating-point type: integers of their size stand
-    in for the file's float and double arguments, then they are put back
-    (the header only names their types in comments: dtrace style passes
-    arguments as written)."""
+    """A catalog (style dtrace) per provider, for a header made from the file
+    (``header_output`` names the guards). float and double arguments stand
+    as integers of their size while it loads, then are put back: the header
+    names them only in comments, dtrace style passing arguments as written."""
     from dataclasses import replace
 
     from probegen.importers.binaries import loaded, render_catalog
