@@ -21,12 +21,13 @@ _TYPE_WORDS = frozenset(
     "struct union enum string".split()
 )
 _QUALIFIERS = frozenset(["const", "volatile", "restrict"])
+# A directive starts a line and ends with it, lines joined by backslashes.
 _TOKEN = re.compile(
-    r"(?P<space>[ \t\r\f\v]+)|(?P<newline>\n)|(?P<comment>/\*)|(?P<line_comment>//[^\n]*)"
+    r"(?P<directive>^[ \t\r\f\v]*#(?:[^\n]*\\\n)*[^\n]*)|(?P<space>[ \t\r\f\v]+)|(?P<newline>\n)"
+    r"|(?P<comment>/\*(?s:.*?)\*/)|(?P<unterminated>/\*)|(?P<line_comment>//[^\n]*)"
     r"|(?P<ident>[A-Za-z_$][A-Za-z0-9_$]*)|(?P<number>[0-9][A-Za-z0-9_]*)"
-    r"|(?P<punct>\.\.\.|[(){};,*:\[\]=])|(?P<other>.)"
+    r"|(?P<punct>\.\.\.|[(){};,*:\[\]=])|(?P<other>.)", re.M
 )
-_DIRECTIVE = re.compile(r"#(?:[^\n]*\\\n)*[^\n]*")  # to the end of its line, joined by backslashes
 _LINE_MARKER = re.compile(r"#\s*(?:line\s+)?([0-9]+)\b")
 _CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|else|endif)\b", re.M)
 _MAX_EXPANSION = 64  # nested #define expansions: far more than types need
@@ -95,35 +96,28 @@ class _Lexer:
 
     def tokens(self) -> list[Token]:
         out: list[Token] = []
-        text, pos, line, line_start, at_line_start, doc = self.text, 0, 1, 0, True, None
-        while pos < len(text):
-            column = pos - line_start + 1
-            marker = None
-            if at_line_start and text[pos] == "#":
-                kind, end = "directive", _DIRECTIVE.match(text, pos).end()
-                self.directive(text[pos:end], line, column)
-                marker = _LINE_MARKER.match(text, pos, end)  # cpp's '# 12 "x.d"': the next line is line 12
-            else:
-                match = _TOKEN.match(text, pos)
-                kind, end = match.lastgroup, match.end()
-                if kind == "comment":
-                    end = text.find("*/", pos + 2) + 2
-                    if end == 1:
-                        self.fail(line, column, "unterminated comment /* (no */ before the end of the file)")
-                    if text.startswith("/**", pos) and end - pos > 4:
-                        doc = text[pos:end]  # a doc comment: the next token's (a probe's)
-                elif kind == "other":
-                    self.fail(line, column, f"unexpected character {match.group()!r}")
-                elif kind in ("ident", "number", "punct"):
-                    self.emit(Token(match.group(), kind, line, column, doc or ""), out, frozenset())
-                    doc = None
-                at_line_start = kind == "newline" or at_line_start and kind in ("space", "line_comment")
-            newlines = text.count("\n", pos, end)
+        text, line, line_start, doc = self.text, 1, 0, None
+        for match in _TOKEN.finditer(text):
+            kind, start, end, found = match.lastgroup, match.start(), match.end(), match.group()
+            column, marker = start - line_start + 1, None
+            if kind == "directive":
+                body = found.lstrip(" \t\r\f\v")
+                self.directive(body, line, column + len(found) - len(body))
+                marker = _LINE_MARKER.match(body)  # cpp's '# 12 "x.d"': the next line is line 12
+            elif kind == "unterminated":
+                self.fail(line, column, "unterminated comment /* (no */ before the end of the file)")
+            elif kind == "other":
+                self.fail(line, column, f"unexpected character {found!r}")
+            elif kind == "comment" and found.startswith("/**") and len(found) > 4:
+                doc = found  # a doc comment: the next token's (a probe's)
+            elif kind in ("ident", "number", "punct"):
+                self.emit(Token(found, kind, line, column, doc or ""), out, frozenset())
+                doc = None
+            newlines = found.count("\n")
             if newlines:
-                line, line_start = line + newlines, text.rfind("\n", pos, end) + 1
+                line, line_start = line + newlines, text.rfind("\n", start, end) + 1
             if marker:
                 line = int(marker[1]) - 1
-            pos = end
         out.append(Token("", "eof", line, len(text) - line_start + 1))
         return out
 
@@ -159,7 +153,7 @@ class _Lexer:
         for part in _TOKEN.finditer(value):
             if part.lastgroup in ("ident", "number", "punct"):
                 tokens.append(Token(part.group(), part.lastgroup, line, column))
-            elif part.lastgroup == "other":
+            elif part.lastgroup in ("other", "directive"):
                 return  # not a type: a macro the probes cannot use
         self.macros[name] = tokens
 
