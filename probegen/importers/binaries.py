@@ -1,10 +1,8 @@
 """A catalog from the probes found in binaries: how a project adopts probegen.
 
-A note records each argument's size and sign only, so types are the
-exact-width integers (a pointer and a uint64_t look the same; only a person
-can say which); see _infer_type. The catalog is rendered through
-templates/catalog.yaml.j2 and loaded back before it is returned, so
-`probegen verify` accepts it on the same binaries.
+A note records each argument's size and sign only, so types are exact-width
+integers (a pointer and a uint64_t look the same). The catalog is rendered
+through templates/catalog.yaml.j2 and loaded back, so verify accepts it.
 """
 
 from __future__ import annotations
@@ -69,12 +67,10 @@ def _constant(arg: NoteArg) -> int | None:
 
 
 def _spdk_arg0(provider: str, probes: dict[str, list[Seen]]) -> dict[str, bool] | None:
-    """probe name -> ticks, when every probe passes SPDK's arg0: the int 0
-    at every site, or the 8-byte clock (never a literal) at every site.
-    At least one probe must pass the 0 (or any run of pointer-first probes
-    would qualify); for a provider other than 'spdk', at least two, so a
-    library with one probe whose first argument is a literal 0 is not
-    given SPDK's clock."""
+    """probe name -> ticks, when every probe passes SPDK's arg0: the int 0 at
+    every site, or the 8-byte clock (never a literal) at every site. At least
+    one probe passes the 0 (else any pointer-first probes would qualify), two
+    for a provider other than 'spdk' (one literal 0 is not SPDK's clock)."""
     ticks = {}
     for name, seen in probes.items():
         firsts = [site.args[0] if site.args else None for site, _ in seen]
@@ -94,13 +90,11 @@ def _fits(value: int, type_name: str) -> bool:
 
 
 def _variables_type(variables: list[tuple[NoteArg, int]], notes: list[str]) -> str:
-    """The type the sites that pass a variable agree on. As wide as the
-    pointer in binaries of both pointer sizes: void * (most such arguments
-    are pointers; scripts print them in hex), intptr_t when most are signed.
-    Otherwise the widest size (narrower sites convert to it, as C converts
-    them), signed if any site is, wider still when unsigned and signed sites
-    of that size need it; a byte passed with both signs is plain char (its
-    sign is the target's choice)."""
+    """The type the sites that pass a variable agree on. Pointer-wide in
+    binaries of both pointer sizes: void * (scripts print it in hex), intptr_t
+    when most are signed. Else the widest size (narrower sites convert to it),
+    signed if any site is, wider when unsigned and signed sites of that size
+    need it; a byte passed with both signs is plain char."""
     specs = ", ".join(sorted({a.spec for a, _ in variables}))
     if len({p for _, p in variables}) > 1 and all(a.size == p for a, p in variables):
         return "intptr_t" if sum(a.signed for a, _ in variables) * 2 > len(variables) else "void *"
@@ -132,10 +126,9 @@ def _constants_type(constants: list[NoteArg]) -> str:
 
 
 def _infer_type(name: str, seen: list[tuple[NoteArg, int]]) -> ImportedArg:
-    """The argument from every site: (note argument, pointer size). A
-    literal tells little about the declared type (gcc records the literal's
-    own: 'false' is '-4@$0' where the variable is a 1-byte bool), so the
-    sites passing a variable decide; verify accepts a literal the type holds."""
+    """The argument from every site's (note argument, pointer size). The sites
+    passing a variable decide: a literal's size is its own ('false' is
+    '-4@$0' for a 1-byte bool); verify accepts a literal the type holds."""
     notes: list[str] = []
     variables = [(a, p) for a, p in seen if _constant(a) is None]
     constants = [a for a, _ in seen if _constant(a) is not None]
@@ -184,8 +177,8 @@ def infer_catalog(binaries: list[Binary], provider: str) -> ImportedCatalog:
             f"import: error: no catalog fits every site of {paths} (binaries of different versions? import one "
             f"version at a time): {'; '.join(disagreements[:5])}"
             + (f"; and {len(disagreements) - 5} more" if len(disagreements) > 5 else "")))
-    # The header gives semaphores to ticks and enabled_check probes: off when
-    # no site has one (SPDK's own header), or a ticks probe's site lacks it.
+    # Semaphores (of ticks and enabled_check probes): off when no site has one
+    # (SPDK's own header), or a ticks probe's site lacks it.
     with_semaphore = any(s.semaphore for group in sites.values() for s, _ in group)
     ticks_without = any(not s.semaphore for p in probes if p.ticks for s, _ in sites[p.name])
     return ImportedCatalog(provider, ticks is not None, with_semaphore and not ticks_without, tuple(probes),
@@ -203,9 +196,8 @@ def check_bounds(name: str, args: int) -> None:
 
 
 def checked_text(imported: ImportedCatalog, file_name: str, failure: str, location: Location | None = None) -> str:
-    """The catalog's YAML, rendered once its probes are within bounds and
-    loaded back: never one the other commands refuse, for its size either.
-    ``failure`` begins the message when the loader refuses it."""
+    """The catalog's YAML, within bounds and loaded back: never one the other
+    commands refuse. ``failure`` begins the message when the loader refuses it."""
     from probegen.files.inputs import TEXT_LIMIT
 
     if len(imported.provider) > MAX_NAME:
@@ -223,8 +215,7 @@ def checked_text(imported: ImportedCatalog, file_name: str, failure: str, locati
 
 
 def loaded(text: str, path, failure: str, header_output=None, location: Location | None = None):
-    """The catalog the YAML text models; InputError 'FAILURE: its first
-    problem' when the loader refuses it."""
+    """The catalog the YAML text models; InputError 'FAILURE: its first problem'."""
     from probegen.catalog.load import parse_catalog
 
     try:
