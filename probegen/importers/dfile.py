@@ -1,7 +1,8 @@
-"""SystemTap/DTrace provider files (``.d``), as ``dtrace -h`` reads them.
-
-The forms real projects write are in tests/d/shop.d. A tokenizer (which
-drops comments and directives and expands object-like ``#define``s) and a
+"""SystemTap/DTrace provider files (``.d``), as ``dtrace -h`` reads them:
+comments, ``#define`` type aliases (expanded as `dtrace -C` would), other
+directives (ignored), scalar typedefs, struct declarations (skipped), and
+``provider NAME { probe NAME(TYPE [name], ...) [: (TRANSLATED, ...)]; };``
+(tests/d/shop.d has each form; ``string`` is ``char *``). A tokenizer and a
 recursive-descent reader; argument types are checked with the catalog's C
 type reader, so the catalog made from the file loads.
 """
