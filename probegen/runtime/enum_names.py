@@ -5,17 +5,18 @@ states the other way round from master); stderr says where each came from.
 
 from __future__ import annotations
 
-import os
-
 from probegen.catalog.model import Catalog
 from probegen.errors import InputError, NoDebugInfo
 from probegen.generators.lines import EnumTable, enum_table
 
+# What the child runs with (imported before it gives up root).
+_READER_MODULES = ("elftools", "probegen.elf", "probegen.dwarf", "probegen.generators.typesource",
+                   "probegen.generators.lines")
+
 
 def from_debug_info(catalog: Catalog, enums: list[str], files) -> dict:
     """In the child: each enum's names from the first of ``files`` ((shown name,
-    path)) whose DWARF has it, and why the others have none, as plain data
-    (_checked_sources reads it)."""
+    path)) whose DWARF has it, and why the others have none, as plain data."""
     from probegen.dwarf import DwarfTypes
     from probegen.generators.typesource import TypeSource
 
@@ -27,17 +28,15 @@ def from_debug_info(catalog: Catalog, enums: list[str], files) -> dict:
             break
         try:
             types = DwarfTypes.open(path)
-        except NoDebugInfo:
-            reasons.append(f"{shown} has no debug info")
-            continue
         except InputError as exc:  # damaged: the catalog's names are still good enough to trace with
-            reasons.append(f"debug info of {shown} unusable: {exc}")
+            reasons.append(f"{shown} has no debug info" if isinstance(exc, NoDebugInfo)
+                           else f"debug info of {shown} unusable: {exc}")
             continue
         with types:
             source = TypeSource(types)
             for enum in missing:
                 if source.enumerators(enum):
-                    found[enum] = [shown, [list(row) for row in enum_table(catalog, enum, source).names]]
+                    found[enum] = [shown, enum_table(catalog, enum, source).names]
         if any(enum not in found for enum in enums):
             reasons.append(f"not in the debug info of {shown}")
     return {"binary": found, "why": "; ".join(reasons) or "no file to read"}
@@ -45,33 +44,26 @@ def from_debug_info(catalog: Catalog, enums: list[str], files) -> dict:
 
 def for_process(catalog: Catalog, pid: int, holders: dict, enums: list[str],
                 deadline: float | None = None) -> tuple[dict[str, EnumTable], list[str]]:
-    """(each enum's table from debug info, the lines saying where each of
-    ``enums`` is named): the executable and the files holding the traced
-    probes, opened by root as trace opens them, parsed in a child without
-    root by ``deadline``; should that fail, the catalog's names."""
+    """(each enum's table from debug info, the lines saying where each of ``enums``
+    is named): the executable and the files holding the traced probes, opened by
+    root as trace opens them, parsed in a child without root by ``deadline``;
+    should that fail, the catalog's names."""
     from probegen.files.unprivileged import Unprivileged, deadline_in, run_unprivileged
     from probegen.runtime import trace
 
     if not enums:
         return {}, []
     files = [trace.mapped_files(pid)[0], *holders.values()]
-    descriptors, opened = [], []
     try:
-        for mapped in dict.fromkeys(files):
-            fd = trace.open_for_reading(pid, mapped)
-            if fd is not None:
-                descriptors.append(fd)
-                opened.append((trace.shown(mapped.name), f"/proc/self/fd/{fd}"))
-        found = run_unprivileged(from_debug_info, catalog, enums, opened,
-                                 deadline=deadline or deadline_in(trace.STARTUP_SECONDS),
-                                 what=f"reading enum names from the debug info of process {pid}'s files",
-                                 modules=_READER_MODULES)
-        from_binary, why = _checked_sources(found, enums, {shown for shown, _ in opened})
+        with trace.opened(pid, files) as opened:
+            named = [(trace.shown(mapped.name), path) for mapped, path in opened]
+            found = run_unprivileged(from_debug_info, catalog, enums, named,
+                                     deadline=deadline or deadline_in(trace.STARTUP_SECONDS),
+                                     what=f"reading enum names from the debug info of process {pid}'s files",
+                                     modules=_READER_MODULES)
+        from_binary, why = _checked_sources(found, enums, {shown for shown, _ in named})
     except Unprivileged as exc:
         from_binary, why = {}, str(exc)
-    finally:
-        for fd in descriptors:
-            os.close(fd)
     by_file: dict[str, list[str]] = {}
     for enum, (shown, table) in from_binary.items():
         written = enum_table(catalog, enum, None)
@@ -82,11 +74,6 @@ def for_process(catalog: Catalog, pid: int, holders: dict, enums: list[str],
              for shown, done in by_file.items()]
             + [f"probegen trace: enum names of {enum} from the catalog {catalog.path.name}: {why}"
                for enum in enums if enum not in from_binary])
-
-
-# What the child runs with (imported before it gives up root).
-_READER_MODULES = ("elftools", "probegen.elf", "probegen.dwarf", "probegen.generators.typesource",
-                   "probegen.generators.lines")
 
 
 def _checked_sources(found, enums: list[str], shown_names: set[str]) -> tuple[dict, str]:

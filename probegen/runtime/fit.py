@@ -1,15 +1,16 @@
 """A generated script made again for the process `probegen trace` traces: the
-probes it has, each line fitted to its notes (a catalog describes one version;
-SPDK v25.09's ``nvmf_ctrlr_destruct`` passes one argument more than master's),
-enum names from its debug info (runtime/enum_names.py). A differing count
-prints every argument by position, a differing size or sign that argument as
-the note has it, each with a warning; what prints the same value is no
-difference, as ``probegen verify`` has it (memcached's ``uint8_t nkey`` for
-its ``.d`` file's ``int``, ``-4@$0`` for a ``uint64_t``).
+probes it has, each line fitted to its notes (SPDK v25.09's
+``nvmf_ctrlr_destruct`` passes one argument more than master's), enum names
+from its debug info (runtime/enum_names.py). A differing count prints every
+argument by position, a differing size or sign that argument as the note has
+it, each with a warning; what prints the same value is no difference, as
+``probegen verify`` has it (memcached's ``uint8_t nkey`` for its ``.d``
+file's ``int``, ``-4@$0`` for a ``uint64_t``).
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 from dataclasses import replace
@@ -27,17 +28,17 @@ _GENERATED = re.compile(r"^// Made from (?P<catalog>.+?): change the catalog and
                         r"(?P<group>\S+): \d+ probes? of provider \S+, a line per hit\.$", re.M)
 
 
-def _integer(sizes: set[int], signs: set[bool]) -> tuple:
-    """(CType, style) of an integer holding every site's value: the widest, signed if one is."""
-    signed = True in signs
-    ctype = parse_ctype(integer_type(max(sizes), signed, exact=True))
+def _integer(column) -> tuple:
+    """(CType, style) of an integer holding the argument at every site: the widest, signed if one is."""
+    signed = any(arg.signed for arg in column)
+    ctype = parse_ctype(integer_type(max(arg.size for arg in column), signed, exact=True))
     return ctype, Style.SIGNED if signed else Style.UNSIGNED
 
 
-def _shown(sizes: set[int], signs: set[bool]) -> str:
-    bytes_ = " or ".join(str(s) for s in sorted(sizes))
-    sign = " or ".join(sorted({"signed" if s else "unsigned" for s in signs}))
-    return f"{bytes_} byte{'s' if max(sizes) > 1 else ''}, {sign}"
+def _shown(column) -> str:
+    sizes = sorted({arg.size for arg in column})
+    signs = sorted({"signed" if arg.signed else "unsigned" for arg in column})
+    return f"{' or '.join(map(str, sizes))} byte{'s' if sizes[-1] > 1 else ''}, {' or '.join(signs)}"
 
 
 def _carries(ctype, arg) -> bool:
@@ -64,34 +65,27 @@ def fit(catalog, probe, sites, enums: dict[str, EnumTable]) -> tuple[ProbeLine, 
     line = probe_line(catalog, probe)
     fields = [replace(f, enum=enums.get(f.enum.name, f.enum)) if f.enum else f for f in line.fields]
     counts = {len(site) for site in sites}
-    facts = {}  # argument index -> (sizes, signs) over the sites
-    for site in sites:
-        for index, arg in enumerate(site):
-            sizes, signs = facts.setdefault(index, (set(), set()))
-            sizes.add(arg.size)
-            signs.add(arg.signed)
-    floating = sorted({f"arg{i}" for site in sites for i, arg in enumerate(site) if arg.floating})
+    columns = [[arg for arg in column if arg is not None] for column in itertools.zip_longest(*sites)]
+    floating = sorted({f"arg{i}" for i, column in enumerate(columns) if any(arg.floating for arg in column)})
     if floating:  # bpftrace reads a USDT argument as an integer
         warnings.append(f"{probe.name}: {', '.join(floating)} floating point in the process's note: "
                         "printed as the integer of its bits")
     if counts != {line.arg_count}:
-        fields = [Field(f"arg{i}", style, i, ctype) for i in sorted(facts) for ctype, style in [_integer(*facts[i])]]
+        fields = [Field(f"arg{i}", style, i, ctype) for i, column in enumerate(columns)
+                  for ctype, style in [_integer(column)]]
         note = " or ".join(str(c) for c in sorted(counts))
         return (ProbeLine(probe, tuple(fields), max(counts)),
                 [*warnings, f"{probe.name}: the process's note passes {note} arguments, the catalog "
                  f"{line.arg_count} (arg0 included): printed by position (arg0..arg{max(counts) - 1}) as the note has them"])
     for number, field in enumerate(fields):
-        if field.is_member or field.index not in facts:
+        column = columns[field.index] if field.index < len(columns) and not field.is_member else []
+        if all(_carries(field.ctype, arg) for arg in column):
             continue
-        sizes, signs = facts[field.index]
-        ctype = field.ctype
-        if all(_carries(ctype, site[field.index]) for site in sites):
-            continue
-        warnings.append(f"{probe.name}: argument {field.label} is {ctype.name} in the catalog "
-                        f"({ctype.size_on(8)} bytes), {_shown(sizes, signs)} in the process's note: "
+        warnings.append(f"{probe.name}: argument {field.label} is {field.ctype.name} in the catalog "
+                        f"({field.ctype.size_on(8)} bytes), {_shown(column)} in the process's note: "
                         "printed as the note has it")
-        if ctype.kind is not Kind.ENUM:  # an enum's value is named whatever its width
-            integer, style = _integer(sizes, signs)
+        if field.ctype.kind is not Kind.ENUM:  # an enum's value is named whatever its width
+            integer, style = _integer(column)
             fields[number] = replace(field, ctype=integer, style=style)
     return ProbeLine(probe, tuple(fields), line.arg_count), warnings
 
@@ -105,41 +99,42 @@ def generated_group(script: trace.Script, catalog) -> str | None:
     return match["group"] if match["catalog"] == catalog.path.name else None
 
 
+def _say(message: str) -> None:
+    print(printable(message), file=sys.stderr)
+
+
 def regenerate(pid: int, scripts: list[trace.Script], groups: dict, catalog, debug_info: bool, big: bool,
-                holders: dict, notes: dict, deadline: float | None = None,
-                tids: bool = False) -> tuple[list[trace.Script], dict]:
+               holders: dict, notes: dict, deadline: float | None = None,
+               tids: bool = False) -> tuple[list[trace.Script], dict]:
     """(the generated line scripts made again for this process, each such
     probe's labels). ``tids``: the lines name their thread too (``PROBE [tid
     TID] ...``), for trace's own reading."""
     from probegen.generators.bpftrace import render_lines
     from probegen.runtime.enum_names import for_process
 
-    chosen = {}
-    for number, group in groups.items():
+    chosen, order = {}, {p.name: n for n, p in enumerate(catalog.probes)}
+    for number in groups:
         keys = sorted(trace.wanted_probes(scripts[number]), key=lambda k: k[1])
-        chosen[number] = [(catalog.probe(k[1]), notes[k]) for k in keys
-                          if k in notes and catalog.probe(k[1]) is not None]
         for absent, where in (([k[1] for k in keys if k not in notes], f"process {pid}"),
                               ([k[1] for k in keys if catalog.probe(k[1]) is None], catalog.path.name)):
             if absent:
-                message = f"probegen trace: not in {where}, not traced: {', '.join(absent)}"
-                print(printable(message), file=sys.stderr)
+                _say(f"probegen trace: not in {where}, not traced: {', '.join(absent)}")
+        found = [(catalog.probe(k[1]), notes[k]) for k in keys if k in notes and catalog.probe(k[1]) is not None]
+        chosen[number] = sorted(found, key=lambda pair: order[pair[0].name])
     enums = list(dict.fromkeys(a.ctype.enum_name for pairs in chosen.values() for p, _ in pairs
                                for a in p.note_args if a.ctype.enum_name and not a.hex))
     tables, messages = for_process(catalog, pid, holders, enums, deadline) if debug_info else ({}, [])
     for message in messages:
-        print(printable(message), file=sys.stderr)
-    scripts = list(scripts)
-    order = {p.name: n for n, p in enumerate(catalog.probes)}
-    labels = {}
+        _say(message)
+    scripts, labels = list(scripts), {}
     for number, pairs in chosen.items():
         lines = []
-        for probe, sites in sorted(pairs, key=lambda pair: order[pair[0].name]):
+        for probe, sites in pairs:
             line, warnings = fit(catalog, probe, sites, tables)
             lines.append(replace(line, tid=tids))
             labels[probe.name] = [f.label for f in line.fields]
             for warning in warnings:
-                print(printable(f"probegen trace: warning: {warning}"), file=sys.stderr)
+                _say(f"probegen trace: warning: {warning}")
         scripts[number] = trace.Script(scripts[number].path, render_lines(catalog, groups[number], lines,
                                                                           big_strings=big))
     return scripts, labels

@@ -1,11 +1,12 @@
-"""Run bpftrace scripts against a live process: generated scripts are made
-again for it (runtime/fit.py), then the markers of every script (``__EXE__``,
-``usdt:*:NAME``, ``__PID__``) name the files that hold its probes. The traced
-process is not trusted: doc/security.md says how its file names are kept inert.
+"""bpftrace on a live process: generated scripts are made again for it
+(runtime/fit.py), then the markers of every script (``__EXE__``,
+``usdt:*:NAME``, ``__PID__``) name the files holding its probes. The traced
+process is not trusted: doc/security.md says how its file names stay inert.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -14,6 +15,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,18 +26,20 @@ from probegen.files.inputs import read_input
 from probegen.files.output import open_stream
 from probegen.generators.escape import printf_literal
 from probegen.runtime.bcc import Reorder
-from probegen.runtime.hitlines import STAMP, TID, HitJoiner
+from probegen.runtime.hitlines import HIT, STAMP, HitJoiner
 
 _STRLEN = re.compile(r"BPFTRACE_STRLEN=(\d+)")
 # address perms offset dev inode path; a path is what follows the spaces.
 _MAPS_LINE = re.compile(rb"([0-9a-f]+-[0-9a-f]+) \S+ [0-9a-f]+ [0-9a-f]+:[0-9a-f]+ \d+ +(/.*)")
-_DELETED = b" (deleted)"
 # /proc/PID/maps: a line per mapping (65,530 by default); more is no process worth tracing.
 MAPS_LIMIT = 64 << 20
 # Bytes bpftrace 0.17 cannot take in a file name it must match exactly.
 _UNNAMEABLE = {b":": "':' (bpftrace splits probe names at colons)",
                b"*": "'*' (a wildcard to bpftrace)",
                b"\n": "a newline"}
+STARTUP_SECONDS = 30  # for all a start-up reads from the process's files (notes, enum names)
+# Bounds of a probe's sites and arguments the child may report (sdt.h passes at most 12).
+_MOST_SITES, _MOST_ARGS = 4096, 12
 
 
 @dataclass(frozen=True)
@@ -46,10 +50,18 @@ class Script:
 
 @dataclass(frozen=True)
 class MappedFile:
-    """A file mapped into the traced process."""
-
     name: bytes  # as /proc/PID/maps shows it: what BCC and bpftrace look up
     addresses: str  # START-END, its entry in /proc/PID/map_files
+
+
+@dataclass(frozen=True)
+class NoteFacts:
+    """One argument of one probe site as its note has it (``constant``: an integer literal passed)."""
+
+    size: int
+    signed: bool
+    floating: bool
+    constant: int | None = None
 
 
 def read_scripts(paths) -> list[Script]:
@@ -86,7 +98,10 @@ def executable(pid: int) -> bytes:
         raise InputError(f"probegen trace: error: cannot see the executable of pid {pid}: permission denied (run as root)") from None
 
 
-def _read_maps(pid: int) -> bytes:
+def mapped_files(pid: int) -> list[MappedFile]:
+    """The executable, then every other file mapped, each once, in the order of
+    /proc/PID/maps (split at newlines only: the kernel escapes those in names)."""
+    exe = executable(pid)
     try:
         with open(_proc(pid, "maps"), "rb") as maps:
             data = maps.read(MAPS_LIMIT + 1)
@@ -99,34 +114,20 @@ def _read_maps(pid: int) -> bytes:
     if len(data) > MAPS_LIMIT:
         raise InputError(f"probegen trace: error: /proc/{pid}/maps is larger than {MAPS_LIMIT >> 20} MiB: "
                          "refusing a process with that many mappings")
-    return data
-
-
-def mapped_files(pid: int) -> list[MappedFile]:
-    """The executable, then every other file mapped, each once, in the order of
-    /proc/PID/maps (split at newlines only: the kernel escapes those in names)."""
-    exe = executable(pid)
     files: dict[bytes, MappedFile] = {}
-    for line in _read_maps(pid).split(b"\n"):
-        match = _MAPS_LINE.fullmatch(line)
-        if match is not None and not match[2].endswith(_DELETED):
+    for match in filter(None, map(_MAPS_LINE.fullmatch, data.split(b"\n"))):
+        if not match[2].endswith(b" (deleted)"):
             files.setdefault(match[2], MappedFile(match[2], match[1].decode()))
     return sorted(files.values(), key=lambda f: f.name != exe)  # stable: the executable first
 
 
-def open_for_reading(pid: int, mapped: MappedFile) -> int | None:
-    """A descriptor reading the mapped file, opened by root for a child without
-    root (/proc/self/fd/N), if it is a regular file (reading a device could act
-    on it). map_files gives the very file mapped (root only); without root, a
-    dry run opens its path in the process's root."""
-    flags = os.O_PATH | os.O_CLOEXEC
+def _open_regular(pid: int, mapped: MappedFile) -> int | None:
+    """A descriptor reading the mapped file if it is a regular file (reading a device could act on it)."""
     try:
-        fd = os.open(_proc(pid, "map_files", mapped.addresses), flags)
-    except PermissionError:
-        try:
-            fd = os.open(bytes(_proc(pid, "root")) + mapped.name, flags)
-        except OSError:
-            return None
+        try:  # the very file mapped
+            fd = os.open(_proc(pid, "map_files", mapped.addresses), os.O_PATH | os.O_CLOEXEC)
+        except PermissionError:  # map_files is root's: a dry run without root opens the path in the process's root
+            fd = os.open(bytes(_proc(pid, "root")) + mapped.name, os.O_PATH | os.O_CLOEXEC)
     except OSError:
         return None  # unmapped since maps was read
     try:
@@ -139,9 +140,18 @@ def open_for_reading(pid: int, mapped: MappedFile) -> int | None:
     return None
 
 
-STARTUP_SECONDS = 30  # for all a start-up reads from the process's files (notes, enum names)
-# Bounds of a probe's sites and arguments the child may report (sdt.h passes at most 12).
-_MOST_SITES, _MOST_ARGS = 4096, 12
+@contextlib.contextmanager
+def opened(pid: int, files):
+    """(file, /proc/self/fd/N) of each of ``files`` (once) that is a regular file:
+    opened by root for a child without root, open until the block ends."""
+    with contextlib.ExitStack() as descriptors:
+        found = []
+        for mapped in dict.fromkeys(files):
+            fd = _open_regular(pid, mapped)
+            if fd is not None:
+                descriptors.callback(os.close, fd)
+                found.append((mapped, f"/proc/self/fd/{fd}"))
+        yield found
 
 
 def probe_holders(pid: int, wanted, deadline: float | None = None,
@@ -151,41 +161,21 @@ def probe_holders(pid: int, wanted, deadline: float | None = None,
     with each found key's sites, each a tuple of its arguments' NoteFacts."""
     from probegen.files.unprivileged import deadline_in, run_unprivileged
 
-    files, descriptors = [], []
-    try:
-        for mapped in mapped_files(pid):
-            fd = open_for_reading(pid, mapped)
-            if fd is not None:
-                files.append(mapped)
-                descriptors.append(fd)
-        found = run_unprivileged(_holders_in, [f"/proc/self/fd/{fd}" for fd in descriptors],
+    with opened(pid, mapped_files(pid)) as files:
+        found = run_unprivileged(_holders_in, [path for _, path in files],
                                  sorted(wanted, key=lambda key: (key[0] or "", key[1])),
                                  deadline=deadline or deadline_in(STARTUP_SECONDS),
                                  what=f"reading the probe notes of process {pid}'s files",
                                  modules=("elftools", "probegen.elf"))
-    finally:
-        for fd in descriptors:
-            os.close(fd)
     holders: dict[tuple[str | None, str], MappedFile] = {}
     for item in found if isinstance(found, list) else ():  # the child's answer is checked, not trusted
-        if (isinstance(item, list) and len(item) == 4 and isinstance(item[0], int) and 0 <= item[0] < len(files)
-                and (item[1] is None or isinstance(item[1], str)) and isinstance(item[2], str)
-                and (item[1], item[2]) in wanted and _sites_ok(item[3])):
-            key = (item[1], item[2])
-            holders.setdefault(key, files[item[0]])
-            if notes is not None:
-                notes.setdefault(key, [tuple(NoteFacts(*arg) for arg in site) for site in item[3]])
+        with contextlib.suppress(TypeError, ValueError):  # not four items, or not hashable
+            index, provider, name, sites = item
+            if type(index) is int and 0 <= index < len(files) and (provider, name) in wanted and _sites_ok(sites):
+                holders.setdefault((provider, name), files[index][0])
+                if notes is not None:
+                    notes.setdefault((provider, name), [tuple(NoteFacts(*arg) for arg in site) for site in sites])
     return holders
-
-
-@dataclass(frozen=True)
-class NoteFacts:
-    """One argument of one probe site as its note has it (``constant``: an integer literal passed)."""
-
-    size: int
-    signed: bool
-    floating: bool
-    constant: int | None = None
 
 
 def _sites_ok(sites) -> bool:
@@ -226,11 +216,8 @@ def _holders_in(paths: list[str], wanted: list) -> list[list]:
 
 def _literal(arg) -> int | None:
     """The integer literal a note argument passes ('-4@$0'), else None."""
-    operand = getattr(arg, "operand", None)
-    if getattr(operand, "kind", None) == "constant" and type(operand.value) is int \
-            and -(1 << 63) <= operand.value < 1 << 64:
-        return operand.value
-    return None
+    value = arg.operand.value if arg.operand.kind == "constant" else None
+    return value if type(value) is int and -(1 << 63) <= value < 1 << 64 else None
 
 
 def attach_target(pid: int, mapped: MappedFile, what: str) -> str:
@@ -258,22 +245,19 @@ def wanted_probes(script: Script) -> set[tuple[str | None, str]]:
     return {(m["provider"], m["name"]) for m in LEXEME.finditer(script.text) if m["usdt"]}
 
 
+def _named(key: tuple[str | None, str]) -> str:
+    return f"{key[0]}:{key[1]}" if key[0] else key[1]
+
+
 def resolve(script: Script, pid: int, holders: dict, exe_target) -> str:
     """The script with its markers replaced for this process, in one pass (nothing
     substituted is scanned again). ``exe_target()``: the executable's target."""
-    missing = sorted({f"{p}:{n}" if p else n for p, n in wanted_probes(script) if (p, n) not in holders})
+    missing = sorted({_named(key) for key in wanted_probes(script) if key not in holders})
     if missing:
         raise InputError(
             f"process {pid} ({shown(executable(pid))}) has no probe "
             f"{', '.join(missing)} in its executable or mapped files", Location(script.path)
         )
-    targets: dict[bytes, str] = {}
-
-    def target(key, mapped: MappedFile) -> str:
-        what = f"probe {key[0] + ':' if key[0] else ''}{key[1]}"
-        if mapped.name not in targets:
-            targets[mapped.name] = attach_target(pid, mapped, what)
-        return targets[mapped.name]
 
     def replace(match: re.Match) -> str:
         if match["comment"] is not None or match["string"] is not None:
@@ -281,9 +265,8 @@ def resolve(script: Script, pid: int, holders: dict, exe_target) -> str:
         if match["pid"]:
             return str(pid)
         key = (match["provider"], match["name"])
-        value = target(key, holders[key]) if match["usdt"] else exe_target()
-        inner_start, inner_end = match.span("usdt" if match["usdt"] else "exe")
-        return match[0][:inner_start - match.start()] + value + match[0][inner_end - match.start():]
+        target = attach_target(pid, holders[key], f"probe {_named(key)}") if match["usdt"] else exe_target()
+        return match[0].replace(match["usdt"] or match["exe"], target, 1)  # the marker is the first of its kind
 
     return LEXEME.sub(replace, script.text)
 
@@ -298,13 +281,8 @@ def combine(scripts: list[Script], texts: list[str]) -> str:
                 f"probegen trace: error: {' and '.join(having)} each have a {keyword} block, and bpftrace "
                 "allows one per program: trace them in separate runs (all.bt holds every probe)"
             )
-    parts = []
-    for text in texts:
-        lines = text.splitlines(keepends=True)
-        if lines and lines[0].startswith("#!"):
-            lines = lines[1:]
-        parts.append("".join(lines))
-    return "\n".join(parts)
+    return "\n".join("".join(text.splitlines(keepends=True)[1:]) if text.startswith("#!") else text
+                     for text in texts)
 
 
 def header(scripts: list[Script], wanted) -> str:
@@ -320,8 +298,7 @@ def header(scripts: list[Script], wanted) -> str:
 
 def strlen(text: str) -> int | None:
     """BPFTRACE_STRLEN the scripts as written (not substituted) ask for, if any."""
-    values = [int(v) for v in _STRLEN.findall(text)]
-    return max(values) if values else None
+    return max((int(v) for v in _STRLEN.findall(text)), default=None)
 
 
 def _executable_target(pid: int) -> str:
@@ -333,42 +310,37 @@ def _executable_target(pid: int) -> str:
     return attach_target(pid, files[0], "the executable")
 
 
-def program_for(pid: int, paths=(), *, scripts=(), duration: int | None = None, catalog=None,
-                debug_info: bool = True, big_strings: bool | None = None, deadline: float | None = None) -> str:
-    """The program `probegen trace` would run for the scripts at ``paths`` and
-    given as text, for a bpftrace holding big strings or not (None: as on PATH)."""
-    check_process(pid)
+def program_for(pid: int, paths=(), *, scripts=(), big_strings: bool | None = None, **options) -> str:
+    """The program `probegen trace` would run for the scripts at ``paths`` and given
+    as text, for a bpftrace holding big strings or not (None: as on PATH)."""
     if big_strings is None:
         path = shutil.which("bpftrace")
         big_strings = holds_big_strings(path) if path else False
-    return _program(pid, read_scripts(paths) + list(scripts), duration, catalog, debug_info, big_strings,
-                    deadline=deadline)[0]
+    check_process(pid)
+    return _program(pid, read_scripts(paths) + list(scripts), big=big_strings, **options)[0]
 
 
 def _program(pid: int, scripts: list[Script], duration: int | None = None, catalog=None, debug_info: bool = True,
              big: bool = False, tids: bool = False, deadline: float | None = None) -> tuple[str, int, dict]:
-    """(the program, the USDT probes it attaches, the labels of each line made
-    again for the process from ``catalog``). ``big``: bpftrace holds big
-    strings; ``tids``: those lines name their thread too; ``deadline``: the
-    start-up's, for every file it reads."""
+    """(the program, the USDT probes it attaches, the labels of each line made again for
+    the process from ``catalog``). ``big``: bpftrace holds big strings; ``tids``: those
+    lines name their thread too; ``deadline``: the start-up's, for every file it reads."""
     from probegen.files.unprivileged import deadline_in
     from probegen.runtime import fit
 
     deadline = deadline or deadline_in(STARTUP_SECONDS)
     groups = {n: g for n, s in enumerate(scripts) if (g := fit.generated_group(s, catalog))}
-    wanted = set().union(*(wanted_probes(s) for s in scripts))
-    notes: dict = {}
-    fitted: dict = {}
+    wanted = set().union(*map(wanted_probes, scripts))
+    notes, fitted = {}, {}
     holders = probe_holders(pid, wanted, deadline, notes) if wanted else {}
     if groups:
         scripts, fitted = fit.regenerate(pid, scripts, groups, catalog, debug_info, big, holders, notes, deadline, tids)
-        if not any(wanted_probes(s) for s in scripts):
+        wanted = set().union(*map(wanted_probes, scripts))
+        if not wanted:
             raise InputError(f"probegen trace: error: process {pid} ({shown(executable(pid))}) has none of "
                              "the scripts' probes")
-        wanted = set().union(*(wanted_probes(s) for s in scripts))
     exe_target = functools.cache(lambda: _executable_target(pid))
-    texts = [resolve(s, pid, holders, exe_target) for s in scripts]
-    program = combine(scripts, texts) + header(scripts, wanted)
+    program = combine(scripts, [resolve(s, pid, holders, exe_target) for s in scripts]) + header(scripts, wanted)
     if duration is not None:
         # Timed from the attach (bpftrace starts intervals after BEGIN),
         # and ended by exit(): the maps print as on Ctrl-C.
@@ -376,14 +348,13 @@ def _program(pid: int, scripts: list[Script], duration: int | None = None, catal
     return program, len(wanted), fitted
 
 
-def run(pid: int, paths=(), output: str | None = None, *, scripts=(), duration: int | None = None,
-        json_lines=None, catalog=None, debug_info: bool = True, tap=lambda lines: lines,
-        labels: dict | None = None, deadline: float | None = None) -> int:
-    """Trace until bpftrace ends (Ctrl-C, SIGTERM, ``duration`` seconds after
-    attaching, or the process's exit); returns its exit status. ``json_lines``:
-    bpftrace prints -f json, converted by summary.JsonLines. ``tap``: sees the
-    joined lines (trace_timeline.Recorder); ``labels``: updated with those of
-    each line made again for the process, which then names its thread for ``tap``."""
+def run(pid: int, paths=(), output: str | None = None, *, scripts=(), json_lines=None, tap=None,
+        labels: dict | None = None, **options) -> int:
+    """Trace until bpftrace ends (Ctrl-C, SIGTERM, ``duration`` seconds after attaching,
+    or the process's exit); returns its exit status. ``json_lines``: a summary.JsonLines
+    converting bpftrace's -f json; ``tap``: sees the lines (trace_timeline); ``labels``:
+    updated with those of the lines made again for the process, which then name their
+    thread for ``tap``; ``options``: _program's."""
     if os.geteuid() != 0:
         raise InputError("probegen trace: error: bpftrace needs root: run as root (e.g. with sudo)")
     bpftrace = shutil.which("bpftrace")
@@ -391,39 +362,37 @@ def run(pid: int, paths=(), output: str | None = None, *, scripts=(), duration: 
         raise InputError("probegen trace: error: bpftrace not found on PATH (install the bpftrace package)")
     check_process(pid)
     scripts = read_scripts(paths) + list(scripts)
-    program, attached, fitted = _program(pid, scripts, duration, catalog, debug_info, holds_big_strings(bpftrace),
-                                         tids=labels is not None, deadline=deadline)
+    program, attached, fitted = _program(pid, scripts, big=holds_big_strings(bpftrace), tids=labels is not None,
+                                         **options)
     if labels is not None:
         labels.update(fitted)
     env = dict(os.environ)
     wanted = strlen("\n".join(s.text for s in scripts))
-    if wanted and "BPFTRACE_STRLEN" not in env:
-        env["BPFTRACE_STRLEN"] = str(wanted)
-    # The program: 0600 and O_EXCL under a random name, so nobody can swap it.
+    if wanted:
+        env.setdefault("BPFTRACE_STRLEN", str(wanted))
     # The output: opened here under output's checks (bpftrace would follow a link).
-    output_fd = None if output is None else open_stream(output)
-    try:
-        with tempfile.NamedTemporaryFile("w", prefix="probegen-", suffix=".bt", encoding="utf-8") as file:
-            file.write(program)
-            file.flush()
-            argv = [bpftrace, "-p", str(pid), *(["-f", "json"] if json_lines is not None else []), file.name]
-            child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE)
-            if json_lines is not None:
-                json_lines.attached = attached
-                return _relay(child, json_lines.convert, output_fd, errors="replace")
-            hits = Hits(tap, set(fitted) if labels is not None else ())
-            return _relay(child, hits.feed, output_fd, hits.finish, tick=True)
-    finally:
-        if output_fd is not None:
-            os.close(output_fd)
+    # The program: 0600 and O_EXCL under a random name, so nobody can swap it.
+    sys.stdout.flush()
+    out = open(sys.stdout.fileno() if output is None else open_stream(output), "w", encoding="utf-8",
+               errors="surrogateescape", closefd=output is not None)
+    with out, tempfile.NamedTemporaryFile("w", prefix="probegen-", suffix=".bt", encoding="utf-8") as file:
+        file.write(program)
+        file.flush()
+        argv = [bpftrace, "-p", str(pid), *(["-f", "json"] if json_lines is not None else []), file.name]
+        child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE)
+        if json_lines is not None:
+            json_lines.attached = attached
+            return _relay(child, out, json_lines.convert, errors="replace")
+        hits = Hits(tap, set(fitted) if labels is not None else ())
+        return _relay(child, out, hits.feed, hits.finish, tick=True)
 
 
 class Hits:
     """bpftrace's lines as trace prints them: split hits joined, in timestamp
-    order; ``tap`` sees each line first, with the thread the lines of
-    probes in ``tids`` print, which is then taken off."""
+    order; ``tap`` sees them first, with the thread the lines of probes in
+    ``tids`` print, which is then taken off."""
 
-    def __init__(self, tap=lambda lines: lines, tids=frozenset()) -> None:
+    def __init__(self, tap=None, tids=frozenset()) -> None:
         self.joiner = HitJoiner(keep_tid=tids)
         self.ready: list[str] = []
         self.order = Reorder(lambda hit: self.ready.append(hit[1]))
@@ -439,15 +408,14 @@ class Hits:
 
     def _take(self) -> list[str]:
         lines, self.ready = self.ready, []
-        return [self._untid(line) for line in self.tap(lines)]
-
-    def _untid(self, line: str) -> str:
-        match = TID.match(line)
-        return match["head"] + line[match.end():] if match and match["probe"] in self.tids else line
+        if self.tap is not None:
+            self.tap(lines)
+        return [m["head"] + m["rest"] if m and m["tid"] and not m["part"] and m["probe"] in self.tids else line
+                for line, m in zip(lines, map(HIT.match, lines))]
 
     def feed(self, line: str | None) -> list[str]:
         """Lines to print after ``line`` (None: none came, time passed)."""
-        for joined in self.joiner.feed(line.rstrip("\n")) if line is not None else ():
+        for joined in self.joiner.feed(line) if line is not None else ():
             self._add(joined)
         self.order.due()
         return self._take()
@@ -459,44 +427,32 @@ class Hits:
         return self._take()
 
 
-def _relay(child: subprocess.Popen, convert, output_fd: int | None, finish=None, tick: bool = False,
+def _relay(child: subprocess.Popen, out, convert, finish=None, tick: bool = False,
            errors: str = "surrogateescape") -> int:
-    """Copy the child's lines through ``convert`` to the output, a burst at a
-    time; ``tick``: ``convert(None)`` too after a tenth of a second without
-    any (held lines fall due); ``finish()``: lines held at the end. Ctrl-C
-    and SIGTERM go to the child, which prints its maps and exits."""
-    import sys
-
-    if output_fd is None:
-        sys.stdout.flush()
-        output_fd = sys.stdout.fileno()
-    out = os.fdopen(os.dup(output_fd), "w", encoding="utf-8", errors="surrogateescape")
-
+    """Copy the child's lines through ``convert`` to ``out``, a burst at a time;
+    ``tick``: ``convert(None)`` too after a tenth of a second without any (held
+    lines fall due); ``finish()``: lines held at the end. Ctrl-C and SIGTERM go
+    to the child, which prints its maps and exits."""
     def forward(signum, _frame):
         if child.poll() is None:
             child.send_signal(signum)
 
-    source = child.stdout.fileno()
     previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         rest = b""
         while True:
-            if not select.select([source], [], [], 0.1 if tick else None)[0]:
-                lines = [None]
-            else:
-                data = os.read(source, 1 << 16)
+            lines = [None]
+            if select.select([child.stdout], [], [], 0.1 if tick else None)[0]:
+                data = os.read(child.stdout.fileno(), 1 << 16)
                 if not data:
                     break
-                *lines, rest = (rest + data).split(b"\n")
-                lines = [line.decode("utf-8", errors) for line in lines]
-            for line in lines:
-                for converted in convert(line):
-                    out.write(converted + "\n")
+                *raw, rest = (rest + data).split(b"\n")
+                lines = [line.decode("utf-8", errors) for line in raw]
+            out.writelines(f"{converted}\n" for line in lines for converted in convert(line))
             out.flush()
-        for held in ([*convert(rest.decode("utf-8", errors))] if rest else []) + (finish() if finish else []):
-            out.write(held + "\n")
+        held = [*convert(rest.decode("utf-8", errors))] if rest else []
+        out.writelines(f"{line}\n" for line in held + (finish() if finish else []))
         return child.wait()
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-        out.close()

@@ -14,47 +14,39 @@ from probegen.generators.lines import probe_line
 from probegen.runtime.timeline import trace_events
 
 
-class Recorder:
-    """Hits from the lines trace prints (``SECONDS.MICROS: PROBE [tid TID] label=value
-    ...``; without a tid, on the process's track). ``labels``: probe -> its labels."""
-
-    def __init__(self, labels, spans, pid):
-        self.labels, self.spans, self.pid, self.hits = labels, spans, pid, []
-
-    def tap(self, lines):
-        for line in lines:
-            head, _, rest = line.partition(": ")
-            probe, _, rest = rest.partition(" ")
-            seconds, _, micros = head.partition(".")
-            tid = re.match(r"\[tid (\d+)\] ?", rest)
-            rest = rest[tid.end():] if tid else rest
-            if probe not in self.labels or not (seconds.isdigit() and micros.isdigit()):
-                continue
-            args, labels = {}, self.labels[probe]
-            for number, label in enumerate(labels):  # a value runs to the next label (strings hold spaces)
-                start = rest.find(label + "=") + len(label) + 1
-                end = rest.find(" " + labels[number + 1] + "=", start) if number + 1 < len(labels) else len(rest)
-                value = rest[start:end if end >= 0 else len(rest)]
-                args[label] = int(value) if value.lstrip("-").isdigit() else value
-            self.hits.append(((int(seconds) * 1000000 + int(micros)) * 1000, int(tid[1]) if tid else None, probe, args))
-        return lines
-
-    def events(self):
-        """Spans matched by thread too when every hit named its thread."""
-        threads = all(tid is not None for _, tid, _, _ in self.hits)
-        spans = [s for s in self.spans if s[3] or threads]
-        return trace_events([(ns, tid or self.pid, p, a) for ns, tid, p, a in self.hits], spans, self.pid)
+def _hit(line: str, labels: dict) -> tuple | None:
+    """(ns, tid or None, probe, {label: value}) of a line ``SECONDS.MICROS: PROBE
+    [tid TID] label=value ...`` of a probe in ``labels`` (probe -> its labels)."""
+    head, _, rest = line.partition(": ")
+    probe, _, rest = rest.partition(" ")
+    seconds, _, micros = head.partition(".")
+    tid = re.match(r"\[tid (\d+)\] ?", rest)
+    rest = rest[tid.end():] if tid else rest
+    if probe not in labels or not (seconds.isdigit() and micros.isdigit()):
+        return None
+    args, names = {}, labels[probe]
+    for number, label in enumerate(names):  # a value runs to the next label (strings hold spaces)
+        start = rest.find(label + "=") + len(label) + 1
+        end = rest.find(" " + names[number + 1] + "=", start) if number + 1 < len(names) else len(rest)
+        value = rest[start:end if end >= 0 else len(rest)]
+        args[label] = int(value) if value.lstrip("-").isdigit() else value
+    return (int(seconds) * 1000000 + int(micros)) * 1000, int(tid[1]) if tid else None, probe, args
 
 
 def with_timeline(path, catalog, pid, run) -> int:
-    """run(tap, labels), the hits it prints then written to ``path``."""
+    """run(tap, labels), then the hits of the lines ``tap`` saw written to
+    ``path``; ``labels``: the catalog's, which those of lines fitted to the
+    process replace. Spans are matched by thread too when every hit named its thread."""
     if catalog is None:
         raise InputError("probegen trace: error: --timeline needs the catalog (--catalog) to read the hits")
     labels = {p.name: [f.label for f in probe_line(catalog, p).fields] for p in catalog.probes}
-    spans = [(s.name, s.start.name, s.end.name, [(k.start.name, k.end.name) for k in s.key]) for s in catalog.spans]
-    recorder = Recorder(labels, spans, pid)
-    status = run(recorder.tap, recorder.labels)  # the labels of lines fitted to the process replace the catalog's
-    text = json.dumps(recorder.events())
+    lines: list[str] = []
+    status = run(lines.extend, labels)
+    hits = [hit for hit in (_hit(line, labels) for line in lines) if hit is not None]
+    threads = all(tid is not None for _, tid, _, _ in hits)
+    spans = [(s.name, s.start.name, s.end.name, [(k.start.name, k.end.name) for k in s.key])
+             for s in catalog.spans if s.key or threads]
+    text = json.dumps(trace_events([(ns, tid or pid, p, a) for ns, tid, p, a in hits], spans, pid))
     # The trace has ended: a Ctrl-C now would only cut the file short.
     previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
