@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 
+from probegen.errors import InputError
+
 HELP = "run bpftrace scripts (with __EXE__/__PID__ markers), or span histograms and hit counts, against a process"
 
 
@@ -67,11 +69,7 @@ def _take_pid(args) -> None:
     """PID from -p, else the first positional (``trace PID SCRIPT``), else
     the value --count or --hist took when written just before it: no probe
     or span name is a number."""
-    if args.pid is not None:
-        return
-    from probegen.errors import InputError
-
-    if args.scripts and args.scripts[0].isdigit():
+    if args.pid is None and args.scripts and args.scripts[0].isdigit():
         args.pid = int(args.scripts.pop(0))
     for option in ("count", "hist"):
         value = getattr(args, option)
@@ -84,12 +82,13 @@ def _take_pid(args) -> None:
 
 def run(args) -> int:
     import sys
+    from pathlib import Path
 
-    from probegen.errors import InputError
+    from probegen.catalog import load_catalog
+    from probegen.files.unprivileged import deadline_in
     from probegen.runtime import trace
 
     _take_pid(args)
-
     summary = args.hist is not None or args.count is not None
     if summary and args.scripts:
         raise InputError("probegen trace: error: give scripts or --hist/--count, not both "
@@ -100,36 +99,29 @@ def run(args) -> int:
         raise InputError("probegen trace: error: --timeline needs every hit's line: scripts, without --json")
     if args.interval is not None and not summary:
         raise InputError("probegen trace: error: --interval applies to --hist and --count")
-    from pathlib import Path
-
-    from probegen.catalog import load_catalog
-    from probegen.files.unprivileged import deadline_in
-
-    catalog = None
+    deadline = deadline_in(trace.STARTUP_SECONDS)  # one time limit for every file read at start-up
+    if summary:
+        trace.check_process(args.pid)
+    # The catalog names the enums of generated scripts, and the maps of the span script.
+    catalog = load_catalog(args.catalog) if summary or Path(args.catalog).exists() else None
     texts = []
-    # One time limit for every file read at start-up (the summary's too).
-    deadline = deadline_in(trace.STARTUP_SECONDS)
     if summary:
         from probegen.runtime.summary import summary_script
 
-        trace.check_process(args.pid)
-        catalog = load_catalog(args.catalog)
         texts.append(summary_script(catalog, args.pid, args.hist, args.count, args.interval, deadline))
-    if catalog is None and Path(args.catalog).exists():  # names its enums, and the maps of its span script
-        catalog = load_catalog(args.catalog)
     common = dict(scripts=texts, duration=args.duration, catalog=catalog, debug_info=not args.no_debug_info,
                   deadline=deadline)
     if args.dry_run:
         sys.stdout.write(trace.program_for(args.pid, args.scripts, **common))
         return 0
-    if args.timeline is None:
-        json_lines = None
-        if args.json:  # imported only here: it brings jinja2
-            from probegen.runtime.summary import JsonLines
+    if args.timeline is not None:
+        from probegen.runtime.trace_timeline import with_timeline
 
-            json_lines = JsonLines(catalog)
-        return trace.run(args.pid, args.scripts, args.output, json_lines=json_lines, **common)
-    from probegen.runtime.trace_timeline import with_timeline
+        return with_timeline(args.timeline, catalog, args.pid, lambda tap, labels: trace.run(
+            args.pid, args.scripts, args.output, tap=tap, labels=labels, **common))
+    json_lines = None
+    if args.json:  # imported only here: it brings jinja2
+        from probegen.runtime.summary import JsonLines
 
-    return with_timeline(args.timeline, catalog, args.pid, lambda tap, labels: trace.run(
-        args.pid, args.scripts, args.output, tap=tap, labels=labels, **common))
+        json_lines = JsonLines(catalog)
+    return trace.run(args.pid, args.scripts, args.output, json_lines=json_lines, **common)

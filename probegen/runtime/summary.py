@@ -14,32 +14,25 @@ from probegen.generators.spans import HITS_MAP, SPAN_SCRIPT, hist_map, render_pr
 from probegen.runtime.trace import Script, probe_holders
 
 
-def _names(text: str) -> list[str]:
-    return [n for n in (part.strip() for part in text.split(",")) if n]
-
-
-def _pick(wanted: str | None, known: dict, what: str, catalog: Catalog) -> list | None:
-    """The named entries of ``known`` (all for ""), None when not asked."""
-    if wanted is None:
-        return None
-    names = _names(wanted)
-    if not names:
-        return list(known.values())
+def _pick(wanted: str | None, known: dict, what: str, catalog: Catalog) -> tuple[list, bool]:
+    """(the named entries of ``known``, whether none was named: then all of them); ([], False) when not asked."""
+    names = [n for n in (part.strip() for part in (wanted or "").split(",")) if n]
     unknown = [n for n in names if n not in known]
     if unknown:
         have = ", ".join(known) or "none"
         raise InputError(f"probegen trace: error: {catalog.path.name} has no {what} {', '.join(unknown)} "
                          f"(its {what}s: {have})")
-    return [known[n] for n in dict.fromkeys(names)]
+    if wanted is not None and not names:
+        return list(known.values()), True
+    return [known[n] for n in dict.fromkeys(names)], False
 
 
 def summary_script(catalog: Catalog, pid: int, hist: str | None, count: str | None,
                    interval: int | None = None, deadline: float | None = None) -> Script:
     """The program for --hist SPANS and --count PROBES (comma-separated; empty:
     every one the process has)."""
-    spans = _pick(hist, {s.name: s for s in catalog.spans}, "span", catalog)
-    counted = _pick(count, {p.name: p for p in catalog.probes}, "probe", catalog)
-    every_span, every_probe = hist is not None and not _names(hist), count is not None and not _names(count)
+    spans, every_span = _pick(hist, {s.name: s for s in catalog.spans}, "span", catalog)
+    counted, every_probe = _pick(count, {p.name: p for p in catalog.probes}, "probe", catalog)
     if every_span or every_probe:
         present = {name for _, name in probe_holders(pid, {(None, p.name) for p in catalog.probes}, deadline)}
         if every_span:
@@ -52,12 +45,9 @@ def summary_script(catalog: Catalog, pid: int, hist: str | None, count: str | No
             counted = [p for p in counted if p.name in present]
             if not counted:
                 raise InputError(f"probegen trace: error: process {pid} has none of {catalog.path.name}'s probes")
-    what = []
-    if spans:
-        what.append(f"{len(spans)} span{'s' if len(spans) != 1 else ''}")
-    if counted:
-        what.append(f"hits of {len(counted)} probe{'s' if len(counted) != 1 else ''}")
-    text = render_program(catalog, spans or (), counted or (), interval=interval, title=" and ".join(what))
+    what = [f"{len(spans)} span{'s' if len(spans) != 1 else ''}"] if spans else []
+    what += [f"hits of {len(counted)} probe{'s' if len(counted) != 1 else ''}"] if counted else []
+    text = render_program(catalog, spans, counted, interval=interval, title=" and ".join(what))
     return Script(f"<{SPAN_SCRIPT} of {catalog.path.name}>", text)
 
 
@@ -77,47 +67,36 @@ class JsonLines:
         try:
             event = json.loads(line)
         except ValueError:
-            return [_dump({"type": "text", "text": line.rstrip("\n")})]
-        if not isinstance(event, dict):
-            return [line.rstrip("\n")]
-        kind, data = event.get("type"), event.get("data")
+            return [_dump({"type": "text", "text": line})]
+        kind, data = (event.get("type"), event.get("data")) if isinstance(event, dict) else (None, None)
         if kind == "attached_probes" and isinstance(data, dict):
-            return [_dump({"type": "attached", "probes": data.get("probes") if self.attached is None else self.attached})]
+            probes = data.get("probes") if self.attached is None else self.attached
+            return [_dump({"type": "attached", "probes": probes})]
         if kind == "time" and isinstance(data, str):
             return [_dump({"type": "interval", "time": data.strip()})]
         if kind in ("hist", "map") and isinstance(data, dict) and len(data) == 1:
             (name, value), = data.items()
-            known = self.maps.get(name)
-            if known is not None:
-                converted = self._map(known, value)
-                if converted is not None:
-                    return [_dump(c) for c in converted if c["count"]]
-        return [line.rstrip("\n")]
+            what, span = self.maps.get(name, (None, None))
+            if what == "hits" and isinstance(value, dict):
+                return [_dump({"type": "hits", "probe": k, "count": v}) for k, v in value.items() if v]
+            if what == "unmatched" and isinstance(value, int):
+                return [_dump({"type": "unmatched", "span": span.name, "count": value})] if value else []
+            keyed = value if span is not None and span.by else {"": value}
+            if what == "span" and isinstance(keyed, dict):
+                return [_dump(h) for h in (_hist(span, key, buckets) for key, buckets in keyed.items()) if h["count"]]
+        return [line]
 
-    def _map(self, known, value) -> list[dict] | None:
-        what, span = known
-        if what == "hits" and isinstance(value, dict):
-            return [{"type": "hits", "probe": k, "count": v} for k, v in value.items()]
-        if what == "unmatched" and isinstance(value, int):
-            return [{"type": "unmatched", "span": span.name, "count": value}]
-        if what == "span":
-            keyed = value if span.by else {"": value}
-            if not isinstance(keyed, dict):
-                return None
-            return [self._hist(span, key, buckets) for key, buckets in keyed.items()]
-        return None
 
-    @staticmethod
-    def _hist(span, key: str, buckets) -> dict:
-        # bpftrace joins a tuple key's parts with ','.
-        parts = key.split(",", len(span.by) - 1) if span.by else []
-        by = {}
-        for b, part in zip(span.by, parts):  # an enum without a name prints its number
-            integer = b.arg.ctype.kind in (Kind.INTEGER, Kind.BOOL, Kind.ENUM) and part.lstrip("-").isdigit()
-            by[b.name] = int(part) if integer else part
-        kept = [b for b in buckets if isinstance(b, dict) and b.get("count")]
-        return {"type": "span", "span": span.name, "by": by, "unit": "us",
-                "count": sum(b["count"] for b in kept), "buckets": kept}
+def _hist(span, key: str, buckets) -> dict:
+    # bpftrace joins a tuple key's parts with ','.
+    parts = key.split(",", len(span.by) - 1) if span.by else []
+    by = {}
+    for b, part in zip(span.by, parts):  # an enum without a name prints its number
+        integer = b.arg.ctype.kind in (Kind.INTEGER, Kind.BOOL, Kind.ENUM) and part.lstrip("-").isdigit()
+        by[b.name] = int(part) if integer else part
+    kept = [b for b in buckets if isinstance(b, dict) and b.get("count")]
+    return {"type": "span", "span": span.name, "by": by, "unit": "us",
+            "count": sum(b["count"] for b in kept), "buckets": kept}
 
 
 def _dump(value: dict) -> str:
