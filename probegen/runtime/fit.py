@@ -1,12 +1,8 @@
-"""A generated script made again for the process `probegen trace` traces: the
-probes it has, each line fitted to its notes (SPDK v25.09's
-``nvmf_ctrlr_destruct`` passes one argument more than master's), enum names
-from its debug info (runtime/enum_names.py). A differing count prints every
-argument by position, a differing size or sign that argument as the note has
-it, each with a warning; what prints the same value is no difference, as
-``probegen verify`` has it (memcached's ``uint8_t nkey`` for its ``.d``
-file's ``int``, ``-4@$0`` for a ``uint64_t``).
-"""
+"""A generated script made again for the traced process: its probes that the process
+has, each line fitted to their notes (SPDK v25.09's ``nvmf_ctrlr_destruct`` passes one
+argument more than master's), enum names from its debug info. A differing count prints
+every argument by position, a differing size or sign that argument as the note has it,
+with a warning; what prints the same value (``-4@$0`` for a ``uint64_t``) is no difference."""
 
 from __future__ import annotations
 
@@ -59,8 +55,7 @@ def _carries(ctype, arg) -> bool:
 
 
 def fit(catalog, probe, sites, enums: dict[str, EnumTable]) -> tuple[ProbeLine, list[str]]:
-    """(the probe's line as ``sites`` pass its arguments, warnings); ``enums``:
-    tables to print by in place of the catalog's."""
+    """(the probe's line as ``sites`` pass its arguments, warnings); ``enums``: tables to print by."""
     warnings = []
     line = probe_line(catalog, probe)
     fields = [replace(f, enum=enums.get(f.enum.name, f.enum)) if f.enum else f for f in line.fields]
@@ -73,10 +68,10 @@ def fit(catalog, probe, sites, enums: dict[str, EnumTable]) -> tuple[ProbeLine, 
     if counts != {line.arg_count}:
         fields = [Field(f"arg{i}", style, i, ctype) for i, column in enumerate(columns)
                   for ctype, style in [_integer(column)]]
-        note = " or ".join(str(c) for c in sorted(counts))
-        return (ProbeLine(probe, tuple(fields), max(counts)),
-                [*warnings, f"{probe.name}: the process's note passes {note} arguments, the catalog "
-                 f"{line.arg_count} (arg0 included): printed by position (arg0..arg{max(counts) - 1}) as the note has them"])
+        note, most = " or ".join(str(c) for c in sorted(counts)), max(counts)
+        warnings.append(f"{probe.name}: the process's note passes {note} arguments, the catalog {line.arg_count} "
+                        f"(arg0 included): printed by position (arg0..arg{most - 1}) as the note has them")
+        return ProbeLine(probe, tuple(fields), most), warnings
     for number, field in enumerate(fields):
         column = columns[field.index] if field.index < len(columns) and not field.is_member else []
         if all(_carries(field.ctype, arg) for arg in column):
@@ -106,21 +101,19 @@ def _say(message: str) -> None:
 def regenerate(pid: int, scripts: list[trace.Script], groups: dict, catalog, debug_info: bool, big: bool,
                holders: dict, notes: dict, deadline: float | None = None,
                tids: bool = False) -> tuple[list[trace.Script], dict]:
-    """(the generated line scripts made again for this process, each such
-    probe's labels). ``tids``: the lines name their thread too (``PROBE [tid
-    TID] ...``), for trace's own reading."""
+    """(the generated line scripts made again for this process, each such probe's labels).
+    ``tids``: the lines name their thread too (``PROBE [tid TID] ...``), for trace's own reading."""
     from probegen.generators.bpftrace import render_lines
     from probegen.runtime.enum_names import for_process
 
-    chosen, order = {}, {p.name: n for n, p in enumerate(catalog.probes)}
+    chosen = {}
     for number in groups:
         keys = sorted(trace.wanted_probes(scripts[number]), key=lambda k: k[1])
         for absent, where in (([k[1] for k in keys if k not in notes], f"process {pid}"),
                               ([k[1] for k in keys if catalog.probe(k[1]) is None], catalog.path.name)):
             if absent:
                 _say(f"probegen trace: not in {where}, not traced: {', '.join(absent)}")
-        found = [(catalog.probe(k[1]), notes[k]) for k in keys if k in notes and catalog.probe(k[1]) is not None]
-        chosen[number] = sorted(found, key=lambda pair: order[pair[0].name])
+        chosen[number] = [(p, notes[k]) for p in catalog.probes for k in keys if k[1] == p.name and k in notes]
     enums = list(dict.fromkeys(a.ctype.enum_name for pairs in chosen.values() for p, _ in pairs
                                for a in p.note_args if a.ctype.enum_name and not a.hex))
     tables, messages = for_process(catalog, pid, holders, enums, deadline) if debug_info else ({}, [])
@@ -135,6 +128,5 @@ def regenerate(pid: int, scripts: list[trace.Script], groups: dict, catalog, deb
             labels[probe.name] = [f.label for f in line.fields]
             for warning in warnings:
                 _say(f"probegen trace: warning: {warning}")
-        scripts[number] = trace.Script(scripts[number].path, render_lines(catalog, groups[number], lines,
-                                                                          big_strings=big))
+        scripts[number] = scripts[number]._replace(text=render_lines(catalog, groups[number], lines, big_strings=big))
     return scripts, labels

@@ -1,8 +1,6 @@
-"""bpftrace on a live process: generated scripts are made again for it
-(runtime/fit.py), then the markers of every script (``__EXE__``,
-``usdt:*:NAME``, ``__PID__``) name the files holding its probes. The traced
-process is not trusted: doc/security.md says how its file names stay inert.
-"""
+"""bpftrace on a live process: generated scripts made again for it (runtime/fit.py),
+the markers of every script (``__EXE__``, ``usdt:*:NAME``, ``__PID__``) naming the
+files holding its probes. The process is not trusted (doc/security.md)."""
 
 from __future__ import annotations
 
@@ -17,8 +15,8 @@ import stat
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from probegen.bpftrace import LEXEME, SPECIAL_PROBE, attach_string, holds_big_strings
 from probegen.errors import InputError, Location
@@ -42,26 +40,12 @@ STARTUP_SECONDS = 30  # for all a start-up reads from the process's files (notes
 _MOST_SITES, _MOST_ARGS = 4096, 12
 
 
-@dataclass(frozen=True)
-class Script:
-    path: str
-    text: str
-
-
-@dataclass(frozen=True)
-class MappedFile:
-    name: bytes  # as /proc/PID/maps shows it: what BCC and bpftrace look up
-    addresses: str  # START-END, its entry in /proc/PID/map_files
-
-
-@dataclass(frozen=True)
-class NoteFacts:
-    """One argument of one probe site as its note has it (``constant``: an integer literal passed)."""
-
-    size: int
-    signed: bool
-    floating: bool
-    constant: int | None = None
+Script = NamedTuple("Script", [("path", str), ("text", str)])
+# A file the process maps: its name as /proc/PID/maps shows it (what bpftrace looks up)
+# and its START-END, its entry in /proc/PID/map_files.
+MappedFile = NamedTuple("MappedFile", [("name", bytes), ("addresses", str)])
+# One argument of one probe site as its note has it (constant: an integer literal passed, else None).
+NoteFacts = NamedTuple("NoteFacts", [("size", int), ("signed", bool), ("floating", bool), ("constant", int | None)])
 
 
 def read_scripts(paths) -> list[Script]:
@@ -95,7 +79,8 @@ def executable(pid: int) -> bytes:
     except FileNotFoundError:
         raise InputError(f"probegen trace: error: no process with pid {pid} (or it has no executable)") from None
     except PermissionError:
-        raise InputError(f"probegen trace: error: cannot see the executable of pid {pid}: permission denied (run as root)") from None
+        raise InputError(f"probegen trace: error: cannot see the executable of pid {pid}: "
+                         "permission denied (run as root)") from None
 
 
 def mapped_files(pid: int) -> list[MappedFile]:
@@ -108,7 +93,8 @@ def mapped_files(pid: int) -> list[MappedFile]:
     except FileNotFoundError:
         raise InputError(f"probegen trace: error: no process with pid {pid}") from None
     except PermissionError:
-        raise InputError(f"probegen trace: error: cannot read /proc/{pid}/maps: permission denied (run as root)") from None
+        raise InputError(f"probegen trace: error: cannot read /proc/{pid}/maps: "
+                         "permission denied (run as root)") from None
     except OSError as exc:  # the process exited while being read
         raise InputError(f"probegen trace: error: cannot read /proc/{pid}/maps: {exc.strerror}") from None
     if len(data) > MAPS_LIMIT:
@@ -142,8 +128,7 @@ def _open_regular(pid: int, mapped: MappedFile) -> int | None:
 
 @contextlib.contextmanager
 def opened(pid: int, files):
-    """(file, /proc/self/fd/N) of each of ``files`` (once) that is a regular file:
-    opened by root for a child without root, open until the block ends."""
+    """(file, /proc/self/fd/N) of each of ``files`` (once) that is a regular file, for a child without root."""
     with contextlib.ExitStack() as descriptors:
         found = []
         for mapped in dict.fromkeys(files):
@@ -156,9 +141,8 @@ def opened(pid: int, files):
 
 def probe_holders(pid: int, wanted, deadline: float | None = None,
                   notes: dict | None = None) -> dict[tuple[str | None, str], MappedFile]:
-    """For each (provider or None, name) in ``wanted``, the first mapped file
-    holding it, its notes parsed in a child without root. ``notes``: filled
-    with each found key's sites, each a tuple of its arguments' NoteFacts."""
+    """For each (provider or None, name) in ``wanted``, the first mapped file holding it (parsed
+    in a child without root); ``notes``: filled with its sites, tuples of NoteFacts."""
     from probegen.files.unprivileged import deadline_in, run_unprivileged
 
     with opened(pid, mapped_files(pid)) as files:
@@ -189,9 +173,8 @@ def _sites_ok(sites) -> bool:
 
 
 def _holders_in(paths: list[str], wanted: list) -> list[list]:
-    """In the child: [file index, provider or None, name, sites] for the first
-    file holding each wanted probe; a site: its arguments' [size, signed,
-    floating, integer literal or None]."""
+    """In the child: [file index, provider or None, name, sites] for the first file
+    holding each wanted probe; a site: a NoteFacts per argument, as lists."""
     from probegen.elf.notes import ElfError, read_binary
 
     missing = {tuple(key) for key in wanted}
@@ -221,9 +204,8 @@ def _literal(arg) -> int | None:
 
 
 def attach_target(pid: int, mapped: MappedFile, what: str) -> str:
-    """The quoted target naming ``mapped`` for bpftrace -p PID (which matches
-    /proc/PID/root and the name in /proc/PID/maps), or InputError if
-    bpftrace 0.17 cannot name it exactly."""
+    """The quoted target naming ``mapped`` for bpftrace -p PID (which matches /proc/PID/root
+    and the name in /proc/PID/maps); InputError if bpftrace 0.17 cannot name it exactly."""
     try:  # the name as the kernel holds it (root only)
         real = os.readlink(bytes(_proc(pid, "map_files", mapped.addresses)))
     except OSError:
@@ -290,8 +272,7 @@ def header(scripts: list[Script], wanted) -> str:
     if any("BEGIN" in SPECIAL_PROBE.findall(s.text) for s in scripts):
         return ""
     names = ", ".join(Path(s.path).stem for s in scripts)
-    count = len(wanted)  # USDT probes; a script of uprobes only is not counted
-    probes = f"{count} probe{'s' if count != 1 else ''} " if count else ""
+    probes = f"{len(wanted)} probe{'s' if len(wanted) != 1 else ''} " if wanted else ""  # USDT probes only
     text = f"Tracing {probes}({names}). Hit Ctrl-C to end."
     return f'\nBEGIN\n{{\n\tprintf("{printf_literal(text)}\\n");\n}}\n'
 
@@ -322,9 +303,8 @@ def program_for(pid: int, paths=(), *, scripts=(), big_strings: bool | None = No
 
 def _program(pid: int, scripts: list[Script], duration: int | None = None, catalog=None, debug_info: bool = True,
              big: bool = False, tids: bool = False, deadline: float | None = None) -> tuple[str, int, dict]:
-    """(the program, the USDT probes it attaches, the labels of each line made again for
-    the process from ``catalog``). ``big``: bpftrace holds big strings; ``tids``: those
-    lines name their thread too; ``deadline``: the start-up's, for every file it reads."""
+    """(the program, the USDT probes it attaches, the labels of each line made again for the
+    process). ``big``: bpftrace holds big strings; ``tids``: those lines name their thread too."""
     from probegen.files.unprivileged import deadline_in
     from probegen.runtime import fit
 
@@ -350,11 +330,9 @@ def _program(pid: int, scripts: list[Script], duration: int | None = None, catal
 
 def run(pid: int, paths=(), output: str | None = None, *, scripts=(), json_lines=None, tap=None,
         labels: dict | None = None, **options) -> int:
-    """Trace until bpftrace ends (Ctrl-C, SIGTERM, ``duration`` seconds after attaching,
-    or the process's exit); returns its exit status. ``json_lines``: a summary.JsonLines
-    converting bpftrace's -f json; ``tap``: sees the lines (trace_timeline); ``labels``:
-    updated with those of the lines made again for the process, which then name their
-    thread for ``tap``; ``options``: _program's."""
+    """Trace until bpftrace ends (Ctrl-C, SIGTERM, --duration, the process's exit): its exit status.
+    ``json_lines``: a summary.JsonLines for -f json; ``tap``: sees the lines; ``labels``: updated with
+    those of the lines made again for the process, which then name their thread for ``tap``."""
     if os.geteuid() != 0:
         raise InputError("probegen trace: error: bpftrace needs root: run as root (e.g. with sudo)")
     bpftrace = shutil.which("bpftrace")
@@ -388,9 +366,8 @@ def run(pid: int, paths=(), output: str | None = None, *, scripts=(), json_lines
 
 
 class Hits:
-    """bpftrace's lines as trace prints them: split hits joined, in timestamp
-    order; ``tap`` sees them first, with the thread the lines of probes in
-    ``tids`` print, which is then taken off."""
+    """bpftrace's lines as trace prints them: split hits joined, in timestamp order; ``tap``
+    sees them first, with the thread the lines of probes in ``tids`` print, then taken off."""
 
     def __init__(self, tap=None, tids=frozenset()) -> None:
         self.joiner = HitJoiner(keep_tid=tids)
@@ -429,10 +406,9 @@ class Hits:
 
 def _relay(child: subprocess.Popen, out, convert, finish=None, tick: bool = False,
            errors: str = "surrogateescape") -> int:
-    """Copy the child's lines through ``convert`` to ``out``, a burst at a time;
-    ``tick``: ``convert(None)`` too after a tenth of a second without any (held
-    lines fall due); ``finish()``: lines held at the end. Ctrl-C and SIGTERM go
-    to the child, which prints its maps and exits."""
+    """Copy the child's lines through ``convert`` to ``out``; ``tick``: ``convert(None)`` after a tenth
+    of a second without any (held lines fall due); ``finish()``: lines held at the end. Ctrl-C and
+    SIGTERM go to the child, which prints its maps and exits."""
     def forward(signum, _frame):
         if child.poll() is None:
             child.send_signal(signum)
