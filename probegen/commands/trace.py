@@ -90,15 +90,15 @@ def run(args) -> int:
 
     _take_pid(args)
     summary = args.hist is not None or args.count is not None
-    if summary and args.scripts:
-        raise InputError("probegen trace: error: give scripts or --hist/--count, not both "
-                         "(bpftrace allows one BEGIN and END per program)")
-    if not summary and not args.scripts:
-        raise InputError("probegen trace: error: nothing to trace: give bpftrace scripts, --hist or --count")
-    if args.timeline is not None and (args.json or summary):
-        raise InputError("probegen trace: error: --timeline needs every hit's line: scripts, without --json")
-    if args.interval is not None and not summary:
-        raise InputError("probegen trace: error: --interval applies to --hist and --count")
+    for wrong, message in (
+            (summary and args.scripts, "give scripts or --hist/--count, not both "
+                                       "(bpftrace allows one BEGIN and END per program)"),
+            (not summary and not args.scripts, "nothing to trace: give bpftrace scripts, --hist or --count"),
+            (args.timeline is not None and (args.json or summary),
+             "--timeline needs every hit's line: scripts, without --json"),
+            (args.interval is not None and not summary, "--interval applies to --hist and --count")):
+        if wrong:
+            raise InputError(f"probegen trace: error: {message}")
     deadline = deadline_in(trace.STARTUP_SECONDS)  # one time limit for every file read at start-up
     if summary:
         trace.check_process(args.pid)

@@ -10,15 +10,13 @@ from probegen.errors import InputError, NoDebugInfo
 from probegen.generators.lines import EnumTable, enum_table
 
 # What the child runs with (imported before it gives up root).
-_READER_MODULES = ("elftools", "probegen.elf", "probegen.dwarf", "probegen.generators.typesource",
-                   "probegen.generators.lines")
+_READER_MODULES = ("elftools", "probegen.elf", "probegen.dwarf", "probegen.generators.lines")
 
 
 def from_debug_info(catalog: Catalog, enums: list[str], files) -> dict:
     """In the child: each enum's names from the first of ``files`` ((shown name,
     path)) whose DWARF has it, and why the others have none, as plain data."""
     from probegen.dwarf import DwarfTypes
-    from probegen.generators.typesource import TypeSource
 
     found: dict = {}
     reasons = []
@@ -33,10 +31,9 @@ def from_debug_info(catalog: Catalog, enums: list[str], files) -> dict:
                            else f"debug info of {shown} unusable: {exc}")
             continue
         with types:
-            source = TypeSource(types)
             for enum in missing:
-                if source.enumerators(enum):
-                    found[enum] = [shown, enum_table(catalog, enum, source).names]
+                if types.enumerators(enum):
+                    found[enum] = [shown, enum_table(catalog, enum, types).names]
         if any(enum not in found for enum in enums):
             reasons.append(f"not in the debug info of {shown}")
     return {"binary": found, "why": "; ".join(reasons) or "no file to read"}

@@ -14,37 +14,35 @@ from probegen.generators.spans import HITS_MAP, SPAN_SCRIPT, hist_map, render_pr
 from probegen.runtime.trace import Script, probe_holders
 
 
-def _pick(wanted: str | None, known: dict, what: str, catalog: Catalog) -> tuple[list, bool]:
-    """(the named entries of ``known``, whether none was named: then all of them); ([], False) when not asked."""
+def _pick(wanted: str | None, known: dict, what: str, catalog: Catalog) -> list | None:
+    """The named entries of ``known`` ([] when not asked), None for every one (no name given)."""
     names = [n for n in (part.strip() for part in (wanted or "").split(",")) if n]
     unknown = [n for n in names if n not in known]
     if unknown:
         have = ", ".join(known) or "none"
         raise InputError(f"probegen trace: error: {catalog.path.name} has no {what} {', '.join(unknown)} "
                          f"(its {what}s: {have})")
-    if wanted is not None and not names:
-        return list(known.values()), True
-    return [known[n] for n in dict.fromkeys(names)], False
+    return None if wanted is not None and not names else [known[n] for n in dict.fromkeys(names)]
 
 
 def summary_script(catalog: Catalog, pid: int, hist: str | None, count: str | None,
                    interval: int | None = None, deadline: float | None = None) -> Script:
     """The program for --hist SPANS and --count PROBES (comma-separated; empty:
     every one the process has)."""
-    spans, every_span = _pick(hist, {s.name: s for s in catalog.spans}, "span", catalog)
-    counted, every_probe = _pick(count, {p.name: p for p in catalog.probes}, "probe", catalog)
-    if every_span or every_probe:
+    spans = _pick(hist, {s.name: s for s in catalog.spans}, "span", catalog)
+    counted = _pick(count, {p.name: p for p in catalog.probes}, "probe", catalog)
+    if spans is None or counted is None:
         present = {name for _, name in probe_holders(pid, {(None, p.name) for p in catalog.probes}, deadline)}
-        if every_span:
-            spans = [s for s in spans if s.start.name in present and s.end.name in present]
-            if not spans:
-                raise InputError(f"probegen trace: error: process {pid} has the probes of none of "
-                                 f"{catalog.path.name}'s spans" if catalog.spans else
-                                 f"probegen trace: error: {catalog.path.name} declares no spans")
-        if every_probe:
-            counted = [p for p in counted if p.name in present]
-            if not counted:
-                raise InputError(f"probegen trace: error: process {pid} has none of {catalog.path.name}'s probes")
+    if spans is None:
+        spans = [s for s in catalog.spans if s.start.name in present and s.end.name in present]
+        if not spans:
+            raise InputError(f"probegen trace: error: process {pid} has the probes of none of "
+                             f"{catalog.path.name}'s spans" if catalog.spans else
+                             f"probegen trace: error: {catalog.path.name} declares no spans")
+    if counted is None:
+        counted = [p for p in catalog.probes if p.name in present]
+        if not counted:
+            raise InputError(f"probegen trace: error: process {pid} has none of {catalog.path.name}'s probes")
     what = [f"{len(spans)} span{'s' if len(spans) != 1 else ''}"] if spans else []
     what += [f"hits of {len(counted)} probe{'s' if len(counted) != 1 else ''}"] if counted else []
     text = render_program(catalog, spans, counted, interval=interval, title=" and ".join(what))

@@ -39,7 +39,6 @@ STARTUP_SECONDS = 30  # for all a start-up reads from the process's files (notes
 # Bounds of a probe's sites and arguments the child may report (sdt.h passes at most 12).
 _MOST_SITES, _MOST_ARGS = 4096, 12
 
-
 Script = NamedTuple("Script", [("path", str), ("text", str)])
 # A file the process maps: its name as /proc/PID/maps shows it (what bpftrace looks up)
 # and its START-END, its entry in /proc/PID/map_files.
@@ -117,13 +116,13 @@ def _open_regular(pid: int, mapped: MappedFile) -> int | None:
     except OSError:
         return None  # unmapped since maps was read
     try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            return os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError:
-        pass
+        return None
     finally:
         os.close(fd)
-    return None
 
 
 @contextlib.contextmanager
