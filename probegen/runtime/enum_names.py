@@ -1,7 +1,5 @@
-"""Enum names for a traced process from its own files' debug info, where they
-have the enum, else the catalog's (SPDK v25.09 numbers two nvmf_tgt_state
-states the other way round from master); stderr says where each came from.
-"""
+"""Enum names for a traced process from its own files' debug info, else the catalog's
+(SPDK v25.09 numbers two nvmf_tgt_state states the other way round from master)."""
 
 from __future__ import annotations
 
@@ -41,10 +39,8 @@ def from_debug_info(catalog: Catalog, enums: list[str], files) -> dict:
 
 def for_process(catalog: Catalog, pid: int, holders: dict, enums: list[str],
                 deadline: float | None = None) -> tuple[dict[str, EnumTable], list[str]]:
-    """(each enum's table from debug info, the lines saying where each of ``enums``
-    is named): the executable and the files holding the traced probes, opened by
-    root as trace opens them, parsed in a child without root by ``deadline``;
-    should that fail, the catalog's names."""
+    """(each enum's table from debug info, the lines saying where each of ``enums`` is named):
+    from the executable and the files holding the traced probes, parsed in a child without root."""
     from probegen.files.unprivileged import Unprivileged, deadline_in, run_unprivileged
     from probegen.runtime import trace
 

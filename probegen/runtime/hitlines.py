@@ -1,10 +1,7 @@
-"""Join the lines of hits that generated bpftrace scripts print in parts. A hit
-too long for one printf prints N lines (each one perf record, so never mixed
-with another CPU's text), ``SECONDS.MICROSECONDS: PROBE [tid TID 1/N] name=value
-...`` then ``... [tid TID K/N] +TEXT``, TEXT continuing the hit's text exactly;
-other lines may come between. Joined, they are ``SECONDS.MICROSECONDS: PROBE
-name=value ...`` (with ``[tid TID]`` after PROBE for the probes in ``keep_tid``).
-"""
+"""Join the lines of hits that generated bpftrace scripts print in parts: a hit too long
+for one printf prints ``SECONDS.MICROSECONDS: PROBE [tid TID 1/N] name=value ...``, then
+``... [tid TID K/N] +TEXT`` continuing its text (each line one perf record; other lines
+may come between), joined as ``SECONDS.MICROSECONDS: PROBE name=value ...``."""
 
 from __future__ import annotations
 

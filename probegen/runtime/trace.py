@@ -182,17 +182,15 @@ def _holders_in(paths: list[str], wanted: list) -> list[list]:
         if not missing:
             break
         try:
-            probes = {probe.key: probe for probe in read_binary(path).probes}
+            probes = read_binary(path).probes
         except ElfError:
             continue  # not an ELF file (locale archive, data file)
-        names = {name: probe for (_, name), probe in probes.items()}
-        for provider, name in list(missing):
-            probe = probes.get((provider, name)) if provider is not None else names.get(name)
-            if probe is not None:
+        for probe in reversed(probes):  # a name without its provider: the file's last probe of that name
+            for key in {probe.key, (None, probe.name)} & missing:
+                missing.discard(key)
                 sites = [[[arg.size, arg.signed, arg.floating, _literal(arg)] for arg in site.args]
                          for site in probe.sites]
-                found.append([index, provider, name, sites])
-                missing.discard((provider, name))
+                found.append([index, *key, sites])
     return found
 
 
@@ -209,11 +207,10 @@ def attach_target(pid: int, mapped: MappedFile, what: str) -> str:
         real = os.readlink(bytes(_proc(pid, "map_files", mapped.addresses)))
     except OSError:
         real = mapped.name
-    for name in (real, mapped.name):
-        for byte, why in _UNNAMEABLE.items():
-            if byte in name:
-                raise InputError(f"probegen trace: error: {what} of process {pid} is in {shown(real)}, a file "
-                                 f"whose name holds {why}: bpftrace 0.17 cannot attach to it exactly; not tracing")
+    why = next((why for name in (real, mapped.name) for byte, why in _UNNAMEABLE.items() if byte in name), None)
+    if why is not None:
+        raise InputError(f"probegen trace: error: {what} of process {pid} is in {shown(real)}, a file "
+                         f"whose name holds {why}: bpftrace 0.17 cannot attach to it exactly; not tracing")
     if real != mapped.name:
         raise InputError(f"probegen trace: error: {what} of process {pid} is in {shown(real)}, which "
                          f"/proc/{pid}/maps names {shown(mapped.name)}: bpftrace 0.17 cannot attach to it exactly; "
