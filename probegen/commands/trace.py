@@ -42,26 +42,24 @@ def _seconds(text: str) -> int:
 def configure(parser):
     from probegen.commands import add_catalog_argument
 
-    parser.add_argument("-p", "--pid", type=int, metavar="PID", help="process to trace (or give PID first)")
-    parser.add_argument("scripts", nargs="*", metavar="SCRIPT",
-                        help="[PID] then bpftrace scripts, e.g. scripts/bpf/probegen/nvmf.bt (or use --hist / --count)")
-    parser.add_argument("-o", "--output", metavar="FILE", help="bpftrace writes its output to FILE")
-    parser.add_argument("--dry-run", action="store_true", help="print the program bpftrace would run, and exit")
-    parser.add_argument("--hist", nargs="?", const="", metavar="SPAN,...",
-                        help="latency histograms (microseconds) of the catalog's spans: these, or every span "
-                             "whose probes the process has")
-    parser.add_argument("--count", nargs="?", const="", metavar="PROBE,...",
-                        help="count hits of these probes, or of every catalog probe the process has")
-    parser.add_argument("--json", action="store_true",
-                        help="print JSON lines (histograms, counts, ...) instead of bpftrace's text")
-    parser.add_argument("--interval", type=_seconds, metavar="SECONDS",
-                        help="with --hist/--count: print (and reset) every SECONDS")
-    parser.add_argument("--duration", type=_seconds, metavar="SECONDS",
-                        help="stop SECONDS after attaching, printing what was gathered")
-    parser.add_argument("--timeline", metavar="FILE",
-                        help="also write the hits and spans as Chrome trace-event JSON (Perfetto UI, chrome://tracing)")
-    parser.add_argument("--no-debug-info", action="store_true",
-                        help="print enum names as the catalog has them, not from the traced binary's DWARF")
+    add = parser.add_argument
+    add("-p", "--pid", type=int, metavar="PID", help="process to trace (or give PID first)")
+    add("scripts", nargs="*", metavar="SCRIPT",
+        help="[PID] then bpftrace scripts, e.g. scripts/bpf/probegen/nvmf.bt (or use --hist / --count)")
+    add("-o", "--output", metavar="FILE", help="bpftrace writes its output to FILE")
+    add("--dry-run", action="store_true", help="print the program bpftrace would run, and exit")
+    add("--hist", nargs="?", const="", metavar="SPAN,...",
+        help="latency histograms (microseconds) of the catalog's spans: these, or every span "
+             "whose probes the process has")
+    add("--count", nargs="?", const="", metavar="PROBE,...",
+        help="count hits of these probes, or of every catalog probe the process has")
+    add("--json", action="store_true", help="print JSON lines (histograms, counts, ...) instead of bpftrace's text")
+    add("--interval", type=_seconds, metavar="SECONDS", help="with --hist/--count: print (and reset) every SECONDS")
+    add("--duration", type=_seconds, metavar="SECONDS", help="stop SECONDS after attaching, printing what was gathered")
+    add("--timeline", metavar="FILE",
+        help="also write the hits and spans as Chrome trace-event JSON (Perfetto UI, chrome://tracing)")
+    add("--no-debug-info", action="store_true",
+        help="print enum names as the catalog has them, not from the traced binary's DWARF")
     add_catalog_argument(parser)
 
 

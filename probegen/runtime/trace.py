@@ -379,25 +379,22 @@ class Hits:
         else:
             self.order.add(((int(match[1]) * 1000000 + int(match[2])) * 1000, line))
 
-    def _take(self) -> list[str]:
+    def feed(self, line: str | None) -> list[str]:
+        """Lines to print after ``line`` (None: none came, time passed)."""
+        return self._take(self.joiner.feed(line) if line is not None else [], self.order.due)
+
+    def finish(self) -> list[str]:
+        return self._take(self.joiner.finish(), self.order.release)
+
+    def _take(self, joined: list[str], release) -> list[str]:
+        for line in joined:
+            self._add(line)
+        release()
         lines, self.ready = self.ready, []
         if self.tap is not None:
             self.tap(lines)
         return [m["head"] + m["rest"] if m and m["tid"] and not m["part"] and m["probe"] in self.tids else line
                 for line, m in zip(lines, map(HIT.match, lines))]
-
-    def feed(self, line: str | None) -> list[str]:
-        """Lines to print after ``line`` (None: none came, time passed)."""
-        for joined in self.joiner.feed(line) if line is not None else ():
-            self._add(joined)
-        self.order.due()
-        return self._take()
-
-    def finish(self) -> list[str]:
-        for held in self.joiner.finish():
-            self._add(held)
-        self.order.release()
-        return self._take()
 
 
 def _relay(child: subprocess.Popen, out, convert, finish=None, tick: bool = False,
