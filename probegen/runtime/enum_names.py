@@ -78,9 +78,8 @@ def _checked_sources(found, enums: list[str], shown_names: set[str]) -> tuple[di
     try:
         for enum, (shown, rows) in found["binary"].items():
             names = tuple((value, name) for value, name in rows)
-            if (enum not in enums or shown not in shown_names or not names
-                    or not all(type(v) is int and isinstance(n, str) for v, n in names)
-                    or len({v for v, _ in names}) != len(names)):
+            values = {v for v, n in names if type(v) is int and isinstance(n, str)}  # each once, each named
+            if enum not in enums or shown not in shown_names or not names or len(values) != len(names):
                 raise ValueError(enum)
             from_binary[enum] = (shown, EnumTable(enum, names, any(v < 0 for v, _ in names)))
         if not isinstance(found["why"], str):

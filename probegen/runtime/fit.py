@@ -46,12 +46,8 @@ def _carries(ctype, arg) -> bool:
     if ctype.matches_note(arg.size, arg.signed) or ctype.promotes_from(arg.size, arg.signed):
         return True
     value = arg.constant if isinstance(arg, trace.NoteFacts) else trace._literal(arg)
-    if value is None or ctype.kind is not Kind.INTEGER:
-        return False
-    bits = 8 * ctype.size_on(8)
-    low = 0 if ctype.signed is False else -(1 << (bits - 1))
-    high = (1 << (bits - 1)) if ctype.signed is True else (1 << bits)
-    return low <= value < high
+    return (value is not None and ctype.kind is Kind.INTEGER and ctype.holds_constant(value)
+            and not (value < 0 and ctype.signed is False))
 
 
 def fit(catalog, probe, sites, enums: dict[str, EnumTable]) -> tuple[ProbeLine, list[str]]:
