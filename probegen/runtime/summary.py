@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 
 from probegen.catalog import Catalog
-from probegen.catalog.ctype import Kind
 from probegen.errors import InputError
 from probegen.generators.spans import HITS_MAP, SPAN_SCRIPT, hist_map, render_program, unmatched_map
 from probegen.runtime.trace import Script, probe_holders
@@ -90,8 +89,7 @@ def _hist(span, key: str, buckets) -> dict:
     parts = key.split(",", len(span.by) - 1) if span.by else []
     by = {}
     for b, part in zip(span.by, parts):  # an enum without a name prints its number
-        integer = b.arg.ctype.kind in (Kind.INTEGER, Kind.BOOL, Kind.ENUM) and part.lstrip("-").isdigit()
-        by[b.name] = int(part) if integer else part
+        by[b.name] = int(part) if b.arg.ctype.is_integer_like and part.lstrip("-").isdigit() else part
     kept = [b for b in buckets if isinstance(b, dict) and b.get("count")]
     return {"type": "span", "span": span.name, "by": by, "unit": "us",
             "count": sum(b["count"] for b in kept), "buckets": kept}
