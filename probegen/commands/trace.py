@@ -23,6 +23,7 @@ from (--no-debug-info: the catalog's).
 from __future__ import annotations
 
 import argparse
+import contextlib
 
 from probegen.errors import InputError
 
@@ -30,13 +31,10 @@ HELP = "run bpftrace scripts (with __EXE__/__PID__ markers), or span histograms 
 
 
 def _seconds(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of seconds, at least 1: {text!r}")
-    return value
+    with contextlib.suppress(ValueError):
+        if int(text) >= 1:
+            return int(text)
+    raise argparse.ArgumentTypeError(f"expected a whole number of seconds, at least 1: {text!r}")
 
 
 def configure(parser):
@@ -99,14 +97,12 @@ def run(args) -> int:
             raise InputError(f"probegen trace: error: {message}")
     deadline = deadline_in(trace.STARTUP_SECONDS)  # one time limit for every file read at start-up
     if summary:
+        from probegen.runtime.summary import summary_script
+
         trace.check_process(args.pid)
     # The catalog names the enums of generated scripts, and the maps of the span script.
     catalog = load_catalog(args.catalog) if summary or Path(args.catalog).exists() else None
-    texts = []
-    if summary:
-        from probegen.runtime.summary import summary_script
-
-        texts.append(summary_script(catalog, args.pid, args.hist, args.count, args.interval, deadline))
+    texts = [summary_script(catalog, args.pid, args.hist, args.count, args.interval, deadline)] if summary else []
     common = dict(scripts=texts, duration=args.duration, catalog=catalog, debug_info=not args.no_debug_info,
                   deadline=deadline)
     if args.dry_run:
