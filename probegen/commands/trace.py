@@ -111,8 +111,7 @@ def run(args) -> int:
     if args.timeline is not None:
         from probegen.runtime.trace_timeline import with_timeline
 
-        return with_timeline(args.timeline, catalog, args.pid, lambda tap, labels: trace.run(
-            args.pid, args.scripts, args.output, tap=tap, labels=labels, **common))
+        return with_timeline(args.timeline, args.pid, args.scripts, args.output, **common)
     json_lines = None
     if args.json:  # imported only here: it brings jinja2
         from probegen.runtime.summary import JsonLines

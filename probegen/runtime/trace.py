@@ -279,8 +279,7 @@ def strlen(text: str) -> int | None:
 
 
 def _executable_target(pid: int) -> str:
-    exe = executable(pid)
-    files = mapped_files(pid)
+    exe, files = executable(pid), mapped_files(pid)
     if not files or files[0].name != exe:
         raise InputError(f"probegen trace: error: process {pid} does not map its executable {shown(exe)} "
                          f"under that name in /proc/{pid}/maps: cannot name it to bpftrace")
@@ -340,10 +339,8 @@ def run(pid: int, paths=(), output: str | None = None, *, scripts=(), json_lines
                                          **options)
     if labels is not None:
         labels.update(fitted)
-    env = dict(os.environ)
-    wanted = strlen("\n".join(s.text for s in scripts))
-    if wanted:
-        env.setdefault("BPFTRACE_STRLEN", str(wanted))
+    wanted = strlen("\n".join(s.text for s in scripts))  # unless the environment sets one
+    env = {"BPFTRACE_STRLEN": str(wanted), **os.environ} if wanted else None
     # The output: opened here under output's checks (bpftrace would follow a link).
     # The program: 0600 and O_EXCL under a random name, so nobody can swap it.
     sys.stdout.flush()

@@ -11,6 +11,7 @@ import signal
 from probegen.errors import InputError
 from probegen.files.output import open_stream
 from probegen.generators.lines import probe_line
+from probegen.runtime import trace
 from probegen.runtime.timeline import trace_events
 
 
@@ -33,15 +34,15 @@ def _hit(line: str, labels: dict) -> tuple | None:
     return (int(seconds) * 1000000 + int(micros)) * 1000, int(tid[1]) if tid else None, probe, args
 
 
-def with_timeline(path, catalog, pid, run) -> int:
-    """run(tap, labels), then the hits of the lines ``tap`` saw written to
-    ``path``; ``labels``: the catalog's, which those of lines fitted to the
-    process replace. Spans are matched by thread too when every hit named its thread."""
+def with_timeline(path, pid, paths, output, *, catalog, **options) -> int:
+    """trace.run, then the hits of the lines it printed written to ``path``, read by the
+    labels of the catalog's lines or of those made again for the process. Spans are
+    matched by thread too when every hit named its thread."""
     if catalog is None:
         raise InputError("probegen trace: error: --timeline needs the catalog (--catalog) to read the hits")
     labels = {p.name: [f.label for f in probe_line(catalog, p).fields] for p in catalog.probes}
     lines: list[str] = []
-    status = run(lines.extend, labels)
+    status = trace.run(pid, paths, output, tap=lines.extend, labels=labels, catalog=catalog, **options)
     hits = [hit for hit in (_hit(line, labels) for line in lines) if hit is not None]
     threads = all(tid is not None for _, tid, _, _ in hits)
     spans = [(s.name, s.start.name, s.end.name, [(k.start.name, k.end.name) for k in s.key])
