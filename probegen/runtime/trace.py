@@ -399,6 +399,7 @@ def _relay(child: subprocess.Popen, out, convert, finish=None, tick: bool = Fals
     """Copy the child's lines through ``convert`` to ``out``; ``tick``: ``convert(None)`` after a tenth
     of a second without any (held lines fall due); ``finish()``: lines held at the end. Ctrl-C and
     SIGTERM go to the child, which prints its maps and exits."""
+
     def forward(signum, _frame):
         if child.poll() is None:
             child.send_signal(signum)
