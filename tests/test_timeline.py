@@ -89,3 +89,15 @@ def test_probegen_trace_timeline_has_every_span_at_the_printed_times_on_its_thre
     work = [e for e in events if e["ph"] == "X" and e["name"] == "work"]
     assert sorted(e["tid"] for e in work) == sorted(workers * 2)  # two rounds each; the stray end has no slice
     assert all(e["dur"] >= 24000 for e in work), work
+
+
+def test_a_split_hit_never_completed_is_no_hit_and_keeps_the_spans_by_thread():
+    """The parts of a hit the trace ended in the middle of are left out: read
+    as a hit without a thread, they made every span paired by thread vanish."""
+    from probegen.runtime.trace_timeline import _hit
+
+    labels = {"begin": ["id", "name"], "end": []}
+    assert _hit("1.000002: begin [tid 7] id=3 name=a b", labels) == (1000002000, 7, "begin", {"id": 3, "name": "a b"})
+    assert _hit("1.000003: end", labels) == (1000003000, None, "end", {})
+    assert _hit("1.000004: begin [tid 7 1/2] id=3 name=a", labels) is None
+    assert _hit("1.000005: other [tid 7] x=1", labels) is None

@@ -5,33 +5,33 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 
 from probegen.errors import InputError
 from probegen.files.output import open_stream
 from probegen.generators.lines import probe_line
 from probegen.runtime import trace
+from probegen.runtime.hitlines import HIT, STAMP
 from probegen.runtime.timeline import trace_events
 
 
 def _hit(line: str, labels: dict) -> tuple | None:
     """(ns, tid or None, probe, {label: value}) of a line ``SECONDS.MICROS: PROBE
-    [tid TID] label=value ...`` of a probe in ``labels`` (probe -> its labels)."""
-    head, _, rest = line.partition(": ")
-    probe, _, rest = rest.partition(" ")
-    seconds, _, micros = head.partition(".")
-    tid = re.match(r"\[tid (\d+)\] ?", rest)
-    rest = rest[tid.end():] if tid else rest
-    if probe not in labels or not (seconds.isdigit() and micros.isdigit()):
+    [tid TID] label=value ...`` of a probe in ``labels`` (probe -> its labels); None
+    for any other line, and for a part of a split hit never completed."""
+    match = HIT.fullmatch(line)
+    if match is None or match["part"] is not None or match["probe"] not in labels:
         return None
-    args, names = {}, labels[probe]
+    seconds, micros = STAMP.match(line).groups()
+    rest = match["rest"].removeprefix(" ")
+    args, names = {}, labels[match["probe"]]
     for number, label in enumerate(names):  # a value runs to the next label (strings hold spaces)
         start = rest.find(label + "=") + len(label) + 1
         end = rest.find(" " + names[number + 1] + "=", start) if number + 1 < len(names) else len(rest)
         value = rest[start:end if end >= 0 else len(rest)]
         args[label] = int(value) if value.lstrip("-").isdigit() else value
-    return (int(seconds) * 1000000 + int(micros)) * 1000, int(tid[1]) if tid else None, probe, args
+    tid = match["tid"]
+    return (int(seconds) * 1000000 + int(micros)) * 1000, int(tid) if tid else None, match["probe"], args
 
 
 def with_timeline(path, pid, paths, output, *, catalog, **options) -> int:
