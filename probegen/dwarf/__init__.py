@@ -11,6 +11,11 @@ import os
 # One thread, set before drgn loads libgomp, costs nothing measurable.
 os.environ["OMP_NUM_THREADS"] = "1"
 
-from probegen.dwarf.types import DwarfTypes  # noqa: E402
 
-__all__ = ["DwarfTypes"]
+def __getattr__(name):
+    # DwarfTypes loads drgn (tens of ms): only when a binary is read, not for the model alone.
+    if name == "DwarfTypes":
+        from probegen.dwarf.types import DwarfTypes
+
+        return DwarfTypes
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

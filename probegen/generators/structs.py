@@ -6,13 +6,12 @@ importing jinja2 took longer than ``pahole -C``) and enum name maps.
 from __future__ import annotations
 
 from probegen.catalog.ctype import is_identifier
-from probegen.dwarf import DwarfTypes
 from probegen.errors import InputError, Location
 from probegen.generators.cdecl import Plan, Planner, order_definitions
 from probegen.generators.escape import c_comment
 
 
-def render_definitions(types: DwarfTypes, names: list[str], enums: list[str] = (), annotate: bool = False) -> str:
+def render_definitions(types, names: list[str], enums: list[str] = (), annotate: bool = False) -> str:
     """C definitions of these types and all they need, for bpftrace."""
     roots = [types.aggregate(n) for n in names] + [types.enum(n) for n in enums]
     planner = Planner(annotate=annotate)
@@ -50,7 +49,7 @@ def _body(plan: Plan, indent: str, out: list[str]) -> None:
         out.append(f"{indent}/* {plan.tail_comment} */\n")
 
 
-def render_enum_maps(types: DwarfTypes, enums: list[str], style: str, strip_prefix: str = "") -> str:
+def render_enum_maps(types, enums: list[str], style: str, strip_prefix: str = "") -> str:
     """bpftrace BEGIN assignments (style "bpftrace") or a Python dict per
     enum (style "bcc") for these enums of ``types``; where values repeat,
     the first name wins."""

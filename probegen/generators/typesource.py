@@ -6,14 +6,14 @@ It wraps a probegen.dwarf.DwarfTypes, the reader, which knows no catalog.
 from __future__ import annotations
 
 from probegen.catalog.ctype import CType, Kind
-from probegen.dwarf import DwarfTypes, model as m
+from probegen.dwarf import model as m
 from probegen.errors import InputError
 from probegen.generators.cdecl import Planner
 from probegen.generators.structs import render_definitions
 
 
 class TypeSource:
-    def __init__(self, types: DwarfTypes):
+    def __init__(self, types):  # a probegen.dwarf.DwarfTypes
         self.types = types
         self.pointer_size = types.pointer_size
 
