@@ -250,6 +250,31 @@ def test_types_are_converted_as_needed_and_cycles_refused():
     assert m.strip_typedefs(target.members[0].type.target) is target and target._pending is None
 
 
+@pytest.mark.parametrize("language", ["c", "c++"])
+def test_one_anonymous_struct_used_twice_at_every_level_ends(tmp_path, capsys, language):
+    """Written inline wherever used, 30 levels of "struct { ... } a, b;" would be 2**30 copies."""
+    inner = "int x"
+    for level in range(30):
+        inner = f"struct {{ {inner}; }} a{level}, b{level}"
+    source = tmp_path / "nest.c"
+    source.write_text(f"struct top {{ {inner}; }} top_var;\n")
+    binary = tmp_path / "nest.o"
+    gcc(source, binary, "-g", "-c", "-x", language)
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(RUN_SECONDS)
+    try:
+        code = main(["structs", str(binary), "-t", "top"])
+    except _Hang:
+        pytest.fail(f"structs ran over {RUN_SECONDS} s")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert err == (f"{binary}: error: damaged or truncated ELF/DWARF: more than 10000 anonymous structs and "
+                   "unions (one used in many places)\n")
+
+
 @pytest.mark.parametrize("where", ["itself", "backwards"])
 def test_sibling_link_that_does_not_go_forward_is_refused(binaries, tmp_path, capsys, where):
     binary = binaries["dwarf4"]

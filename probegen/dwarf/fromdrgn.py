@@ -25,6 +25,9 @@ _QUALIFIERS = ((drgn.Qualifiers.CONST, "const"), (drgn.Qualifiers.VOLATILE, "vol
 MAX_NESTING = 100
 # Largest size believed: no C object is bigger than the address space.
 MAX_SIZE = 1 << 48
+# An anonymous struct is converted, and written inline, wherever it is used: in hostile DWARF
+# two members of one type at each of 30 levels make 2**30. All of spdk_tgt's types: 841.
+MAX_ANONYMOUS = 10_000
 
 
 def _size(t) -> int | None:
@@ -90,6 +93,7 @@ class Converter:
         self._open: set[tuple] = set()  # typedefs being converted, since the last struct's members
         self._filling: set[int] = set()  # structs whose members are being converted
         self._depth = self._deepest = 0
+        self.anonymous = 0
 
     def convert(self, t: drgn.Type, lazy: bool = False) -> m.Type:
         """The type of ``t``; ``lazy`` (under a pointer): named structs'
@@ -177,6 +181,10 @@ class Converter:
         name, source = self._name(t)
         complete = t.is_complete()
         kind = "union" if t.kind == K.UNION else "struct"
+        if name is None:
+            self.anonymous += 1
+            if self.anonymous > MAX_ANONYMOUS:
+                raise Damaged(f"more than {MAX_ANONYMOUS} anonymous structs and unions (one used in many places)")
         struct = _Struct(kind, name, _size(t) if complete else None, source_name=source)
         if key is not None:
             self._named[key] = struct  # before the members: they may point back
