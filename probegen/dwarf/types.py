@@ -100,17 +100,14 @@ class DwarfTypes:
                     return t
         return None
 
-    def aggregate(self, name: str) -> m.Struct | m.Enum:
-        t = m.unqualified(self.lookup(name))
-        if not isinstance(t, (m.Struct, m.Enum)):
-            raise InputError(f"'{name}' is not a struct, union or enum in {self.info.binary}")
+    def aggregate(self, name: str, kinds=_KINDS, classes=(m.Struct, m.Enum), what="a struct, union or enum"):
+        t = m.unqualified(self.lookup(name, kinds))
+        if not isinstance(t, classes):
+            raise InputError(f"'{name}' is not {what} in {self.info.binary}")
         return t
 
     def enum(self, name: str) -> m.Enum:
-        t = m.unqualified(self.lookup(name, kinds=("enum", "typedef")))
-        if not isinstance(t, m.Enum):
-            raise InputError(f"'{name}' is not an enum in {self.info.binary}")
-        return t
+        return self.aggregate(name, ("enum", "typedef"), m.Enum, "an enum")
 
     def enumerators(self, enum_name: str) -> tuple[m.Enumerator, ...] | None:
         """The enum's enumerators in declaration order, or None if absent."""

@@ -241,9 +241,7 @@ class Planner:
                     f"member {member.name or '(anonymous)'} at offset {target} overlaps the one before"
                 )
             if (packed and target > here) or (not packed and _align_up(here, a) != target):
-                if cur % 8:
-                    items.append(self._bit_pad(8 - cur % 8))
-                items.append(self._pad(names, target - here))
+                items.extend(self._pad_bits(names, cur, target * 8, struct))
             items.append(self._item(member, member.name or "", packed))
             if not packed:
                 align = max(align, a)
@@ -267,9 +265,7 @@ class Planner:
                     f"cannot reproduce the layout of {struct.kind} {struct.name or '(anonymous)'}: "
                     f"bytes after its flexible array member {members[-1].name}"
                 )
-            if cur % 8:
-                items.append(self._bit_pad(8 - cur % 8))
-            items.append(self._pad(names, size - end))
+            items.extend(self._pad_bits(names, cur, size * 8, struct))
         plan.items, plan.size, plan.align = items, size, align
 
     @staticmethod

@@ -16,10 +16,9 @@ class TypeSource:
     def __init__(self, types):  # a probegen.dwarf.DwarfTypes
         self.types = types
         self.pointer_size = types.pointer_size
-
-    def enumerators(self, enum_name: str) -> tuple[m.Enumerator, ...] | None:
-        """The enum's enumerators in declaration order, or None if absent."""
-        return self.types.enumerators(enum_name)
+        # The reader's own: an enum's enumerators (None if absent), and the member at a path
+        # ("id.nsid") with its offset from the struct's start (NoSuchMember if there is none).
+        self.enumerators, self.member = types.enumerators, types.member
 
     def member_ctype(self, struct_name: str, member_path: str) -> CType:
         """Type of ``struct_name``'s member at ``member_path`` ("qid",
@@ -29,11 +28,6 @@ class TypeSource:
         if member.bit_size is not None:
             raise InputError(f"{struct_name}.{member_path} is a bitfield: scripts cannot read it by address")
         return to_ctype(member.type)
-
-    def member(self, struct_name: str, member_path: str) -> m.Member:
-        """The DWARF member at ``member_path``: offset (from the struct's
-        start), type, bitfield bits. NoSuchMember if there is none."""
-        return self.types.member(struct_name, member_path)
 
     def definitions(self, struct_names: list[str]) -> str:
         """C definitions bpftrace 0.17 accepts for these structs and all
