@@ -236,10 +236,8 @@ class Planner:
             here = (cur + 7) // 8
             packed = (force_packed and a > 1) or target % a != 0
             if target < here:
-                raise InputError(
-                    f"cannot reproduce the layout of {struct.kind} {struct.name or '(anonymous)'}: "
-                    f"member {member.name or '(anonymous)'} at offset {target} overlaps the one before"
-                )
+                raise _unlike(struct, f"member {member.name or '(anonymous)'} at offset {target} "
+                                      "overlaps the one before")
             if (packed and target > here) or (not packed and _align_up(here, a) != target):
                 items.extend(self._pad_bits(names, cur, target * 8, struct))
             items.append(self._item(member, member.name or "", packed))
@@ -256,15 +254,9 @@ class Planner:
             return self._plan_struct(struct, plan, force_packed=True)
         if _align_up(end, align) != size:
             if size < end:
-                raise InputError(
-                    f"cannot reproduce the layout of {struct.kind} {struct.name or '(anonymous)'}: "
-                    f"members end at {end}, past its size {size}"
-                )
+                raise _unlike(struct, f"members end at {end}, past its size {size}")
             if members and _is_flexible(members[-1].type):
-                raise InputError(
-                    f"cannot reproduce the layout of {struct.kind} {struct.name or '(anonymous)'}: "
-                    f"bytes after its flexible array member {members[-1].name}"
-                )
+                raise _unlike(struct, f"bytes after its flexible array member {members[-1].name}")
             items.extend(self._pad_bits(names, cur, size * 8, struct))
         plan.items, plan.size, plan.align = items, size, align
 
@@ -275,9 +267,7 @@ class Planner:
 
     def _pad_bits(self, names: set[str], cur: int, target: int, struct: m.Struct) -> list[Item]:
         if target < cur:
-            raise InputError(
-                f"cannot reproduce the layout of {struct.kind} {struct.name or '(anonymous)'}: overlapping bitfields"
-            )
+            raise _unlike(struct, "overlapping bitfields")
         items = []
         if cur % 8 and target // 8 > cur // 8:
             items.append(self._bit_pad(8 - cur % 8))
@@ -308,6 +298,10 @@ class Planner:
         if _align_up(biggest, align) != size:
             items.append(self._pad(names, size))
         plan.items, plan.size, plan.align = items, size, align
+
+
+def _unlike(struct: m.Struct, why: str) -> InputError:
+    return InputError(f"cannot reproduce the layout of {struct.kind} {struct.name or '(anonymous)'}: {why}")
 
 
 def _is_flexible(t: m.Type) -> bool:
