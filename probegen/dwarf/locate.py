@@ -100,11 +100,6 @@ def _crc32(stream) -> int:
     return crc
 
 
-def _has_dwarf(elf: Elf) -> bool:
-    # A stripped debug file keeps .debug_info as SHT_NOBITS in the binary.
-    return any(row[0] in (".debug_info", ".zdebug_info") and row[1] != _SHT_NOBITS for row in elf.sections)
-
-
 def _candidates(binary: Path, elf: Elf, ident: str | None, debug_dirs):
     """(path, CRC-32 wanted or None) of each place the debug file may be. A
     debug link naming anything but a file in the directory searched is ignored."""
@@ -128,9 +123,13 @@ def _open(path: Path) -> tuple[Elf, str | None, bool]:
     try:
         with reading(path):
             elf = Elf(stream, size)
-            ident, has_dwarf = build_id(elf), _has_dwarf(elf)
-            if has_dwarf:
-                _check_claims(elf)
+            ident = build_id(elf)
+            # A stripped binary keeps .debug_info as SHT_NOBITS.
+            has_dwarf = any(row[0] in (".debug_info", ".zdebug_info") and row[1] != _SHT_NOBITS for row in elf.sections)
+            # A compressed debug section may not claim to expand beyond reason.
+            for name, claimed, stored, _, _ in _compressed(elf) if has_dwarf else ():
+                if claimed > stored * _MAX_EXPANSION + _EXPANSION_SLACK:
+                    raise Damaged(f"section {name} claims {claimed} bytes uncompressed from {stored}")
             return elf, ident, has_dwarf
     except BaseException:
         stream.close()
@@ -194,13 +193,6 @@ def _compressed(elf: Elf):
             if len(head) < 12 or head[:4] != b"ZLIB":
                 raise Damaged(f"section {name} is not zlib-compressed")
             yield name, struct.unpack(">Q", head[4:])[0], size, (offset + 12, size - 12), True
-
-
-def _check_claims(elf: Elf) -> None:
-    """Damaged if a compressed debug section claims to expand beyond reason."""
-    for name, claimed, stored, _, _ in _compressed(elf):
-        if claimed > stored * _MAX_EXPANSION + _EXPANSION_SLACK:
-            raise Damaged(f"section {name} claims {claimed} bytes uncompressed from {stored}")
 
 
 def inflate_within_claims(elf: Elf) -> None:

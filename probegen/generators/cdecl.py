@@ -48,10 +48,6 @@ def _align_up(value: int, align: int) -> int:
     return (value + align - 1) // align * align
 
 
-def enum_literal(value: int) -> str:
-    return f"{value}ULL" if value > 0x7FFFFFFFFFFFFFFF else str(value)
-
-
 def natural_enum_size(enum: m.Enum) -> int:
     """sizeof the enum as a C compiler makes it from its enumerators."""
     values = [e.value for e in enum.enumerators]
@@ -157,7 +153,8 @@ class Planner:
         plan = self._plans[id(t)] = Plan(t.kind if isinstance(t, m.Struct) else "enum", t.name)
         if isinstance(t, m.Enum):
             plan.size, plan.align = t.size, self._enum_written_size(t)
-            plan.enumerators = [(e.name, enum_literal(e.value)) for e in t.enumerators]
+            plan.enumerators = [(e.name, f"{e.value}ULL" if e.value > 0x7FFFFFFFFFFFFFFF else str(e.value))
+                                for e in t.enumerators]
             for e in t.enumerators:  # C has one namespace for all enumerators
                 other = self._enumerators.setdefault(e.name, t)
                 if other is not t:
@@ -255,7 +252,8 @@ class Planner:
         if _align_up(end, align) != size:
             if size < end:
                 raise _unlike(struct, f"members end at {end}, past its size {size}")
-            if members and _is_flexible(members[-1].type):
+            last = m.unqualified(members[-1].type) if members else None
+            if isinstance(last, m.Array) and last.counts[0] is None:  # a flexible array member
                 raise _unlike(struct, f"bytes after its flexible array member {members[-1].name}")
             items.extend(self._pad_bits(names, cur, size * 8, struct))
         plan.items, plan.size, plan.align = items, size, align
@@ -302,11 +300,6 @@ class Planner:
 
 def _unlike(struct: m.Struct, why: str) -> InputError:
     return InputError(f"cannot reproduce the layout of {struct.kind} {struct.name or '(anonymous)'}: {why}")
-
-
-def _is_flexible(t: m.Type) -> bool:
-    t = m.unqualified(t)
-    return isinstance(t, m.Array) and t.counts[0] is None
 
 
 def dependencies(t: m.Type, by_value: bool = True):
