@@ -172,8 +172,8 @@ class Planner:
             plan.tail_comment = f"size: {plan.size}, members: {len(t.members)}"
         return plan
 
-    def _item(self, member: m.Member, name: str, packed: bool) -> Item:
-        inner = name
+    def _item(self, member: m.Member, packed: bool) -> Item:
+        inner = name = member.name or ""
         if member.bit_size is not None:
             inner = f"{name} : {member.bit_size}" if name else f": {member.bit_size}"
         head, decl, nested = self.declarator(member.type, inner)
@@ -224,7 +224,7 @@ class Planner:
                     cur = target
                     if self._place_bits(cur, unit, member.bit_size) != cur:
                         packed = True
-                items.append(self._item(member, member.name or "", packed))
+                items.append(self._item(member, packed))
                 cur = target + member.bit_size
                 if member.name and not packed:
                     align = max(align, a)
@@ -237,7 +237,7 @@ class Planner:
                                       "overlaps the one before")
             if (packed and target > here) or (not packed and _align_up(here, a) != target):
                 items.extend(self._pad_bits(names, cur, target * 8, struct))
-            items.append(self._item(member, member.name or "", packed))
+            items.append(self._item(member, packed))
             if not packed:
                 align = max(align, a)
             cur = (target + size) * 8
@@ -247,7 +247,6 @@ class Planner:
             align = struct.alignment
         size = struct.size if struct.size is not None else _align_up(end, align)
         if size % align != 0 and not force_packed:
-            plan.items = []
             return self._plan_struct(struct, plan, force_packed=True)
         if _align_up(end, align) != size:
             if size < end:
@@ -283,13 +282,10 @@ class Planner:
         align, biggest = 1, 0
         for member in union.members:
             packed = force_packed and self.align_of(member.type) > 1
-            items.append(self._item(member, member.name or "", packed))
+            items.append(self._item(member, packed))
             if not packed and (member.name or member.bit_size is None):
                 align = max(align, self.align_of(member.type))
-            if member.bit_size is not None:
-                biggest = max(biggest, (member.bit_size + 7) // 8)
-            else:
-                biggest = max(biggest, self.size_of(member.type))
+            biggest = max(biggest, self.size_of(member.type) if member.bit_size is None else (member.bit_size + 7) // 8)
         size = union.size if union.size is not None else _align_up(biggest, align)
         if size % align != 0 and not force_packed:
             return self._plan_union(union, plan, force_packed=True)
