@@ -298,37 +298,10 @@ def _unlike(struct: m.Struct, why: str) -> InputError:
     return InputError(f"cannot reproduce the layout of {struct.kind} {struct.name or '(anonymous)'}: {why}")
 
 
-def dependencies(t: m.Type, by_value: bool = True):
-    """(type, by_value) of the named structs, unions and enums ``t`` refers to;
-    an anonymous one is written inline: its members' needs are ``t``'s."""
-    t = m.unqualified(t)
-    if isinstance(t, m.Pointer):
-        yield from dependencies(t.target, by_value=False)
-    elif isinstance(t, m.Array):
-        yield from dependencies(t.element, by_value)
-    elif isinstance(t, m.Function):
-        yield from dependencies(t.returns, by_value=False)
-        for param in t.params:
-            yield from dependencies(param, by_value=False)
-    elif isinstance(t, m.Enum):
-        if t.name is not None and t.enumerators:
-            yield t, True  # enums are always defined: an incomplete enum is an error
-    elif isinstance(t, m.Struct):
-        if t.name is not None:
-            yield t, by_value
-        else:  # written inline: it needs what its members need
-            for member in t.members:
-                yield from dependencies(member.type, by_value)
-
-
 def order_definitions(roots: list[m.Type]) -> tuple[list[m.Struct], list[m.Type]]:
     """(forward declarations, definitions in dependency order): structs
     reached only through pointers are declared, others defined before use."""
-    defined: list[m.Type] = []
-    done: set = set()
-    visiting: set = set()
-    pointed: dict = {}
-    sizes: dict = {}
+    defined, done, visiting, pointed, sizes = [], set(), set(), {}, {}
 
     def key(t: m.Struct | m.Enum):
         # A header's type is a DIE in every unit that includes it: one definition per name.
@@ -347,14 +320,30 @@ def order_definitions(roots: list[m.Type]) -> tuple[list[m.Struct], list[m.Type]
         visiting.add(k)
         if isinstance(t, m.Struct):
             for member in t.members:
-                for dep, by_value in dependencies(member.type):
-                    if by_value:
-                        visit(dep)
-                    else:
-                        pointed.setdefault(key(dep), dep)
+                need(member.type, by_value=True)
         visiting.discard(k)
         done.add(k)
         defined.append(t)
+
+    def need(t: m.Type, by_value: bool) -> None:
+        # What a member of type t needs: named types defined before it (by value) or declared.
+        t = m.unqualified(t)
+        if isinstance(t, m.Pointer):
+            need(t.target, by_value=False)
+        elif isinstance(t, m.Array):
+            need(t.element, by_value)
+        elif isinstance(t, m.Function):
+            for part in (t.returns, *t.params):
+                need(part, by_value=False)
+        elif isinstance(t, m.Enum) and t.name is not None and t.enumerators:
+            visit(t)  # enums are always defined: an incomplete enum is an error
+        elif isinstance(t, m.Struct) and t.name is None:  # written inline: its members' needs
+            for member in t.members:
+                need(member.type, by_value)
+        elif isinstance(t, m.Struct) and by_value:
+            visit(t)
+        elif isinstance(t, m.Struct):
+            pointed.setdefault(key(t), t)
 
     for root in roots:
         root = m.unqualified(root)
