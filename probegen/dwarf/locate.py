@@ -124,7 +124,7 @@ def _open(path: Path) -> tuple[Elf, str | None, bool]:
         with reading(path):
             elf = Elf(stream, size)
             ident = build_id(elf)
-            # A stripped binary keeps .debug_info as SHT_NOBITS.
+            # A binary whose debug info was moved out keeps .debug_info as SHT_NOBITS.
             has_dwarf = any(row[0] in (".debug_info", ".zdebug_info") and row[1] != _SHT_NOBITS for row in elf.sections)
             # A compressed debug section may not claim to expand beyond reason.
             for name, claimed, stored, _, _ in _compressed(elf) if has_dwarf else ():
