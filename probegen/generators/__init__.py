@@ -1,7 +1,7 @@
 """Generators: the catalog model as files, through templates.
 
-An output is one module of OUTPUT_MODULES declaring ``KIND`` (its key under the
-catalog's ``outputs:``), ``WRITES_DIRECTORY`` (scripts) or not (one file), and
+An output is one module here declaring ``KIND`` (its key under the catalog's
+``outputs:``), ``WRITES_DIRECTORY`` (scripts) or not (one file), and
 ``render_files(catalog, output, types=None) -> list[GeneratedFile]``
 (``types``: a binary's DWARF, which scripts print struct members from).
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import pkgutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,15 +20,13 @@ if TYPE_CHECKING:  # the struct writer imports this package without any catalog
     from probegen.catalog import Catalog
     from probegen.files.output import GeneratedFile
 
-# Named, not found by importing the package's every module: structs.py and
-# typesource.py load drgn (~190 ms), which only --binary needs.
-OUTPUT_MODULES = ("header", "docs", "bpftrace", "bcc")
 
 @functools.cache
 def outputs() -> dict:
-    """Every output module, by kind (a test keeps the schema's ``outputs`` equal to it)."""
-    modules = (importlib.import_module(f"{__name__}.{name}") for name in OUTPUT_MODULES)
-    return {module.KIND: module for module in modules}
+    """Every output module of this package, by kind (a test keeps the schema's
+    ``outputs`` equal to it). drgn loads only when a binary is read."""
+    modules = (importlib.import_module(f"{__name__}.{info.name}") for info in pkgutil.iter_modules(__path__))
+    return {module.KIND: module for module in modules if hasattr(module, "KIND")}
 
 
 def render_outputs(catalog: Catalog, types=None) -> list[GeneratedFile]:
