@@ -47,16 +47,17 @@ def run(args) -> int:
     if leftovers:
         summary += f"; {len(leftovers)} file(s) no longer generated"
     if args.format != "text":
-        from probegen.errors import Location
-        from probegen.reports import Outcome, Result, emit, render, shown_path
+        from probegen.errors import Diagnostic, Location
+        from probegen.reports import Outcome, emit, render, shown_path
 
         outcome = Outcome("check", str(args.catalog), summary, subjects=[shown_path(f.path) for f in files])
         for file in files:
             if file.path in out_of_date:
                 line, what = _difference(file)
-                outcome.results.append(Result("stale-file", f"{what} what {args.catalog} generates ({run_generate})",
-                                              Location(shown_path(file.path), line)))
-        outcome.results += [Result("leftover-file", gone, Location(shown_path(path))) for path in leftovers]
+                outcome.results.append(Diagnostic(Location(shown_path(file.path), line),
+                                                  f"{what} what {args.catalog} generates ({run_generate})",
+                                                  rule="stale-file"))
+        outcome.results += [Diagnostic(Location(shown_path(path)), gone, rule="leftover-file") for path in leftovers]
         emit(render(outcome, args.format), args.output)
     if out_of_date or leftovers:
         print(printable(summary), file=sys.stderr)

@@ -44,11 +44,9 @@ def run(args) -> int:
             print(finding)
         print(printable(report.summary()))
     else:
-        from probegen.reports import LEVELS, Outcome, Result, emit, problem_of, render
+        from probegen.reports import Outcome, emit, problem_of, render
 
-        outcome = Outcome("lint", str(args.catalog), report.summary(), subjects=[str(s) for s in args.scripts])
-        outcome.results = [Result(d.rule, d.message, d.location, d.severity if d.severity in LEVELS else "error")
-                           for d in report.findings]
-        outcome.problems = [problem_of(path, exc) for path, exc in report.failed]
+        outcome = Outcome("lint", str(args.catalog), report.summary(), list(report.findings),
+                          [problem_of(path, exc) for path, exc in report.failed], [str(s) for s in args.scripts])
         emit(render(outcome, args.format), args.output)
     return report.exit_code

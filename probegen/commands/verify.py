@@ -91,11 +91,12 @@ def run(args) -> int:
 def _annotated(catalog, report, errors, form: str) -> str:
     """The report as SARIF or GitHub annotations: each finding at its place
     (the catalog entry, or the binary for probes the catalog lacks)."""
-    from probegen.reports import Outcome, Problem, Result, render
+    from probegen.errors import Diagnostic
+    from probegen.reports import Outcome, render
 
     outcome = Outcome("verify", str(catalog.path), report.summary() if report else "verify: no binary could be read")
     if report is not None:
-        outcome.results = [Result(f.check, f.message, f.location) for f in report.findings]
+        outcome.results = [Diagnostic(f.location, f.message, rule=f.check) for f in report.findings]
         outcome.subjects = [b.path for b in report.binaries]
-    outcome.problems = [Problem(e.message, e.location) for e in errors]
+    outcome.problems = [Diagnostic(e.location, e.message) for e in errors]
     return render(outcome, form)

@@ -1,39 +1,20 @@
 """Findings of ``verify``, ``lint`` and ``check`` in the formats CI reads.
 
-Each command turns what it found into an ``Outcome``: ``Result``s (a rule,
-a message, a place) and ``Problem``s (inputs that could not be read, exit
-2), which ``render`` writes as SARIF 2.1.0, GitHub workflow-command
-annotations, JSON or JUnit XML (verify keeps shapes of its own for the last
-two: probegen.reports.plain).
+Each command turns what it found into an ``Outcome``: results and problems
+(inputs that could not be read, exit 2), both probegen.errors.Diagnostics
+whose ``rule`` is one of probegen.reports.rules', which ``render`` writes
+as SARIF 2.1.0, GitHub workflow-command annotations, JSON or JUnit XML
+(verify keeps shapes of its own for the last two: probegen.reports.plain).
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
-from probegen.errors import Location
+from probegen.errors import Diagnostic, Location
 
 FORMATS = ("text", "json", "junit", "sarif", "github")
-LEVELS = ("error", "warning", "note")
-
-
-class Result(NamedTuple):
-    """One finding: ``rule`` is one of the command's rules
-    (probegen.reports.rules), ``level`` one of LEVELS."""
-
-    rule: str
-    message: str
-    location: Location
-    level: str = "error"
-
-
-class Problem(NamedTuple):
-    """An input that could not be read or parsed: no finding, exit 2."""
-
-    message: str
-    location: Location
 
 
 @dataclass
@@ -41,8 +22,8 @@ class Outcome:
     command: str  # verify, lint, check
     catalog: str
     summary: str
-    results: list[Result] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
+    results: list[Diagnostic] = field(default_factory=list)
+    problems: list[Diagnostic] = field(default_factory=list)
     subjects: list[str] = field(default_factory=list)  # what was checked: one JUnit case each
     aborted: bool = False  # stopped before checking anything (the catalog could not be loaded)
 
@@ -76,10 +57,10 @@ def shown_path(path: str) -> str:
     return relative_to_cwd(path) or str(path)
 
 
-def problem_of(path: str, exc) -> Problem:
-    """A Problem for an InputError about ``path``, at the error's Location
+def problem_of(path: str, exc) -> Diagnostic:
+    """The problem an InputError about ``path`` is, at the error's Location
     when it has one."""
-    return Problem(exc.message, exc.location or Location(str(path)))
+    return Diagnostic(exc.location or Location(str(path)), exc.message)
 
 
 def render(outcome: Outcome, form: str) -> str:
@@ -128,7 +109,7 @@ def load_catalog_reported(args, command: str):
             outcome = Outcome(command, str(args.catalog), f"{command}: the catalog could not be loaded",
                               aborted=True)
             if isinstance(exc, CatalogError):
-                outcome.results = [Result("catalog-error", d.message, d.location) for d in exc.diagnostics]
+                outcome.results = [d._replace(rule="catalog-error") for d in exc.diagnostics]
             else:
                 outcome.problems = [problem_of(args.catalog, exc)]
             emit(render(outcome, args.format), args.output)

@@ -39,7 +39,7 @@ def annotation(level: str, location: Location, title: str, message: str) -> str:
 
 
 def annotations(outcome: Outcome) -> str:
-    lines = [annotation(r.level, r.location, f"probegen {outcome.command}: {r.rule}", r.message)
+    lines = [annotation(r.severity, r.location, f"probegen {outcome.command}: {r.rule}", r.message)
              for r in outcome.results]
     lines += [annotation("error", p.location, f"probegen {outcome.command}: input error", p.message)
               for p in outcome.problems]

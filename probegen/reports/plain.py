@@ -64,7 +64,7 @@ def outcome_json(outcome: Outcome) -> dict:
         "ok": outcome.ok,
         "catalog": outcome.catalog,
         "checked": list(outcome.subjects),
-        "findings": [{"rule": r.rule, "level": r.level, **_place(r.location), "message": r.message}
+        "findings": [{"rule": r.rule, "level": r.severity, **_place(r.location), "message": r.message}
                      for r in outcome.results],
         "errors": [{"path": p.location.path, "line": p.location.line or None, "column": p.location.column or None,
                     "message": p.message} for p in outcome.problems],
@@ -77,8 +77,7 @@ def outcome_junit(outcome: Outcome) -> str:
     case per file that could not be read."""
     by_file: dict[str, list] = {subject: [] for subject in outcome.subjects}
     for result in outcome.results:
-        by_file.setdefault(result.location.path, []).append(
-            (result.message, result.rule, printable(f"{result.location}: {result.level}: {result.message}")))
+        by_file.setdefault(result.location.path, []).append((result.message, result.rule, str(result)))
     errors = {p.location.path: p.message for p in outcome.problems}
     for path in errors:
         by_file.setdefault(path, [])
