@@ -1,39 +1,41 @@
 """One module per command: ``HELP``, ``configure(parser)``, ``run(args)``
 (see probegen.cli); and what several commands share."""
 
+# The options several commands take, declared once: (flags, argparse keywords).
+# With --stamp, for make, an output keeps its mtime when unchanged (so nothing
+# recompiles) and the stamp, touched on every run, is what make compares with the catalog.
+OPTIONS = {
+    "catalog": (("--catalog", "-c"), {"default": "probes.yaml", "metavar": "FILE",
+                                      "help": "probe catalog (default: ./probes.yaml)"}),
+    "quiet": (("-q", "--quiet"), {"action": "store_true", "help": "print nothing"}),
+    "binary": (("--binary",), {"metavar": "BINARY", "help": "built binary whose DWARF gives enum names, struct "
+                               "definitions and members to print"}),
+    "debug_file": (("--debug-file",), {"metavar": "FILE", "help": "separate debug file of --binary"}),
+    "depfile": (("--depfile",), {"metavar": "FILE", "help": "also write a make-syntax depfile listing what the "
+                                 "output was made from (for meson custom_target(depfile:), ninja and make)"}),
+    "stamp": (("--stamp",), {"metavar": "FILE", "help": "touch FILE after each run (and name it as the depfile's "
+                             "target): a make rule's target that stays newer than the catalog while the output "
+                             "keeps its old mtime"}),
+    "force": (("--force",), {"action": "store_true", "help": "replace files that probegen did not generate (those "
+                             "without its marker line)"}),
+    "format": (("--format",), {"choices": ("text", "json", "junit", "sarif", "github"), "default": "text",
+                               "help": "how to report {}: text (default), json, junit XML, sarif (SARIF 2.1.0, for "
+                               "GitHub code scanning and other SARIF viewers) or github (workflow-command "
+                               "annotations on the lines of a pull request)"}),
+    "report": (("-o", "--output"), {"metavar": "FILE", "help": "write the json/junit/sarif/github report here "
+                                    "instead of stdout ('-': stdout)"}),
+}
+
+
+def add_options(parser, *names: str, what: str = "findings") -> None:
+    """The OPTIONS ``names``, in that order; ``what``: what --format reports."""
+    for name in names:
+        flags, keywords = OPTIONS[name]
+        parser.add_argument(*flags, **{**keywords, "help": keywords["help"].format(what)})
+
 
 def add_catalog_argument(parser) -> None:
-    parser.add_argument(
-        "--catalog", "-c", default="probes.yaml", metavar="FILE",
-        help="probe catalog (default: ./probes.yaml)",
-    )
-
-
-def add_force_argument(parser) -> None:
-    """--force for commands that write generated files."""
-    parser.add_argument(
-        "--force", action="store_true",
-        help="replace files that probegen did not generate (those without its marker line)",
-    )
-
-
-def add_output_arguments(parser, output_help: str) -> None:
-    """-o, --depfile, --stamp and --force of the commands that write one file
-    for a build. With --stamp, for make, the output keeps its mtime when
-    unchanged (so nothing recompiles) and the stamp, touched on every run, is
-    what make compares with the catalog."""
-    parser.add_argument("-o", "--output", metavar="FILE", help=output_help)
-    parser.add_argument(
-        "--depfile", metavar="FILE",
-        help="also write a make-syntax depfile listing what the output was made from "
-        "(for meson custom_target(depfile:), ninja and make)",
-    )
-    parser.add_argument(
-        "--stamp", metavar="FILE",
-        help="touch FILE after each run (and name it as the depfile's target): a make rule's target "
-        "that stays newer than the catalog while the output keeps its old mtime",
-    )
-    add_force_argument(parser)
+    add_options(parser, "catalog")
 
 
 def write_output(args, command: str, output, render, source, template: str) -> int:

@@ -10,17 +10,13 @@ from __future__ import annotations
 import os
 import sys
 
-from probegen.commands import add_catalog_argument
-from probegen.commands.scripts import add_binary_arguments
-from probegen.reports import add_format_arguments
+from probegen.commands import add_options
 
 HELP = "fail when a generated file is stale against its catalog"
 
 
 def configure(parser):
-    add_catalog_argument(parser)
-    add_format_arguments(parser, "stale files")
-    add_binary_arguments(parser)
+    add_options(parser, "catalog", "format", "report", "binary", "debug_file", what="stale files")
 
 
 def run(args) -> int:

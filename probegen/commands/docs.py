@@ -6,15 +6,17 @@ in the catalog, prints to stdout.
 
 from __future__ import annotations
 
-from probegen.commands import add_catalog_argument, add_output_arguments, write_output
+from probegen.commands import add_options, write_output
 
 HELP = "generate the Markdown reference of every probe"
 
 
 def configure(parser):
-    add_catalog_argument(parser)
-    add_output_arguments(
-        parser, "Markdown file to write (default: the catalog's outputs.docs, else stdout; '-' for stdout)")
+    add_options(parser, "catalog")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="Markdown file to write (default: the catalog's outputs.docs, else stdout; "
+                        "'-' for stdout)")
+    add_options(parser, "depfile", "stamp", "force")
 
 
 def run(args) -> int:

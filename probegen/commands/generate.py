@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import os
 
-from probegen.commands import add_catalog_argument, add_force_argument
-from probegen.commands.scripts import add_binary_arguments
+from probegen.commands import add_options
 
 HELP = "generate every output the catalog configures"
 
 
 def configure(parser):
-    add_catalog_argument(parser)
-    parser.add_argument("-q", "--quiet", action="store_true", help="print nothing")
-    add_binary_arguments(parser)
-    add_force_argument(parser)
+    add_options(parser, "catalog", "quiet", "binary", "debug_file", "force")
 
 
 def run(args) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from probegen.catalog import load_catalog
-from probegen.commands import add_catalog_argument, add_output_arguments, write_output
+from probegen.commands import add_options, write_output
 from probegen.errors import InputError
 from probegen.generators.header import TEMPLATE, render_header
 
@@ -22,8 +22,10 @@ def configure(parser):
     parser.add_argument("--help", action="help", help="show this help message and exit")
     parser.add_argument("-h", dest="dtrace_h", action="store_true",
                         help="accepted as `dtrace -h` takes it: write the header (help is --help)")
-    add_catalog_argument(parser)
-    add_output_arguments(parser, "header to write (default: the catalog's outputs.header; '-' for stdout)")
+    add_options(parser, "catalog")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="header to write (default: the catalog's outputs.header; '-' for stdout)")
+    add_options(parser, "depfile", "stamp", "force")
     parser.add_argument(
         "-s", "--provider-file", metavar="FILE.d",
         help="make the header from a SystemTap/DTrace provider file instead of a catalog, as "

@@ -12,21 +12,18 @@ from __future__ import annotations
 
 import sys
 
-from probegen.commands import add_catalog_argument
+from probegen.commands import add_options
 from probegen.errors import printable, printable_lines
-from probegen.reports import add_format_arguments
 
 HELP = "check hand-written bpftrace scripts against the catalog"
 
 
 def configure(parser):
     parser.add_argument("scripts", nargs="+", metavar="SCRIPT", help="bpftrace scripts (.bt)")
-    add_catalog_argument(parser)
-    parser.add_argument(
-        "--binary", metavar="BINARY",
-        help="built binary with DWARF: check struct members used in casts against it",
-    )
-    add_format_arguments(parser, "findings")
+    add_options(parser, "catalog")
+    parser.add_argument("--binary", metavar="BINARY",
+                        help="built binary with DWARF: check struct members used in casts against it")
+    add_options(parser, "format", "report")
 
 
 def run(args) -> int:

@@ -8,26 +8,14 @@ import contextlib
 import os
 from pathlib import Path
 
-from probegen.commands import add_catalog_argument, add_force_argument
+from probegen.commands import add_options
 
 
 def configure(parser, kind: str) -> None:
-    add_catalog_argument(parser)
-    parser.add_argument(
-        "-o", "--output", metavar="DIR",
-        help=f"directory to write to (default: the catalog's outputs.{kind})",
-    )
-    parser.add_argument("-q", "--quiet", action="store_true", help="print nothing")
-    add_binary_arguments(parser)
-    add_force_argument(parser)
-
-
-def add_binary_arguments(parser) -> None:
-    parser.add_argument(
-        "--binary", metavar="BINARY",
-        help="built binary whose DWARF gives enum names, struct definitions and members to print",
-    )
-    parser.add_argument("--debug-file", metavar="FILE", help="separate debug file of --binary")
+    add_options(parser, "catalog")
+    parser.add_argument("-o", "--output", metavar="DIR",
+                        help=f"directory to write to (default: the catalog's outputs.{kind})")
+    add_options(parser, "quiet", "binary", "debug_file", "force")
 
 
 @contextlib.contextmanager

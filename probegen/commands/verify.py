@@ -11,15 +11,14 @@ checked).
 
 from __future__ import annotations
 
-from probegen.commands import add_catalog_argument
-from probegen.reports import add_format_arguments
+from probegen.commands import add_options
 
 HELP = "check that built binaries carry the catalog's probes"
 
 
 def configure(parser):
     parser.add_argument("binaries", nargs="+", metavar="BINARY", help="ELF executables or shared libraries")
-    add_catalog_argument(parser)
+    add_options(parser, "catalog")
     parser.add_argument("--allow-extra", action="store_true",
                         help="accept probes of the catalog's provider that the catalog does not list")
     parser.add_argument("--allow-missing-semaphores", action="store_true",
@@ -36,7 +35,7 @@ def configure(parser):
     parser.add_argument("--no-debug-info", action="store_true",
                         help="do not check the catalog's enums and member paths against the binaries' DWARF "
                         "(checked by default where a binary has debug info)")
-    add_format_arguments(parser, "findings")
+    add_options(parser, "format", "report")
 
 
 def run(args) -> int:

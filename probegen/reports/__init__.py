@@ -14,9 +14,6 @@ from dataclasses import dataclass, field
 
 from probegen.errors import Diagnostic, Location
 
-FORMATS = ("text", "json", "junit", "sarif", "github")
-
-
 @dataclass
 class Outcome:
     command: str  # verify, lint, check
@@ -30,19 +27,6 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return not self.results and not self.problems
-
-
-def add_format_arguments(parser, what: str) -> None:
-    """--format and -o, the same for every command that reports findings;
-    ``what`` names the findings in the help."""
-    parser.add_argument(
-        "--format", choices=FORMATS, default="text",
-        help=f"how to report {what}: text (default), json, junit XML, sarif (SARIF 2.1.0, for GitHub code "
-        "scanning and other SARIF viewers) or github (workflow-command annotations on the lines of a pull "
-        "request)",
-    )
-    parser.add_argument("-o", "--output", metavar="FILE",
-                        help="write the json/junit/sarif/github report here instead of stdout ('-': stdout)")
 
 
 def relative_to_cwd(path: str) -> str | None:
