@@ -35,19 +35,12 @@ def has_marker(head: bytes) -> bool:
     return lines[0].startswith(b"#!") and len(lines) > 1 and lines[1] in _MARKERS
 
 
-def read_head(path) -> bytes | None:
-    """The first bytes of a regular file (links followed), or None when
-    there is no such file or it is not a regular file (a device or a FIFO
-    is written in place and not ours to judge)."""
-    return read_head_at(None, path, follow=True)
-
-
-def read_head_at(dir_fd, name, follow: bool = False) -> bytes | None:
-    """read_head for ``name`` in the directory ``dir_fd`` (a link at the
-    end not followed unless ``follow``)."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+def read_head_at(dir_fd, name) -> bytes | None:
+    """The first bytes of ``name`` in the directory ``dir_fd``, or None when
+    there is no such regular file (a link at the end is not followed; a
+    device or a FIFO is written in place and not ours to judge)."""
     try:
-        fd = os.open(name, flags, dir_fd=dir_fd)
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOFOLLOW, dir_fd=dir_fd)
     except OSError:
         return None
     try:

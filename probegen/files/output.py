@@ -120,8 +120,6 @@ def _writable(path):
         raise UnwritableOutput(path, str(exc)) from None
     except MakeDirectoryError as exc:
         raise UnwritableOutput(path, f"cannot create directory {exc.filename}: {exc.strerror}") from None
-    except _TemporaryError as exc:
-        raise UnwritableOutput(path, f"cannot create a file in {exc.filename}: {exc.strerror}") from None
     except OSError as exc:
         raise UnwritableOutput(path, f"cannot write: {exc.strerror or exc}") from None
 
@@ -130,7 +128,7 @@ def write_if_changed(file: GeneratedFile, keep_foreign: bool = False) -> bool:
     """Write the file unless it is current; True if written."""
     with _writable(file.path) as place:
         if place.proc or (place.info is not None and not stat.S_ISREG(place.info.st_mode)):
-            fd = _open_target(file.path, place, create=False)  # a device, a FIFO, a file through /proc
+            fd = _open_target(place, create=False)  # a device, a FIFO, a file through /proc
             try:
                 _write_fully(fd, file.data)
             finally:
@@ -150,7 +148,7 @@ def open_stream(path) -> int:
     path checked as for write_if_changed; a regular file is created or
     truncated in place. The program is given the descriptor, never the path."""
     with _writable(path) as place:
-        return _open_target(path, place, create=True)
+        return _open_target(place, create=True)
 
 
 def write_all(files: list[GeneratedFile], keep_foreign: bool = False) -> list[Path]:
@@ -169,47 +167,38 @@ def stale(files: list[GeneratedFile]) -> list[Path]:
 _REFUSED_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
 
 
-def _check_kind(shown, mode: int) -> None:
+def _check_kind(place: Place, mode: int) -> None:
     if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
-        raise UnwritableOutput(shown, f"is {_REFUSED_KINDS.get(stat.S_IFMT(mode), 'a special file')}; "
-                                      "not writing to it")
+        raise UnwritableOutput(place.path, f"is {_REFUSED_KINDS.get(stat.S_IFMT(mode), 'a special file')}; "
+                                           "not writing to it")
 
 
-def _open_target(shown, place: Place, create: bool) -> int:
+def _open_target(place: Place, create: bool) -> int:
     """A descriptor to write ``place`` in place, a regular file truncated:
     stdout's or stderr's own when the target is what they have open (so
-    ``-o /dev/stdout >> log`` appends, at the shell's offset)."""
+    ``-o /dev/stdout >> log`` appends, at the shell's offset). Opened
+    non-blocking: a FIFO without a reader fails (ENXIO) instead of
+    hanging. A /proc link is followed: it names one of our open files."""
     if place.info is not None:
-        _check_kind(shown, place.info.st_mode)
+        _check_kind(place, place.info.st_mode)
         fd = _standard_stream(place.info)
         if fd is not None:
             return os.dup(fd)
     flags = os.O_WRONLY | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_CREAT if create else 0)
-    fd = _open_in_place(shown, place, flags | (0 if place.proc else os.O_NOFOLLOW))
+    try:
+        fd = os.open(place.name, flags | (0 if place.proc else os.O_NOFOLLOW), 0o666, dir_fd=place.dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise UnwritableOutput(place.path, "no process reads this FIFO") from None
+        raise
     try:
         mode = os.fstat(fd).st_mode
+        _check_kind(place, mode)
         if not create and stat.S_IFMT(mode) != stat.S_IFMT(place.info.st_mode):
-            raise UnwritableOutput(shown, "changed while being opened; not writing to it")
+            raise UnwritableOutput(place.path, "changed while being opened; not writing to it")
         if stat.S_ISREG(mode):
             os.ftruncate(fd, 0)
         os.set_blocking(fd, True)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _open_in_place(shown, place: Place, flags: int) -> int:
-    """Non-blocking: a FIFO without a reader fails (ENXIO) instead of
-    hanging. A /proc link is followed: it names one of our open files."""
-    try:
-        fd = os.open(place.name, flags, 0o666, dir_fd=place.dir_fd)
-    except OSError as exc:
-        if exc.errno == errno.ENXIO:
-            raise UnwritableOutput(shown, "no process reads this FIFO") from None
-        raise
-    try:
-        _check_kind(shown, os.fstat(fd).st_mode)
     except BaseException:
         os.close(fd)
         raise
@@ -235,10 +224,6 @@ def _write_fully(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
-
-
-class _TemporaryError(OSError):
-    pass
 
 
 def _replace(place: Place, data: bytes, executable: bool) -> None:
@@ -286,7 +271,7 @@ def _create_temporary(place: Place) -> tuple[int, str]:
             _live_temporaries.discard((place.dir_fd, temporary))
             if exc.errno == errno.EEXIST:  # that name is taken, draw another
                 continue
-            raise _TemporaryError(exc.errno, exc.strerror, place.directory) from None
+            raise UnwritableOutput(place.path, f"cannot create a file in {place.directory}: {exc.strerror}") from None
         except BaseException:
             _live_temporaries.discard((place.dir_fd, temporary))
             raise

@@ -34,6 +34,7 @@ class Place:
     name: str                       # the last component
     info: os.stat_result | None     # lstat of dir/name, None when missing
     proc: bool = False              # a /proc link to an open file: written in place
+    path: str = ""                  # the path as given, for messages
 
     def close(self) -> None:
         os.close(self.dir_fd)
@@ -71,7 +72,7 @@ def locate(path, create: bool, strict: bool = True) -> Place:
                 info = os.stat(part, dir_fd=fd, follow_symlinks=False)
             except FileNotFoundError:
                 if last:
-                    return _final(fd, current, part, None, strict)
+                    return _final(fd, current, part, None, strict, shown)
                 if not create:
                     raise
                 try:
@@ -87,7 +88,7 @@ def locate(path, create: bool, strict: bool = True) -> Place:
                     raise Refused(f"{which} a symbolic link owned by another user (uid {info.st_uid}); "
                                   "not writing through it")
                 if last and current.startswith("/proc/"):
-                    return _final(fd, current, part, os.stat(part, dir_fd=fd), strict, proc=True)
+                    return _final(fd, current, part, os.stat(part, dir_fd=fd), strict, shown, proc=True)
                 links += 1
                 if links > _MAX_LINKS:
                     raise Refused("too many levels of symbolic links")
@@ -98,7 +99,7 @@ def locate(path, create: bool, strict: bool = True) -> Place:
                 pending.extend(target.split("/")[::-1])
                 continue
             if last:
-                return _final(fd, current, part, info, strict)
+                return _final(fd, current, part, info, strict, shown)
             if not stat.S_ISDIR(info.st_mode):
                 raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), candidate)
             fd, current = _enter(fd, part, candidate, strict), candidate
@@ -122,11 +123,11 @@ def _enter(fd: int, part: str, path: str, strict: bool) -> int:
     return inner
 
 
-def _final(fd: int, directory: str, name: str, info, strict: bool, proc: bool = False) -> Place:
+def _final(fd: int, directory: str, name: str, info, strict: bool, shown: str, proc: bool = False) -> Place:
     here = os.fstat(fd)
     if strict and here.st_uid not in (0, os.geteuid()):
         raise Refused(f"would be written in {directory}, which belongs to uid {here.st_uid}; not writing there")
-    return Place(fd, directory, name, info, proc)
+    return Place(fd, directory, name, info, proc, shown)
 
 
 def others_can_write(info: os.stat_result) -> bool:
