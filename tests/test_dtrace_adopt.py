@@ -124,6 +124,20 @@ def test_options_as_builds_pass_them(tmp_path, capsys):
     assert result.returncode == 0 and (tmp_path / "cond.o").exists(), result.stderr
 
 
+def test_object_that_cannot_be_written_is_one_line(tmp_path, capsys):
+    """-G into a missing directory, or over a directory: one line, exit 2
+    (a traceback once)."""
+    source = tmp_path / "p.d"
+    source.write_text("provider p { probe a(int); };\n")
+    missing = tmp_path / "missing" / "dir" / "x.o"
+    code, out, err = run_cli(capsys, "dtrace", "-G", "-s", source, "-o", missing)
+    assert (code, out, err) == (2, "", f"{missing}: error: cannot create a file in {missing.parent}: "
+                                       "No such file or directory\n")
+    (tmp_path / "taken.o").mkdir()
+    code, out, err = run_cli(capsys, "dtrace", "-G", "-s", source, "-o", tmp_path / "taken.o")
+    assert (code, out, err) == (2, "", f"{tmp_path / 'taken.o'}: error: cannot write: Is a directory\n")
+
+
 def test_header_h_is_not_help(tmp_path, capsys):
     """`probegen header -h -s F.d -o F.h`, a naive swap for dtrace, writes
     the header (it used to print help, exit 0 and write nothing)."""

@@ -44,7 +44,11 @@ def write_object(source, output=None, cpp: list[str] | None = None) -> None:
     # Built beside the output, so that it replaces it in one step; the
     # compiler creates the file, with the mode it gives objects.
     directory = os.path.dirname(os.path.abspath(output))
-    with tempfile.TemporaryDirectory(prefix=".probegen-dtrace.", dir=directory) as scratch:
+    try:
+        scratch_directory = tempfile.TemporaryDirectory(prefix=".probegen-dtrace.", dir=directory)
+    except OSError as exc:
+        raise InputError(f"cannot create a file in {directory}: {exc.strerror}", Location(str(output))) from None
+    with scratch_directory as scratch:
         temporary = os.path.join(scratch, "semaphores.o")
         command = [*compiler, *flags, "-fPIC", "-c", "-x", "c", "-", "-o", temporary]
         try:
@@ -60,4 +64,7 @@ def write_object(source, output=None, cpp: list[str] | None = None) -> None:
                 return  # unchanged: the link is not redone
         except OSError:
             pass
-        os.replace(temporary, output)
+        try:
+            os.replace(temporary, output)
+        except OSError as exc:  # a directory there, say
+            raise InputError(f"cannot write: {exc.strerror}", Location(str(output))) from None
