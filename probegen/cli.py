@@ -12,7 +12,7 @@ import importlib
 import sys
 
 from probegen import __version__
-from probegen.errors import InputError, printable_lines
+from probegen.errors import CommandError, InputError, printable_lines
 
 # The commands, in the order of --help; each is probegen.commands.NAME (import: import_catalog).
 COMMANDS = {name: f"probegen.commands.{'import_catalog' if name == 'import' else name}" for name in (
@@ -62,6 +62,8 @@ def dtrace_main() -> int:
 
 def _run(argv: list[str]) -> int:
     command = next((a for a in argv if not a.startswith("-")), None)
+    if command in COMMANDS:  # its errors begin with its name ('import' is shown bare)
+        CommandError.program = "import" if command == "import" else f"probegen {command}"
     try:
         if argv[:1] == ["dtrace"]:  # dtrace's own options, which argparse would misread
             from probegen.commands import dtrace

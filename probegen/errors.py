@@ -76,6 +76,17 @@ class InputError(Exception):
         return self.message if self.location is None else printable(f"{self.location}: error: {self.message}")
 
 
+class CommandError(InputError):
+    """A wrong use of the command being run, at no place in a file: shown
+    after the command's name (``probegen trace: error: ...``), which the
+    command line sets as ``program``."""
+
+    program = "probegen"
+
+    def __str__(self) -> str:
+        return printable(f"{CommandError.program}: error: {self.message}")
+
+
 class CatalogError(InputError):
     """A catalog with one or more problems, all of them reported at once."""
 

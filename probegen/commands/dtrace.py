@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 
-from probegen.errors import InputError
+from probegen.errors import CommandError
 
 HELP = "SystemTap dtrace's -h and -G, for build systems that run $DTRACE (also: probegen-dtrace)"
 _IGNORED = {"-k", "--types", "-32", "-64", "-fpic", "-fPIC"}
@@ -56,7 +56,7 @@ def _parse(argv: list[str]) -> dict:
         elif word in ("-s", "-o", "-I", "-D", "-x"):
             value = next(words, None)
             if value is None:
-                raise InputError(f"probegen dtrace: error: {word} needs a value")
+                raise CommandError(f"{word} needs a value")
             if word == "-s":
                 source = value
             elif word == "-o":
@@ -70,11 +70,11 @@ def _parse(argv: list[str]) -> dict:
         elif word in _IGNORED:
             pass
         elif word.startswith("-"):
-            raise InputError(f"probegen dtrace: error: unsupported option {word!r} (supported: -h, -G, -s, -o, -C, "
-                             "-I, -D, -x, -k, --types, -32, -64, -fpic, -fPIC)")
+            raise CommandError(f"unsupported option {word!r} (supported: -h, -G, -s, -o, -C, -I, -D, -x, -k, --types, "
+                               "-32, -64, -fpic, -fPIC)")
         # other words are the objects -G is given: SystemTap's -G leaves them alone
     if len(set(modes)) != 1:
-        raise InputError("probegen dtrace: error: give one of -h (header) and -G (object file)")
+        raise CommandError("give one of -h (header) and -G (object file)")
     if source is None:
-        raise InputError("probegen dtrace: error: no provider file: give -s FILE.d")
+        raise CommandError("no provider file: give -s FILE.d")
     return {"mode": modes[0], "source": source, "output": output, "cpp": cpp if use_cpp else None}

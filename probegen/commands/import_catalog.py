@@ -34,7 +34,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from probegen.elf import ElfError, read_binary
-    from probegen.errors import InputError, printable, printable_lines
+    from probegen.errors import CommandError, printable, printable_lines
     from probegen.importers.binaries import import_catalog
     from probegen.importers.dfile import import_provider_file, is_provider_file
     from probegen.reports import emit
@@ -43,9 +43,9 @@ def run(args) -> int:
     if provider_file is None and len(args.binaries) == 1 and is_provider_file(args.binaries[0]):
         provider_file, args.binaries = args.binaries[0], []
     if provider_file is None and not args.binaries:
-        raise InputError("import: error: give the binaries to import from, or a provider file (FILE.d)")
+        raise CommandError("give the binaries to import from, or a provider file (FILE.d)")
     if provider_file is None and args.provider is None:
-        raise InputError("import: error: --provider NAME is needed to import from binaries")
+        raise CommandError("--provider NAME is needed to import from binaries")
     name = Path(args.output).name if args.output not in (None, "-") else "probes.yaml"
     binaries, failed = [], False
     for path in args.binaries:

@@ -39,14 +39,14 @@ def run(args, kind: str, render_files) -> int:
 
 def write_scripts(args, kind: str, render_files, types) -> int:
     from probegen.catalog import load_catalog
-    from probegen.errors import InputError, Location, printable
+    from probegen.errors import CommandError, InputError, Location, printable
     from probegen.files.output import refuse_foreign, write_if_changed
     from probegen.generators import require_types_for_members
 
     catalog = load_catalog(args.catalog)
     output = args.output or catalog.outputs.get(kind)
     if output is None:
-        raise InputError(f"probegen {kind}: error: no output: give -o DIR or set outputs.{kind} in the catalog")
+        raise CommandError(f"no output: give -o DIR or set outputs.{kind} in the catalog")
     output = Path(output)
     if output.exists() and not output.is_dir():
         raise InputError("not a directory", Location(str(output)))

@@ -25,7 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 
-from probegen.errors import InputError
+from probegen.errors import CommandError
 
 HELP = "run bpftrace scripts (with __EXE__/__PID__ markers), or span histograms and hit counts, against a process"
 
@@ -73,7 +73,7 @@ def _take_pid(args) -> None:
             args.pid = int(value)
             setattr(args, option, "")
     if args.pid is None:
-        raise InputError("probegen trace: error: which process? give -p PID")
+        raise CommandError("which process? give -p PID")
 
 
 def run(args) -> int:
@@ -94,7 +94,7 @@ def run(args) -> int:
              "--timeline needs every hit's line: scripts, without --json"),
             (args.interval is not None and not summary, "--interval applies to --hist and --count")):
         if wrong:
-            raise InputError(f"probegen trace: error: {message}")
+            raise CommandError(message)
     deadline = deadline_in(trace.STARTUP_SECONDS)  # one time limit for every file read at start-up
     if summary:
         from probegen.runtime.summary import summary_script

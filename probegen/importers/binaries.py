@@ -16,7 +16,7 @@ from probegen.catalog.ctype import integer_type, is_identifier, parse_ctype
 from probegen.catalog.model import ARG0_CLOCK, ARG0_ZERO, SDT_MAX_ARGS
 from probegen.elf.argspec import NoteArg
 from probegen.elf.notes import Binary, ProbeSite
-from probegen.errors import CatalogError, InputError, Location, printable
+from probegen.errors import CatalogError, CommandError, InputError, Location
 
 TEMPLATE = "catalog.yaml.j2"
 # Longer provider and probe names are no real program's (a crafted note or
@@ -143,7 +143,7 @@ def _infer_type(name: str, seen: list[tuple[NoteArg, int]]) -> ImportedArg:
 
 def infer_catalog(binaries: list[Binary], provider: str) -> ImportedCatalog:
     if not is_identifier(provider):
-        raise InputError(f"import: error: provider '{provider}' is not a C identifier")
+        raise CommandError(f"provider '{provider}' is not a C identifier")
     sites: dict[str, list[Seen]] = {}
     for binary in binaries:
         for probe in binary.probes:
@@ -153,7 +153,7 @@ def infer_catalog(binaries: list[Binary], provider: str) -> ImportedCatalog:
     if not sites:
         found = sorted({p.provider for b in binaries for p in b.probes})
         listed = f"; providers found: {', '.join(found)}" if found else "; the binaries have no USDT probes"
-        raise InputError(f"import: error: no probes of provider '{provider}' in {paths}{listed}")
+        raise CommandError(f"no probes of provider '{provider}' in {paths}{listed}")
     for name, seen in sites.items():  # bounds before the per-argument work
         check_bounds(name, max(len(s.args) for s, _ in seen))
     ticks = _spdk_arg0(provider, sites)
@@ -173,12 +173,12 @@ def infer_catalog(binaries: list[Binary], provider: str) -> ImportedCatalog:
         probes.append(ImportedProbe(name, tuple(args), is_ticks,
                                     enabled_check=not is_ticks and all(s.semaphore for s, _ in seen)))
     if disagreements:
-        raise InputError(printable(
-            f"import: error: no catalog fits every site of {paths} (binaries of different versions? import one "
+        raise CommandError(
+            f"no catalog fits every site of {paths} (binaries of different versions? import one "
             f"version at a time): {'; '.join(disagreements[:5])}"
-            + (f"; and {len(disagreements) - 5} more" if len(disagreements) > 5 else "")))
-    # Semaphores (of ticks and enabled_check probes): off when no site has one
-    # (SPDK's own header), or a ticks probe's site lacks it.
+            + (f"; and {len(disagreements) - 5} more" if len(disagreements) > 5 else ""))
+    # The header gives semaphores to ticks and enabled_check probes: off when
+    # no site has one (SPDK's own header), or a ticks probe's site lacks it.
     with_semaphore = any(s.semaphore for group in sites.values() for s, _ in group)
     ticks_without = any(not s.semaphore for p in probes if p.ticks for s, _ in sites[p.name])
     return ImportedCatalog(provider, ticks is not None, with_semaphore and not ticks_without, tuple(probes),
@@ -188,11 +188,10 @@ def infer_catalog(binaries: list[Binary], provider: str) -> ImportedCatalog:
 def check_bounds(name: str, args: int) -> None:
     """InputError for a probe the catalog would refuse for its size."""
     if len(name) > MAX_NAME:
-        raise InputError(printable(f"import: error: probe '{name[:40]}...' has a name of {len(name)} characters; "
-                                   f"at most {MAX_NAME} are allowed"))
+        raise CommandError(f"probe '{name[:40]}...' has a name of {len(name)} characters; "
+                           f"at most {MAX_NAME} are allowed")
     if args > SDT_MAX_ARGS:
-        raise InputError(printable(f"import: error: probe '{name}' has {args} arguments; <sys/sdt.h> passes "
-                                   f"at most {SDT_MAX_ARGS}"))
+        raise CommandError(f"probe '{name}' has {args} arguments; <sys/sdt.h> passes at most {SDT_MAX_ARGS}")
 
 
 def checked_text(imported: ImportedCatalog, file_name: str, failure: str, location: Location | None = None) -> str:
@@ -201,15 +200,14 @@ def checked_text(imported: ImportedCatalog, file_name: str, failure: str, locati
     from probegen.files.inputs import TEXT_LIMIT
 
     if len(imported.provider) > MAX_NAME:
-        raise InputError(f"import: error: a provider name of {len(imported.provider)} characters; "
-                         f"at most {MAX_NAME} are allowed")
+        raise CommandError(f"a provider name of {len(imported.provider)} characters; at most {MAX_NAME} are allowed")
     for probe in imported.probes:
         check_bounds(probe.name, len(probe.args))
     text = render_catalog(imported)
     size = len(text.encode("utf-8"))
     if size > TEXT_LIMIT:
-        raise InputError(f"import: error: the catalog would be {size} bytes; probegen reads catalogs of at most "
-                         f"{TEXT_LIMIT >> 20} MiB")
+        raise CommandError(f"the catalog would be {size} bytes; probegen reads catalogs of at most "
+                           f"{TEXT_LIMIT >> 20} MiB")
     loaded(text, file_name, failure, location=location)
     return text
 
@@ -222,7 +220,7 @@ def loaded(text: str, path, failure: str, header_output=None, location: Location
         return parse_catalog(text.encode("utf-8"), Path(str(path)), header_output)
     except CatalogError as exc:
         first = exc.diagnostics[0].message if exc.diagnostics else str(exc)
-        raise InputError(f"{failure}: {first}", location) from None
+        raise (InputError if location else CommandError)(f"{failure}: {first}", location) from None
 
 
 def render_catalog(imported: ImportedCatalog) -> str:
@@ -234,4 +232,4 @@ def render_catalog(imported: ImportedCatalog) -> str:
 def import_catalog(binaries: list[Binary], provider: str, file_name: str = "probes.yaml") -> str:
     """The catalog YAML for one provider's probes, checked by the loader."""
     return checked_text(infer_catalog(binaries, provider), file_name,
-                        f"import: error: the probes of '{provider}' cannot form a catalog")
+                        f"the probes of '{provider}' cannot form a catalog")

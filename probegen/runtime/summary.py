@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from probegen.catalog import Catalog
-from probegen.errors import InputError
+from probegen.errors import CommandError
 from probegen.generators.spans import HITS_MAP, SPAN_SCRIPT, hist_map, render_program, unmatched_map
 from probegen.runtime.trace import Script, probe_holders
 
@@ -19,7 +19,7 @@ def _pick(wanted: str | None, known: dict, what: str, catalog: Catalog) -> list 
     unknown = [n for n in names if n not in known]
     if unknown:
         have = ", ".join(known) or "none"
-        raise InputError(f"probegen trace: error: {catalog.path.name} has no {what} {', '.join(unknown)} "
+        raise CommandError(f"{catalog.path.name} has no {what} {', '.join(unknown)} "
                          f"(its {what}s: {have})")
     return None if wanted is not None and not names else [known[n] for n in dict.fromkeys(names)]
 
@@ -35,13 +35,13 @@ def summary_script(catalog: Catalog, pid: int, hist: str | None, count: str | No
     if spans is None:
         spans = [s for s in catalog.spans if s.start.name in present and s.end.name in present]
         if not spans:
-            raise InputError(f"probegen trace: error: process {pid} has the probes of none of "
+            raise CommandError(f"process {pid} has the probes of none of "
                              f"{catalog.path.name}'s spans" if catalog.spans else
-                             f"probegen trace: error: {catalog.path.name} declares no spans")
+                             f"{catalog.path.name} declares no spans")
     if counted is None:
         counted = [p for p in catalog.probes if p.name in present]
         if not counted:
-            raise InputError(f"probegen trace: error: process {pid} has none of {catalog.path.name}'s probes")
+            raise CommandError(f"process {pid} has none of {catalog.path.name}'s probes")
     what = [f"{len(spans)} span{'s' if len(spans) != 1 else ''}"] if spans else []
     what += [f"hits of {len(counted)} probe{'s' if len(counted) != 1 else ''}"] if counted else []
     text = render_program(catalog, spans, counted, interval=interval, title=" and ".join(what))

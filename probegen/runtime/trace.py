@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from probegen.bpftrace import LEXEME, SPECIAL_PROBE, attach_string, holds_big_strings
-from probegen.errors import InputError, Location
+from probegen.errors import CommandError, InputError, Location
 from probegen.files.inputs import read_input
 from probegen.files.output import open_stream
 from probegen.generators.escape import printf_literal
@@ -69,16 +69,16 @@ def _proc(pid: int, *parts: str) -> Path:
 
 def check_process(pid: int) -> None:
     if pid <= 0 or not _proc(pid).is_dir():
-        raise InputError(f"probegen trace: error: no process with pid {pid}")
+        raise CommandError(f"no process with pid {pid}")
 
 
 def executable(pid: int) -> bytes:
     try:
         return os.readlink(bytes(_proc(pid, "exe")))
     except FileNotFoundError:
-        raise InputError(f"probegen trace: error: no process with pid {pid} (or it has no executable)") from None
+        raise CommandError(f"no process with pid {pid} (or it has no executable)") from None
     except PermissionError:
-        raise InputError(f"probegen trace: error: cannot see the executable of pid {pid}: "
+        raise CommandError(f"cannot see the executable of pid {pid}: "
                          "permission denied (run as root)") from None
 
 
@@ -90,14 +90,14 @@ def mapped_files(pid: int) -> list[MappedFile]:
         with open(_proc(pid, "maps"), "rb") as maps:
             data = maps.read(MAPS_LIMIT + 1)
     except FileNotFoundError:
-        raise InputError(f"probegen trace: error: no process with pid {pid}") from None
+        raise CommandError(f"no process with pid {pid}") from None
     except PermissionError:
-        raise InputError(f"probegen trace: error: cannot read /proc/{pid}/maps: "
+        raise CommandError(f"cannot read /proc/{pid}/maps: "
                          "permission denied (run as root)") from None
     except OSError as exc:  # the process exited while being read
-        raise InputError(f"probegen trace: error: cannot read /proc/{pid}/maps: {exc.strerror}") from None
+        raise CommandError(f"cannot read /proc/{pid}/maps: {exc.strerror}") from None
     if len(data) > MAPS_LIMIT:
-        raise InputError(f"probegen trace: error: /proc/{pid}/maps is larger than {MAPS_LIMIT >> 20} MiB: "
+        raise CommandError(f"/proc/{pid}/maps is larger than {MAPS_LIMIT >> 20} MiB: "
                          "refusing a process with that many mappings")
     files: dict[bytes, MappedFile] = {}
     for match in filter(None, map(_MAPS_LINE.fullmatch, data.split(b"\n"))):
@@ -209,12 +209,12 @@ def attach_target(pid: int, mapped: MappedFile, what: str) -> str:
         real = mapped.name
     why = next((why for name in (real, mapped.name) for byte, why in _UNNAMEABLE.items() if byte in name), None)
     if why is not None:
-        raise InputError(f"probegen trace: error: {what} of process {pid} is in {shown(real)}, a file "
+        raise CommandError(f"{what} of process {pid} is in {shown(real)}, a file "
                          f"whose name holds {why}: bpftrace 0.17 cannot attach to it exactly; not tracing")
     if real != mapped.name:
-        raise InputError(f"probegen trace: error: {what} of process {pid} is in {shown(real)}, which "
-                         f"/proc/{pid}/maps names {shown(mapped.name)}: bpftrace 0.17 cannot attach to it exactly; "
-                         "not tracing")
+        raise CommandError(f"{what} of process {pid} is in {shown(real)}, which "
+                           f"/proc/{pid}/maps names {shown(mapped.name)}: bpftrace 0.17 cannot attach to it exactly; "
+                           "not tracing")
     return attach_string(bytes(_proc(pid, "root")) + mapped.name)
 
 
@@ -255,8 +255,8 @@ def combine(scripts: list[Script], texts: list[str]) -> str:
     for keyword in ("BEGIN", "END"):
         having = [s.path for s in scripts if keyword in SPECIAL_PROBE.findall(s.text)]
         if len(having) > 1:
-            raise InputError(
-                f"probegen trace: error: {' and '.join(having)} each have a {keyword} block, and bpftrace "
+            raise CommandError(
+                f"{' and '.join(having)} each have a {keyword} block, and bpftrace "
                 "allows one per program: trace them in separate runs (all.bt holds every probe)"
             )
     return "\n".join("".join(text.splitlines(keepends=True)[1:]) if text.startswith("#!") else text
@@ -281,8 +281,8 @@ def strlen(text: str) -> int | None:
 def _executable_target(pid: int) -> str:
     exe, files = executable(pid), mapped_files(pid)
     if not files or files[0].name != exe:
-        raise InputError(f"probegen trace: error: process {pid} does not map its executable {shown(exe)} "
-                         f"under that name in /proc/{pid}/maps: cannot name it to bpftrace")
+        raise CommandError(f"process {pid} does not map its executable {shown(exe)} "
+                           f"under that name in /proc/{pid}/maps: cannot name it to bpftrace")
     return attach_target(pid, files[0], "the executable")
 
 
@@ -312,7 +312,7 @@ def _program(pid: int, scripts: list[Script], duration: int | None = None, catal
         scripts, fitted = fit.regenerate(pid, scripts, groups, catalog, debug_info, big, holders, notes, deadline, tids)
         wanted = set().union(*map(wanted_probes, scripts))
         if not wanted:
-            raise InputError(f"probegen trace: error: process {pid} ({shown(executable(pid))}) has none of "
+            raise CommandError(f"process {pid} ({shown(executable(pid))}) has none of "
                              "the scripts' probes")
     exe_target = functools.cache(lambda: _executable_target(pid))
     program = combine(scripts, [resolve(s, pid, holders, exe_target) for s in scripts]) + header(scripts, wanted)
@@ -329,10 +329,10 @@ def run(pid: int, paths=(), output: str | None = None, *, scripts=(), json_lines
     ``json_lines``: a summary.JsonLines for -f json; ``tap``: sees the lines; ``labels``: updated with
     those of the lines made again for the process, which then name their thread for ``tap``."""
     if os.geteuid() != 0:
-        raise InputError("probegen trace: error: bpftrace needs root: run as root (e.g. with sudo)")
+        raise CommandError("bpftrace needs root: run as root (e.g. with sudo)")
     bpftrace = shutil.which("bpftrace")
     if bpftrace is None:
-        raise InputError("probegen trace: error: bpftrace not found on PATH (install the bpftrace package)")
+        raise CommandError("bpftrace not found on PATH (install the bpftrace package)")
     check_process(pid)
     scripts = read_scripts(paths) + list(scripts)
     program, attached, fitted = _program(pid, scripts, big=holds_big_strings(bpftrace), tids=labels is not None,

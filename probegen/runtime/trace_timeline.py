@@ -7,7 +7,7 @@ import json
 import os
 import signal
 
-from probegen.errors import InputError
+from probegen.errors import CommandError
 from probegen.files.output import open_stream
 from probegen.generators.lines import probe_line
 from probegen.runtime import trace
@@ -39,7 +39,7 @@ def with_timeline(path, pid, paths, output, *, catalog, **options) -> int:
     labels of the catalog's lines or of those made again for the process. Spans are
     matched by thread too when every hit named its thread."""
     if catalog is None:
-        raise InputError("probegen trace: error: --timeline needs the catalog (--catalog) to read the hits")
+        raise CommandError("--timeline needs the catalog (--catalog) to read the hits")
     labels = {p.name: [f.label for f in probe_line(catalog, p).fields] for p in catalog.probes}
     lines: list[str] = []
     status = trace.run(pid, paths, output, tap=lines.extend, labels=labels, catalog=catalog, **options)
