@@ -13,7 +13,4 @@ def configure(parser):
     scripts.configure(parser, "bcc")
 
 
-def run(args) -> int:
-    from probegen.generators import bcc
-
-    return scripts.run(args, "bcc", bcc.render_files)
+run = scripts.run

@@ -18,7 +18,4 @@ def configure(parser):
     scripts.configure(parser, "bpftrace")
 
 
-def run(args) -> int:
-    from probegen.generators import bpftrace
-
-    return scripts.run(args, "bpftrace", bpftrace.render_files)
+run = scripts.run

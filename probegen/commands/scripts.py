@@ -32,26 +32,27 @@ def binary_types(args):
         yield TypeSource(types)
 
 
-def run(args, kind: str, render_files) -> int:
-    with binary_types(args) as types:
-        return write_scripts(args, kind, render_files, types)
+def run(args) -> int:
+    """The bpftrace or bcc command (``args.command``, the kind of output):
+    the generator's files written where they changed."""
+    import importlib
 
-
-def write_scripts(args, kind: str, render_files, types) -> int:
     from probegen.catalog import load_catalog
     from probegen.errors import CommandError, InputError, Location, printable
     from probegen.files.output import refuse_foreign, write_if_changed
     from probegen.generators import require_types_for_members
 
-    catalog = load_catalog(args.catalog)
-    output = args.output or catalog.outputs.get(kind)
-    if output is None:
-        raise CommandError(f"no output: give -o DIR or set outputs.{kind} in the catalog")
-    output = Path(output)
-    if output.exists() and not output.is_dir():
-        raise InputError("not a directory", Location(str(output)))
-    require_types_for_members(catalog, types)
-    files = render_files(catalog, output, types)
+    kind = args.command
+    with binary_types(args) as types:
+        catalog = load_catalog(args.catalog)
+        output = args.output or catalog.outputs.get(kind)
+        if output is None:
+            raise CommandError(f"no output: give -o DIR or set outputs.{kind} in the catalog")
+        output = Path(output)
+        if output.exists() and not output.is_dir():
+            raise InputError("not a directory", Location(str(output)))
+        require_types_for_members(catalog, types)
+        files = importlib.import_module(f"probegen.generators.{kind}").render_files(catalog, output, types)
     if not args.force:
         refuse_foreign(files)
     for file in files:

@@ -1,18 +1,8 @@
-"""Writing generated files: atomically, and only when their content changed
-(an unchanged file keeps its mtime, so builds do not recompile).
-
-A regular file (or nothing yet) is replaced by renaming a temporary beside
-it over it; a character device or FIFO (``/dev/null``, ``-o >(cmd)``) is
-written in place; a directory, block device or socket is refused. Paths are
-walked and checked by probegen.files.place, and all the rest is done
-relative to the final directory's descriptor (doc/security.md, "Writing,
-by descriptor"). A regular file without probegen's marker is someone
-else's: ``keep_foreign`` (unless --force) refuses to replace it.
-
-Temporaries, ``.NAME.probegen-PID-RANDOM.tmp``, are locked (flock) while
-they live and removed on SIGINT, SIGTERM and SIGHUP; those a SIGKILL left
-are swept by the next run writing in that directory: ours by name and
-owner, and locked by no live process.
+"""Writing generated files: atomically, only when their content changed (an
+unchanged file keeps its mtime, so builds do not recompile), relative to the
+descriptor of the directory probegen.files.place walked to (doc/security.md,
+"Writing, by descriptor"). A regular file is replaced by renaming a locked
+temporary over it; a character device or FIFO is written in place.
 """
 
 from __future__ import annotations
@@ -74,14 +64,9 @@ def _read_at(path, check) -> bool:
         return False
 
 
-def is_current(file: GeneratedFile) -> bool:
-    """True when the file on disk has exactly this content (and mode)."""
-    return _read_at(file.path, lambda place: _is_current_at(place, file))
-
-
 def _is_current_at(place: Place, file: GeneratedFile) -> bool:
-    """Only a regular file can be current: a FIFO or a device is not read
-    (it could block, or never end)."""
+    """The file on disk has exactly this content (and mode). Only a regular
+    file can be current: a FIFO or a device is not read (it could block)."""
     if place.proc or place.info is None or not stat.S_ISREG(place.info.st_mode):
         return False
     try:
@@ -161,7 +146,7 @@ def write_all(files: list[GeneratedFile], keep_foreign: bool = False) -> list[Pa
 
 def stale(files: list[GeneratedFile]) -> list[Path]:
     """Paths whose content on disk differs from what would be generated."""
-    return [f.path for f in files if not is_current(f)]
+    return [f.path for f in files if not _read_at(f.path, lambda place, f=f: _is_current_at(place, f))]
 
 
 _REFUSED_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
@@ -284,6 +269,8 @@ def _create_temporary(place: Place) -> tuple[int, str]:
         # Another run swept it in the instant before it was locked: start again.
         os.close(fd)
         _live_temporaries.discard((place.dir_fd, temporary))
+
+
 _swept: set[tuple[int, int]] = set()
 _TEMPORARY_NAME = re.compile(r"\..+\.probegen-[0-9]+-[0-9a-f]{12}\.tmp", re.DOTALL)
 
