@@ -28,15 +28,12 @@ class DebugInfos:
     enums_checked: int = 0
     members_checked: int = 0
 
-    def close(self) -> None:
-        for _, types in self.types:
-            types.close()
-
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        self.close()
+        for _, types in self.types:
+            types.close()
 
 
 def has_types_to_check(catalog: Catalog) -> bool:

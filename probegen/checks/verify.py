@@ -228,14 +228,10 @@ def _check_semaphores(catalog: Catalog, binaries: list[Binary], found, add) -> N
     for binary in binaries:
         lacking: list[tuple[Probe, list[int]]] = []  # (probe, addresses of its sites without one)
         any_semaphore = False
-        for probe in catalog.probes:
-            if not catalog.has_semaphore(probe):
-                continue
-            for where, bprobe in found.get(probe.name, []):
-                if where is not binary:
-                    continue
+        for probe in filter(catalog.has_semaphore, catalog.probes):
+            for bprobe in (bprobe for where, bprobe in found.get(probe.name, []) if where is binary):
                 addresses = [site.address for site in bprobe.sites if not site.semaphore]
-                any_semaphore = any_semaphore or len(addresses) < len(bprobe.sites)
+                any_semaphore |= len(addresses) < len(bprobe.sites)
                 if addresses:
                     lacking.append((probe, addresses))
         if not lacking:

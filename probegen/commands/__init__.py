@@ -38,7 +38,7 @@ def add_catalog_argument(parser) -> None:
     add_options(parser, "catalog")
 
 
-def write_output(args, command: str, output, render, source, template: str) -> int:
+def write_output(args, output, render, source, template: str) -> int:
     """``render(path)`` written to ``output`` ('-': ``render(None)`` on
     stdout), then the depfile (made from ``source`` and ``template``; its
     target the stamp, if any), then the stamp."""
@@ -51,7 +51,7 @@ def write_output(args, command: str, output, render, source, template: str) -> i
 
     if str(output) == "-":
         if args.depfile:
-            raise InputError(f"probegen {command}: --depfile needs an output file, not stdout")
+            raise InputError(f"probegen {args.command}: --depfile needs an output file, not stdout")
         sys.stdout.write(render(None))
         return 0
     output = Path(output)

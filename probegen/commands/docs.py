@@ -25,4 +25,4 @@ def run(args) -> int:
 
     catalog = load_catalog(args.catalog)
     output = args.output or catalog.outputs.get("docs") or "-"
-    return write_output(args, "docs", output, lambda path: render_docs(catalog, path), args.catalog, TEMPLATE)
+    return write_output(args, output, lambda path: render_docs(catalog, path), args.catalog, TEMPLATE)

@@ -33,13 +33,10 @@ def main(argv: list[str]) -> int:
         print(f"usage: probegen dtrace (or probegen-dtrace) -h|-G -s FILE.d [-o FILE] [-C] [-I DIR] "
               f"[-D NAME[=VALUE]] [OBJECT...]\n\n{__doc__}", file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
-    options = _parse(argv)
+    mode, *options = _parse(argv)
     from probegen.importers import dtrace as front
 
-    if options["mode"] == "-h":
-        front.write_header(options["source"], options["output"], options["cpp"])
-    else:
-        front.write_object(options["source"], options["output"], options["cpp"])
+    (front.write_header if mode == "-h" else front.write_object)(*options)
     return 0
 
 
@@ -47,7 +44,8 @@ def run(args) -> int:  # reached only through main
     return main([])
 
 
-def _parse(argv: list[str]) -> dict:
+def _parse(argv: list[str]) -> tuple:
+    """(-h or -G, the provider file, the output or None, cpp's options or None: no -C)"""
     modes, source, output, cpp, use_cpp = [], None, None, [], False
     words = iter(argv)
     for word in words:
@@ -77,4 +75,4 @@ def _parse(argv: list[str]) -> dict:
         raise CommandError("give one of -h (header) and -G (object file)")
     if source is None:
         raise CommandError("no provider file: give -s FILE.d")
-    return {"mode": modes[0], "source": source, "output": output, "cpp": cpp if use_cpp else None}
+    return modes[0], source, output, cpp if use_cpp else None

@@ -39,8 +39,14 @@ def configure(parser):
 
 
 def run(args) -> int:
-    if args.provider_file:
-        return _from_provider_file(args)
+    if args.provider_file:  # dtrace -h's job: a header section per provider of the file, each with its guard
+        from probegen.importers.dfile import catalogs_of
+
+        # dtrace -h writes FILE.h beside the working directory by default.
+        output = args.output or Path(args.provider_file).with_suffix(".h").name
+        catalogs = catalogs_of(args.provider_file, header_output=output)
+        return write_output(args, output, lambda _: "\n".join(render_header(c) for c in catalogs), args.provider_file,
+                            TEMPLATE)
     # With -o, a guard the catalog does not set is made from that file's name.
     named_output = args.output if args.output and not args.print_enable_macro else None
     catalog = load_catalog(args.catalog, header_output=named_output)
@@ -50,17 +56,4 @@ def run(args) -> int:
     output = args.output or catalog.outputs.get("header")
     if output is None:
         raise InputError("probegen header: no output: give -o FILE or set outputs.header in the catalog")
-    return write_output(args, "header", output, lambda _: render_header(catalog), args.catalog, TEMPLATE)
-
-
-def _from_provider_file(args) -> int:
-    """dtrace -h's job: one header section per provider of the file, each
-    with its own guard."""
-    from probegen.importers.dfile import catalogs_of
-
-    # dtrace -h writes FILE.h beside the working directory by default.
-    output = args.output or Path(args.provider_file).with_suffix(".h").name
-    catalogs = catalogs_of(args.provider_file, header_output=output)
-    return write_output(args, "header", output, lambda _: "\n".join(render_header(c) for c in catalogs),
-                        args.provider_file, TEMPLATE)
-
+    return write_output(args, output, lambda _: render_header(catalog), args.catalog, TEMPLATE)

@@ -38,9 +38,7 @@ class UnreadableInput(InputError):
 
 
 def _size_text(limit: int) -> str:
-    if limit % (1024 * MIB) == 0:
-        return f"{limit // (1024 * MIB)} GiB"
-    return f"{limit // MIB} MiB" if limit % MIB == 0 else f"{limit} bytes"
+    return f"{limit >> 30} GiB" if limit % (1 << 30) == 0 else f"{limit >> 20} MiB"
 
 
 def _check_kind(path, mode: int, what: str, pipe_ok: bool) -> None:
