@@ -33,9 +33,9 @@ def run(args) -> int:
     leftovers = leftover_files(catalog, files)
     run_generate = f"run: probegen generate --catalog {args.catalog}"
     gone = f"generated, but {args.catalog} no longer generates it ({run_generate}, which removes it)"
+    generated = f"what {args.catalog} generates ({run_generate})"
     for path in out_of_date:
-        print(printable(f"{os.path.relpath(path)}: stale: differs from what {args.catalog} generates "
-                        f"({run_generate})"), file=sys.stderr)
+        print(printable(f"{os.path.relpath(path)}: stale: differs from {generated}"), file=sys.stderr)
     for path in leftovers:
         print(printable(f"{os.path.relpath(path)}: stale: {gone}"), file=sys.stderr)
     summary = (f"{len(out_of_date)} of {len(files)} generated file(s) stale" if out_of_date
@@ -50,8 +50,7 @@ def run(args) -> int:
         for file in files:
             if file.path in out_of_date:
                 line, what = _difference(file)
-                outcome.results.append(Diagnostic(Location(shown_path(file.path), line),
-                                                  f"{what} what {args.catalog} generates ({run_generate})",
+                outcome.results.append(Diagnostic(Location(shown_path(file.path), line), f"{what} {generated}",
                                                   rule="stale-file"))
         outcome.results += [Diagnostic(Location(shown_path(path)), gone, rule="leftover-file") for path in leftovers]
         emit(render(outcome, args.format), args.output)

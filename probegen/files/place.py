@@ -10,6 +10,7 @@ link inside /proc at the end (/dev/stdout, /dev/fd/N) names an open file:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -28,7 +29,7 @@ class MakeDirectoryError(OSError):
 
 
 @dataclass
-class Place:
+class Place(contextlib.AbstractContextManager):
     dir_fd: int                     # the final directory, checked
     directory: str                  # its path, for messages and sweeping
     name: str                       # the last component
@@ -36,14 +37,8 @@ class Place:
     proc: bool = False              # a /proc link to an open file: written in place
     path: str = ""                  # the path as given, for messages
 
-    def close(self) -> None:
-        os.close(self.dir_fd)
-
-    def __enter__(self):
-        return self
-
     def __exit__(self, *exc_info):
-        self.close()
+        os.close(self.dir_fd)
 
 
 def locate(path, create: bool, strict: bool = True) -> Place:
