@@ -19,12 +19,6 @@ from probegen.elf.notes import Binary, BinaryProbe
 from probegen.errors import Location, printable
 
 
-def no_usdt_hint(catalog: Catalog) -> str:
-    """Why a binary has no notes; SPDK's configure switch only for SPDK's catalog."""
-    spdk = " (for SPDK: ./configure --with-usdt)" if catalog.provider == "spdk" else ""
-    return f"USDT is not configured in this build{spdk}"
-
-
 @dataclass(frozen=True, order=True)
 class Finding:
     location: Location  # the catalog entry, or the binary for probes the catalog lacks
@@ -144,8 +138,9 @@ def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bo
         if binary.path in followed:
             continue
         if not binary.has_notes and not libraries_have_notes:
-            add(Finding(Location(binary.path), f"no .note.stapsdt section: the binary has no USDT probes at all; "
-                        f"{no_usdt_hint(catalog)}", "no-notes", binary=binary.path))
+            spdk = " (for SPDK: ./configure --with-usdt)" if catalog.provider == "spdk" else ""
+            add(Finding(Location(binary.path), "no .note.stapsdt section: the binary has no USDT probes at all; "
+                        f"USDT is not configured in this build{spdk}", "no-notes", binary=binary.path))
 
     for probe in catalog.probes:
         report.probes_checked += 1
