@@ -31,7 +31,9 @@ def add_options(parser, *names: str, what: str = "findings") -> None:
     """The OPTIONS ``names``, in that order; ``what``: what --format reports."""
     for name in names:
         flags, keywords = OPTIONS[name]
-        parser.add_argument(*flags, **{**keywords, "help": keywords["help"].format(what)})
+        if name == "format":
+            keywords = {**keywords, "help": keywords["help"].format(what)}
+        parser.add_argument(*flags, **keywords)
 
 
 def add_catalog_argument(parser) -> None:
