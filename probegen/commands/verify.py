@@ -53,7 +53,7 @@ def run(args) -> int:
     binaries, errors = reading.binaries, reading.errors
     if not binaries:
         if args.format in ("sarif", "github"):  # the report CI expects, with why nothing was checked
-            emit(_annotated(catalog, None, errors, args.format), args.output)
+            emit(_reported(catalog, None, errors, args.format), args.output)
         return 2  # nothing was read (each error is printed): no finding would be true
     if args.expect_none:
         report = verify_absent(catalog, binaries)
@@ -70,30 +70,21 @@ def run(args) -> int:
         for finding in report.findings:
             print(finding)
         print(printable(report.summary() + (f"; {len(errors)} file(s) could not be read" if errors else "")))
-    elif args.format == "json":
-        import json
-
-        from probegen.reports.plain import verify_json
-
-        emit(json.dumps(verify_json(report, errors), indent=1) + "\n", args.output)
-    elif args.format == "junit":
-        from probegen.reports.plain import verify_junit
-
-        emit(verify_junit(report, errors), args.output)
     else:
-        emit(_annotated(catalog, report, errors, args.format), args.output)
+        emit(_reported(catalog, report, errors, args.format), args.output)
     if errors:
         return 2
     return 0 if report.ok else 1
 
 
-def _annotated(catalog, report, errors, form: str) -> str:
-    """The report as SARIF or GitHub annotations: each finding at its place
-    (the catalog entry, or the binary for probes the catalog lacks)."""
+def _reported(catalog, report, errors, form: str) -> str:
+    """The report in a CI format: each finding at its place (the catalog
+    entry, or the binary for probes the catalog lacks)."""
     from probegen.errors import Diagnostic
     from probegen.reports import Outcome, render
 
-    outcome = Outcome("verify", str(catalog.path), report.summary() if report else "verify: no binary could be read")
+    outcome = Outcome("verify", str(catalog.path), report.summary() if report else "verify: no binary could be read",
+                      report=report)
     if report is not None:
         outcome.results = [Diagnostic(f.location, f.message, rule=f.check) for f in report.findings]
         outcome.subjects = [b.path for b in report.binaries]

@@ -1,10 +1,10 @@
 """Findings of ``verify``, ``lint`` and ``check`` in the formats CI reads.
 
-Each command turns what it found into an ``Outcome``: results and problems
-(inputs that could not be read, exit 2), both probegen.errors.Diagnostics
-whose ``rule`` is one of probegen.reports.rules', which ``render`` writes
-as SARIF 2.1.0, GitHub workflow-command annotations, JSON or JUnit XML
-(verify keeps shapes of its own for the last two: probegen.reports.plain).
+Each command turns what it found into an ``Outcome``: results (Diagnostics
+whose ``rule`` is one of probegen.reports.rules') and problems (inputs that
+could not be read, exit 2), which ``render`` writes as SARIF 2.1.0, GitHub
+workflow-command annotations, JSON or JUnit XML (verify keeps shapes of its
+own for the last two: probegen.reports.plain).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ class Outcome:
     problems: list[Diagnostic] = field(default_factory=list)
     subjects: list[str] = field(default_factory=list)  # what was checked: one JUnit case each
     aborted: bool = False  # stopped before checking anything (the catalog could not be loaded)
+    report: object = None  # verify's Report, for its own JSON and JUnit shapes
 
     @property
     def ok(self) -> bool:
@@ -58,9 +59,15 @@ def render(outcome: Outcome, form: str) -> str:
         from probegen.reports.github import annotations
 
         return annotations(outcome)
-    from probegen.reports.plain import outcome_json, outcome_junit
+    from probegen.reports import plain
 
-    return json.dumps(outcome_json(outcome), indent=1) + "\n" if form == "json" else outcome_junit(outcome)
+    if outcome.report is not None:  # verify keeps shapes of its own
+        if form == "json":
+            return json.dumps(plain.verify_json(outcome.report, outcome.problems), indent=1) + "\n"
+        return plain.verify_junit(outcome.report, outcome.problems)
+    if form == "json":
+        return json.dumps(plain.outcome_json(outcome), indent=1) + "\n"
+    return plain.outcome_junit(outcome)
 
 
 def emit(text: str, output: str | None) -> None:
