@@ -122,7 +122,6 @@ def _status(status: int) -> str:
 
 
 def _child(write_end: int, function, args, uid, memory: int, deadline: float, what: str):
-    code = 1
     try:
         try:
             _give_up_root(uid)
@@ -136,11 +135,9 @@ def _child(write_end: int, function, args, uid, memory: int, deadline: float, wh
             reply = {"error": f"probegen: error: {what} failed: {type(exc).__name__}: {exc}"}
         with os.fdopen(write_end, "wb") as pipe:  # a buffered write: all of it
             pipe.write(json.dumps(reply).encode())
-        code = 0
-    except BaseException:  # noqa: BLE001 - nothing may escape a forked child
-        pass
-    finally:
-        os._exit(code)
+        os._exit(0)
+    finally:  # nothing may escape a forked child
+        os._exit(1)
 
 
 def _give_up_root(uid: int | None) -> None:
