@@ -26,8 +26,9 @@ TEXT_LIMIT = 16 * MIB
 PIPE_LIMIT = 1024 * MIB
 
 _CHUNK = 1 << 16
-_KINDS = {stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket",
-          stat.S_IFIFO: "a FIFO or pipe"}
+# What each kind of file that is not a regular one is called (for outputs too).
+KINDS = {stat.S_IFDIR: "a directory", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+         stat.S_IFSOCK: "a socket", stat.S_IFIFO: "a FIFO or pipe"}
 
 
 class UnreadableInput(InputError):
@@ -46,7 +47,7 @@ def _check_kind(path, mode: int, what: str, pipe_ok: bool) -> None:
         article = "an" if what[0] in "aeiouAEIOU" else "a"
         raise UnreadableInput(path, f"is a directory, not {article} {what}")
     if not stat.S_ISREG(mode) and not (pipe_ok and stat.S_ISFIFO(mode)):
-        raise UnreadableInput(path, f"not a regular file ({_KINDS.get(stat.S_IFMT(mode), 'a special file')})")
+        raise UnreadableInput(path, f"not a regular file ({KINDS.get(stat.S_IFMT(mode), 'a special file')})")
 
 
 def _open(path, what: str, pipe_ok: bool, missing: str | None = None) -> tuple[BinaryIO, int | None, bytes]:

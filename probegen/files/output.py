@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probegen.errors import InputError, Location
+from probegen.files.inputs import KINDS
 from probegen.files.place import MakeDirectoryError, Place, Refused, locate
 
 
@@ -149,12 +150,9 @@ def stale(files: list[GeneratedFile]) -> list[Path]:
     return [f.path for f in files if not _read_at(f.path, lambda place, f=f: _is_current_at(place, f))]
 
 
-_REFUSED_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
-
-
 def _check_kind(place: Place, mode: int) -> None:
     if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
-        raise UnwritableOutput(place.path, f"is {_REFUSED_KINDS.get(stat.S_IFMT(mode), 'a special file')}; "
+        raise UnwritableOutput(place.path, f"is {KINDS.get(stat.S_IFMT(mode), 'a special file')}; "
                                            "not writing to it")
 
 
