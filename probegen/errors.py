@@ -84,7 +84,7 @@ class CommandError(InputError):
     program = "probegen"
 
     def __str__(self) -> str:
-        return printable(f"{CommandError.program}: error: {self.message}")
+        return printable(f"{self.program}: error: {self.message}")
 
 
 class CatalogError(InputError):
