@@ -165,6 +165,12 @@ def test_not_utf8(tmp_path):
     assert errors_of(path) == [f"{path}:3:14: error: file is not UTF-8 (byte 0xe9); save the catalog as UTF-8"]
 
 
+def test_character_yaml_refuses_is_placed_by_line_and_column(tmp_path):
+    path = write(tmp_path, "provider: demo\nprobes:\n  - name: caf\x01\n")
+    assert errors_of(path) == [f"{path}:3:14: error: YAML: unacceptable character #x0001: "
+                               "control characters are not allowed"]
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda tmp: tmp / "missing.yaml", "no such catalog file"),
     (lambda tmp: tmp, "is a directory"),

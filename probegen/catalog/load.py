@@ -9,7 +9,7 @@ meaning (C names, types, counts, duplicates) is checked as the model is built.
 from __future__ import annotations
 
 import functools
-import operator
+import gc
 import re
 from pathlib import Path
 
@@ -57,9 +57,6 @@ class _Loader(yaml.CSafeLoader):
     refuses them, with the other YAML a catalog may not hold."""
 
     resolve = staticmethod(_resolve)
-    # PyYAML calls its path resolvers, which a catalog does not use, for every node.
-    descend_resolver = staticmethod(operator.is_)  # (node, index)
-    ascend_resolver = staticmethod(tuple)  # ()
 
 
 def parse_catalog(data: bytes, path: Path, header_output=None) -> Catalog:
@@ -67,14 +64,24 @@ def parse_catalog(data: bytes, path: Path, header_output=None) -> Catalog:
     anchors the relative output paths. ``header_output``: where the header
     is written (probegen header -o), which names a guard the catalog does
     not set, in place of outputs.header."""
+    # The collector would walk the growing node tree again and again: without
+    # it, composing 10,000 SPDK-shaped probes takes 0.18 s of CPU, not 1.1 s.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse(data, path, header_output)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _parse(data: bytes, path: Path, header_output) -> Catalog:
     shown_path = str(path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         raise CatalogError([Diagnostic(
-            Location(shown_path, line, column),
+            _location(shown_path, data, exc.start),
             f"file is not UTF-8 (byte 0x{data[exc.start]:02x}); save the catalog as UTF-8",
         )]) from None
     loader = _Loader(text)
@@ -85,6 +92,9 @@ def parse_catalog(data: bytes, path: Path, header_output=None) -> Catalog:
         where = Location(shown_path, mark.line + 1, mark.column + 1) if mark else Location(shown_path)
         problem = " ".join(p for p in (exc.context, exc.problem) if p)
         raise CatalogError([Diagnostic(where, f"YAML syntax: {problem}")]) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML refuses, at its index in the text
+        raise CatalogError([Diagnostic(_location(shown_path, text, exc.position),
+                                       f"YAML: unacceptable character #x{exc.character:04x}: {exc.reason}")]) from None
     except yaml.YAMLError as exc:
         raise CatalogError([Diagnostic(Location(shown_path), f"YAML: {exc}")]) from None
     finally:
@@ -101,6 +111,12 @@ def parse_catalog(data: bytes, path: Path, header_output=None) -> Catalog:
     if builder.diagnostics:
         raise CatalogError(builder.diagnostics)
     return catalog
+
+
+def _location(shown_path: str, text: str | bytes, index: int) -> Location:
+    """Where the character (or byte) at ``index`` of ``text`` is."""
+    newline = "\n" if isinstance(text, str) else b"\n"
+    return Location(shown_path, text.count(newline, 0, index) + 1, index - text.rfind(newline, 0, index))
 
 
 class _Builder:
