@@ -201,14 +201,6 @@ def shown(text: str) -> str:
     return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
 
 
-def _integer_words_valid(words: list[str]) -> bool:
-    """Whether the integer keywords form a C integer type, in any order."""
-    signs = sum(w in ("signed", "unsigned") for w in words)
-    rest = sorted(w for w in words if w not in ("signed", "unsigned"))
-    return signs <= 1 and (rest in ([], ["char"], ["short"], ["int", "short"], ["int"], ["long"],
-                                     ["int", "long"], ["long", "long"], ["int", "long", "long"]))
-
-
 class TokenCursor:
     """Position in a list of C tokens, for the recursive-descent readers of
     types (here) and the clock (catalog.cvalidate); each has its own fail()."""
@@ -300,7 +292,7 @@ class _TypeParser(TokenCursor):
         if not words:
             found = self.peek()
             self.fail("expected a type" + (f", found '{found}'" if found else ""))
-        if _INTEGER_WORDS.issuperset(words) and not _integer_words_valid(words):
+        if _INTEGER_WORDS.issuperset(words) and _integer_name(words) is None:
             self.fail(f"'{' '.join(words)}' is not a C integer type")
         return words
 
@@ -409,12 +401,19 @@ def parse_ctype(text: str, typedefs: dict[str, CType] | None = None) -> CType:
                      f"(for example '{spelling}: \"void (*)(void *)\"')")
 
 
-def _integer_name(words: list[str]) -> str:
-    """The _INTEGERS name of integer keywords in any order: 'int' goes
-    without saying, and so does 'signed' but for char."""
-    rest = sorted(w for w in words if w not in ("signed", "unsigned", "int")) or ["int"]
-    sign = "unsigned " if "unsigned" in words else "signed " if "signed" in words and rest == ["char"] else ""
-    return sign + " ".join(rest)
+# The integer keywords but the sign, sorted -> the _INTEGERS name they make.
+_INTEGER_WORDS_MAKE = {"": "int", "int": "int", "char": "char", "short": "short", "int short": "short",
+                       "long": "long", "int long": "long", "long long": "long long", "int long long": "long long"}
+
+
+def _integer_name(words: list[str]) -> str | None:
+    """The _INTEGERS name of integer keywords in any order ('signed' goes
+    without saying but for char), or None if they make no C type."""
+    signs = [w for w in words if w in ("signed", "unsigned")]
+    base = _INTEGER_WORDS_MAKE.get(" ".join(sorted(w for w in words if w not in signs)))
+    if base is None or len(signs) > 1:
+        return None
+    return ("unsigned " if signs == ["unsigned"] else "signed " if signs and base == "char" else "") + base
 
 
 def floating_type(text: str) -> CType | None:

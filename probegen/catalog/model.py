@@ -1,5 +1,4 @@
-"""The probe catalog as typed data, built once by ``load_catalog``: what
-every generator and checker takes."""
+"""The probe catalog as typed data, built once by ``load_catalog``."""
 
 from __future__ import annotations
 
@@ -29,8 +28,7 @@ class Arg:
     members: tuple[str, ...] = ()  # members of the pointed-to struct to print
     index: int = 0  # N of argN: the position in the probe's note, as scripts read it
     passed: str | None = None  # SPDK's arg0: the C the macro passes itself (0, or the clock), no parameter
-    # Where each of ``members`` is written (verify reports drift there).
-    member_locations: tuple[Location, ...] = field(default=(), compare=False, repr=False)
+    member_locations: tuple[Location, ...] = field(default=(), compare=False, repr=False)  # where verify reports drift
 
     def member_location(self, i: int) -> Location:
         return self.member_locations[i] if i < len(self.member_locations) else self.location
@@ -159,8 +157,8 @@ class Catalog:
 
     def has_semaphore(self, probe: Probe) -> bool:
         """Whether the header gives the probe a <sys/sdt.h> semaphore: only
-        where something reads it (a ticks macro, for its clock; callers
-        testing _ENABLED(); every dtrace -h probe), as BCC then needs -p PID."""
+        where something reads it (a ticks macro, _ENABLED() callers, dtrace
+        style), as BCC then needs -p PID."""
         header = self.header
         return header.semaphores and (probe.ticks or probe.enabled_check or header.style == "dtrace")
 
@@ -169,15 +167,15 @@ class Catalog:
         """Catalog arguments a probe may have: arg0 takes one of sdt.h's."""
         return SDT_MAX_ARGS - self.arg0
 
-    # Indexes built on first use (verify looks up each probe it finds), the
-    # first of a name as a scan would find it; they are not fields.
+    # Indexes built on first use (verify looks up each probe it finds); the
+    # loader refuses a name given twice.
     @cached_property
     def _probes_by_name(self) -> dict[str, Probe]:
-        return {probe.name: probe for probe in reversed(self.probes)}
+        return {probe.name: probe for probe in self.probes}
 
     @cached_property
     def _enums_by_name(self) -> dict[str, EnumDecl]:
-        return {enum.name: enum for enum in reversed(self.enums)}
+        return {enum.name: enum for enum in self.enums}
 
     @cached_property
     def _probes_by_group(self) -> dict[str, tuple[Probe, ...]]:
