@@ -178,8 +178,8 @@ class _Builder:
         directories = frozenset(k for k, v in kinds.items() if v.get("x-directory"))
         check_output_paths(self, output_nodes, data.get("allow_outside_outputs") is True, directories)
         outputs = {key: self.base_dir / str(self.scalar(value)) for key, value in output_nodes.items()}
-        probes = self.build_probes(top.get("probes"), data.get("probes"), typedefs, arg0, header.clock)
-        self.check_references(probes, enums)
+        probes = self.build_probes(top.get("probes"), data.get("probes"), typedefs, arg0, header.clock,
+                                   {e.name for e in enums})
         spans = build_spans(self, top.get("spans"), data.get("spans"), probes)
         if header.clock is None and arg0 and any(p.ticks for p in probes):
             self.error(top.get("header") or root,
@@ -335,9 +335,10 @@ class _Builder:
             guard_derived=values.get("guard") is None,
         )
 
-    def build_probes(self, node, data, typedefs, arg0: bool, clock: str | None) -> list[Probe]:
+    def build_probes(self, node, data, typedefs, arg0: bool, clock: str | None, enums: set[str]) -> list[Probe]:
         """``data``: the node as plain values (schema_check.plain), read
-        here in place of the nodes, which give positions."""
+        here in place of the nodes, which give positions; ``enums``: the
+        names declared under 'enums:'."""
         probes: list[Probe] = []
         if not isinstance(node, yaml.SequenceNode):
             return probes
@@ -382,6 +383,11 @@ class _Builder:
                 probes.append(Probe(name, group, doc, tuple(args), where, ticks is True,
                                     spdk_arg0(ticks is True, clock, where) if arg0 else None,
                                     enabled_check=values.get("enabled_check", False) is True))
+                for arg in named_enums:
+                    if arg.ctype.enum_name not in enums:
+                        self.diagnostics.append(Diagnostic(arg.location, (
+                            f"argument '{arg.name}' of '{name}' is 'enum {arg.ctype.enum_name}', "
+                            "which is not declared under 'enums:' (scripts print enums by name)")))
         return probes
 
     def build_args(self, node, data, typedefs, probe_name, first_index: int) -> list[Arg]:
@@ -448,15 +454,4 @@ class _Builder:
                 self.error(node, f"argument '{name}': 'length' names '{length}', {what}: name the integer "
                                  f"argument of probe '{probe_name}' that holds the string's length")
         return args
-
-    def check_references(self, probes: list[Probe], enums: list[EnumDecl]) -> None:
-        declared = {e.name for e in enums}
-        for probe in probes:
-            for arg in probe.args:
-                if arg.ctype.enum_name and arg.ctype.enum_name not in declared and not arg.hex:
-                    self.diagnostics.append(Diagnostic(
-                        arg.location,
-                        f"argument '{arg.name}' of '{probe.name}' is 'enum {arg.ctype.enum_name}', "
-                        "which is not declared under 'enums:' (scripts print enums by name)",
-                    ))
 
