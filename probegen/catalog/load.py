@@ -198,23 +198,20 @@ class _Builder:
                 self.diagnostics.append(Diagnostic(where if isinstance(where, Location) else self.loc(where), message))
         return catalog
 
-    def probe_name_check(self, node, name) -> bool:
-        """A probe name reaches C only pasted into symbols by <sys/sdt.h> and
+    def keyword_check(self, node, name, what) -> bool:
+        """Whether ``name`` (at ``node``) can name a ``what``, reporting why not.
+        A probe name reaches C only pasted into symbols by <sys/sdt.h> and
         upper-cased in the typed macro: a keyword is fine (libstdc++'s probes
         are throw and catch), but not one a standard header defines as a
         macro (<assert.h>'s static_assert). catalog.names refuses the rest."""
-        if isinstance(name, str) and name in C_KEYWORDS and name.isidentifier():
+        if node is not None and isinstance(name, str) and name in C_KEYWORDS:
+            if what != "probe":
+                self.error(node, f"{what}: '{name}' is a C keyword and cannot name a {what}")
+                return False
             if name in _KEYWORD_MACROS:
                 self.error(node, f"probe: '{name}' is a macro in C ({_KEYWORD_MACROS[name]} defines it) "
                                  "and cannot name a probe")
-                return False
-            return node is not None
-        return self.keyword_check(node, name, "probe")
-
-    def keyword_check(self, node, name, what) -> bool:
-        if node is not None and isinstance(name, str) and name in C_KEYWORDS:
-            self.error(node, f"{what}: '{name}' is a C keyword and cannot name a {what}")
-            return False
+            return name not in _KEYWORD_MACROS
         usable = node is not None and isinstance(name, str) and is_identifier(name)
         if node is not None and not usable and not self.reported(node):
             self.error(node, f"{what}: {name!r} is not a C identifier")  # never dropped in silence
@@ -352,7 +349,7 @@ class _Builder:
                 continue
             fields = self.fields(item)
             name = values.get("name")
-            named = self.probe_name_check(fields.get("name"), name)
+            named = self.keyword_check(fields.get("name"), name, "probe")
             if named and name in names:
                 self.error(fields["name"], f"duplicate probe name '{name}' (first defined at {self.loc(names[name])})")
                 named = False
