@@ -28,6 +28,7 @@ _TOKEN = re.compile(
     # C's preprocessing number: what a compiler reads as one token.
     r"|(?P<number>\.?[0-9](?:[eEpP][+-]|[0-9A-Za-z_.])*)"
     r"|(?P<punctuator>" + "|".join(map(re.escape, _PUNCTUATORS)) + ")"
+    r"|(?P<other>.)", re.S
 )
 _INTEGER = re.compile(r"(?:0[xX][0-9a-fA-F]+|[0-9]+)(?:[uU](?:ll|LL|l|L)?|(?:ll|LL|l|L)[uU]?)?")
 _FLOAT = re.compile(r"(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fFlL]?|[0-9]+[eE][+-]?[0-9]+[fFlL]?")
@@ -79,12 +80,10 @@ def clock_expression(text: str) -> str:
 def _tokens(text: str) -> list[tuple[str, bool]]:
     """(token, preceded by space) pairs; CExpressionError for anything else."""
     tokens: list[tuple[str, bool]] = []
-    position, spaced = 0, False
-    while position < len(text):
-        match = _TOKEN.match(text, position)
-        if match is None:
-            raise CExpressionError(f"unexpected {shown_char(text[position])}")
-        position = match.end()
+    spaced = False
+    for match in _TOKEN.finditer(text):
+        if match["other"] is not None:
+            raise CExpressionError(f"unexpected {shown_char(match['other'])}")
         if match["space"]:
             spaced = True
             continue
