@@ -48,8 +48,8 @@ def build_spans(builder, node, data, probes: list[Probe]) -> tuple[Span, ...]:
             continue
         if not named or start is None or end is None:
             continue
-        keys = _keys(builder, fields.get("key"), name, start, end)
-        bys = _bys(builder, fields.get("by"), name, start, end)
+        keys = _arguments(builder, fields.get("key"), name, "key", start, end)
+        bys = _arguments(builder, fields.get("by"), name, "by", start, end)
         if keys is None or bys is None:
             continue
         doc = values.get("doc", "")
@@ -98,14 +98,21 @@ def _readable(builder, node, span: str, probe: Probe, arg: Arg) -> bool:
     return True
 
 
-def _keys(builder, node, span: str, start: Probe, end: Probe) -> tuple[SpanKey, ...] | None:
-    names = _names(builder, node, span, "key", MAX_KEYS)
+def _arguments(builder, node, span: str, what: str, start: Probe, end: Probe) -> tuple | None:
+    """The span's ``key`` (SpanKey) or ``by`` (SpanBy) arguments; None if one is unusable."""
+    names = _names(builder, node, span, what, MAX_KEYS if what == "key" else MAX_BY)
     if names is None:
         return None
     errors = len(builder.diagnostics)
-    keys = []
+    found = []
     for name, item in names:
         start_arg, end_arg = _arg(start, name), _arg(end, name)
+        if what == "by":
+            if end_arg is None and start_arg is None:
+                builder.error(item, f"span '{span}': by '{name}' is not an argument of '{end.name}' or '{start.name}'")
+            elif _readable(builder, item, span, end if end_arg else start, end_arg or start_arg):
+                found.append(SpanBy(name, end_arg or start_arg, end_arg is None))
+            continue
         missing = [p.name for p, a in ((start, start_arg), (end, end_arg)) if a is None]
         if missing:
             builder.error(item, f"span '{span}': key '{name}' is not an argument of "
@@ -115,21 +122,5 @@ def _keys(builder, node, span: str, start: Probe, end: Probe) -> tuple[SpanKey, 
                                 f"{end_arg.ctype.spelling} in '{end.name}': a key compares the same kind of value "
                                 "(integers and enums, pointers, or strings)")
         elif _readable(builder, item, span, start, start_arg) and _readable(builder, item, span, end, end_arg):
-            keys.append(SpanKey(name, start_arg, end_arg))
-    return tuple(keys) if len(builder.diagnostics) == errors else None
-
-
-def _bys(builder, node, span: str, start: Probe, end: Probe) -> tuple[SpanBy, ...] | None:
-    names = _names(builder, node, span, "by", MAX_BY)
-    if names is None:
-        return None
-    errors = len(builder.diagnostics)
-    bys = []
-    for name, item in names:
-        end_arg = _arg(end, name)
-        arg = end_arg or _arg(start, name)
-        if arg is None:
-            builder.error(item, f"span '{span}': by '{name}' is not an argument of '{end.name}' or '{start.name}'")
-        elif _readable(builder, item, span, end if end_arg is not None else start, arg):
-            bys.append(SpanBy(name, arg, end_arg is None))
-    return tuple(bys) if len(builder.diagnostics) == errors else None
+            found.append(SpanKey(name, start_arg, end_arg))
+    return tuple(found) if len(builder.diagnostics) == errors else None
