@@ -251,7 +251,6 @@ class _Builder:
                 continue
             enumerators: list[Enumerator] = []
             next_value = 0
-            widest, top = None, None  # the entry of the largest value, for a range message
             for entry in getattr(fields.get("enumerators"), "value", ()):
                 match = _ENUMERATOR.match(str(entry.value))
                 if not match:
@@ -274,13 +273,12 @@ class _Builder:
                     break  # the values after it would all be out of range too
                 if any(e.name == match["name"] for e in enumerators):
                     self.error(entry, f"enum '{name}': enumerator '{match['name']}' appears twice")
-                if top is None or next_value > top:
-                    widest, top = entry, next_value
                 enumerators.append(Enumerator(match["name"], next_value, self.loc(entry)))
                 next_value += 1
             mixed = constants.mixed_problem([e.value for e in enumerators])
-            if mixed:
-                self.error(widest, f"enum '{name}' {mixed}")
+            if mixed:  # at the largest value
+                widest = max(enumerators, key=lambda e: e.value)
+                self.diagnostics.append(Diagnostic(widest.location, f"enum '{name}' {mixed}"))
             enums.append(EnumDecl(name, self.loc(item), values.get("strip_prefix", ""), tuple(enumerators)))
         return enums
 
