@@ -159,19 +159,18 @@ class CType:
 
 
 def _normalise(tokens: list[str]) -> str:
-    text = ""
-    for token in tokens:
+    """Type tokens as generated C spells them ('const char *', 'void( *)(int)'):
+    whether a space goes between two tokens depends on the two alone."""
+    text = tokens[0] if tokens else ""
+    for before, token in zip(tokens, tokens[1:]):
         if token == "*":
-            text = text.rstrip() + (" *" if not text.endswith("*") else "*")
-        elif token in (",", ")", "]"):
-            text = text.rstrip() + token + (" " if token == "," else "")
+            spaced = before != "*"
         elif token in ("(", "["):
-            text += token
+            spaced = before == ","
         else:
-            if text and not text.endswith(("(", "[", " ")):
-                text += " "
-            text += token
-    return text.strip()
+            spaced = token not in (",", ")", "]") and before not in ("(", "[")
+        text += " " + token if spaced else token
+    return text
 
 
 # The tokens a type may be written with; any other character is an error.
