@@ -69,14 +69,23 @@ def parse_catalog(data: bytes, path: Path, header_output=None) -> Catalog:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _parse(data, path, header_output)
+        root = _compose(data, str(path))
+        builder = _Builder(str(path), path.resolve(), header_output)
+        try:
+            walked = plain(root, builder.scalar, marked=b"&" in data or b"!" in data)
+        except Refused as exc:
+            raise CatalogError([Diagnostic(builder.loc(exc.node), exc.message)]) from None
+        catalog = builder.build(root, *walked)
     finally:
         if collecting:
             gc.enable()
+    if builder.diagnostics:
+        raise CatalogError(builder.diagnostics)
+    return catalog
 
 
-def _parse(data: bytes, path: Path, header_output) -> Catalog:
-    shown_path = str(path)
+def _compose(data: bytes, shown_path: str) -> yaml.Node:
+    """libyaml's node tree of the catalog (its text is freed on return)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -102,15 +111,7 @@ def _parse(data: bytes, path: Path, header_output) -> Catalog:
     if root is None:
         raise CatalogError([Diagnostic(Location(shown_path, 1, 1),
                                        "empty catalog: expected 'provider:' and 'probes:'")])
-    builder = _Builder(shown_path, path.resolve(), header_output)
-    try:
-        walked = plain(root, builder.scalar, marked=b"&" in data or b"!" in data)
-    except Refused as exc:
-        raise CatalogError([Diagnostic(builder.loc(exc.node), exc.message)]) from None
-    catalog = builder.build(root, *walked)
-    if builder.diagnostics:
-        raise CatalogError(builder.diagnostics)
-    return catalog
+    return root
 
 
 def _location(shown_path: str, text: str | bytes, index: int) -> Location:
