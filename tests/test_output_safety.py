@@ -342,11 +342,21 @@ def test_file_size_limit_keeps_the_old_file(project):
 # --- Signals and SIGKILL -----------------------------------------------------------
 
 BIG = 48 << 20
-# Writes one big file, so that the test can catch it mid-write.
+# Writes one big file and stops after its first megabyte until a line comes
+# on stdin, saying WRITING: the test catches it mid-write however loaded the
+# machine (a writer left to run finished 48 MB before the test looked, once).
 BIG_WRITER = f"""
+import os
 import sys
 from pathlib import Path
 from probegen.files.output import GeneratedFile, write_if_changed
+def write_then_wait(fd, data, write=os.write):
+    os.write = write
+    written = write(fd, data[:1 << 20])
+    print("WRITING", flush=True)
+    sys.stdin.readline()
+    return written
+os.write = write_then_wait
 try:
     write_if_changed(GeneratedFile(Path(sys.argv[1]), "x" * {BIG}))
 except KeyboardInterrupt:
@@ -356,18 +366,16 @@ except KeyboardInterrupt:
 
 def start_big_writer(target: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", BIG_WRITER, str(target)], cwd=target.parent,
-                            stderr=subprocess.PIPE, text=True)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def wait_for_temporary(directory: Path, process: subprocess.Popen, known=()) -> Path:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        found = [directory / n for n in os.listdir(directory) if n.endswith(".tmp") and directory / n not in known]
-        if found:
-            return found[0]
-        if process.poll() is not None:
-            break
-    pytest.fail(f"never saw a temporary being written (writer exit {process.poll()})")
+    """The temporary the writer is writing, once it says so (it then waits)."""
+    line = process.stdout.readline()
+    found = [directory / n for n in os.listdir(directory) if n.endswith(".tmp") and directory / n not in known]
+    if line != "WRITING\n" or len(found) != 1:
+        pytest.fail(f"never saw a temporary being written (writer said {line!r}, exit {process.poll()})")
+    return found[0]
 
 
 @pytest.mark.parametrize("signum, exit_code", [
@@ -386,7 +394,7 @@ def test_signal_during_a_write_leaves_no_temporary(tmp_path, signum, exit_code):
 
 def test_next_run_sweeps_only_dead_runs_own_temporaries(project, header_text):
     """Temporaries of a SIGKILLed run are removed by the next run, whatever
-    their pid; one of a live (stopped) run, another user's, another
+    their pid; one of a live (waiting) run, another user's, another
     naming's and one that is not a regular file are left alone; the live
     run then completes."""
     out = project / "out"
@@ -398,8 +406,7 @@ def test_next_run_sweeps_only_dead_runs_own_temporaries(project, header_text):
     assert stale.exists()
 
     live = start_big_writer(out / "live.out")
-    live_temporary = wait_for_temporary(out, live, known={stale})
-    live.send_signal(signal.SIGSTOP)
+    live_temporary = wait_for_temporary(out, live, known={stale})  # it waits, lock held
     # Named for pid 1, which is alive, but no process holds its lock: stale.
     unlocked = out / ".usdt.h.probegen-1-0123456789ab.tmp"
     unlocked.write_text("stale\n")
@@ -419,8 +426,7 @@ def test_next_run_sweeps_only_dead_runs_own_temporaries(project, header_text):
         assert not stale.exists() and not unlocked.exists() and live_temporary.exists()
         assert all(os.path.lexists(d) for d in decoys)
     finally:
-        live.send_signal(signal.SIGCONT)
-    _, stderr = live.communicate(timeout=60)
+        _, stderr = live.communicate("go\n", timeout=60)
     assert live.returncode == 0, stderr
     assert (out / "live.out").stat().st_size == BIG and not live_temporary.exists()
     assert (out / "usdt.h").read_text() == header_text
