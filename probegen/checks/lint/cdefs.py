@@ -30,6 +30,7 @@ _PACKED = re.compile(r"\b(?:__)?packed(?:__)?\b")
 _BOUND = re.compile(r"\[\s*(\d*)\s*\]")
 _BRACES = re.compile(r"[{}]")
 _SPLITTERS = {sep: re.compile(r"[{}()\[\]" + re.escape(sep) + "]") for sep in ";,"}
+_DEPTH = {"{": 1, "(": 1, "[": 1, "}": -1, ")": -1, "]": -1}
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _QUALIFIERS = {"const", "volatile", "restrict"}
 # Structs defined inside structs, at most; deeper is refused with a position.
@@ -89,21 +90,14 @@ def _declarator(text: str) -> tuple[str, int, str, str, int, int | None] | None:
 def _split_top_level(body: str, separator: str) -> list[tuple[int, str]]:
     """Parts between separators outside brackets: (offset of the part's
     first non-blank character, stripped text)."""
-    cuts, depth = [], 0
-    for mark in _SPLITTERS[separator].finditer(body):
-        char = mark.group()
-        if char in "{([":
-            depth += 1
-        elif char in "})]":
-            depth -= 1
-        elif depth == 0:
-            cuts.append(mark.start())
-    parts, start = [], 0
-    for end in cuts + [len(body)]:
-        part = body[start:end]
-        if part.strip():
-            parts.append((start + len(part) - len(part.lstrip()), part.strip()))
-        start = end + 1
+    parts, start, depth = [], 0, 0
+    for mark in _SPLITTERS[separator].finditer(body + separator):
+        depth += _DEPTH.get(mark.group(), 0)
+        if mark.group() == separator and depth == 0 or mark.end() > len(body):
+            part = body[start:mark.start()]
+            if part.strip():
+                parts.append((start + len(part) - len(part.lstrip()), part.strip()))
+            start = mark.end()
     return parts
 
 

@@ -25,6 +25,8 @@ from probegen.checks.lint.parser import start
 
 _ARG = re.compile(r"arg([0-9]+)\Z")
 _WILDCARD = re.compile(r"[*?\[]")
+# A field of an attach point: up to a ':' outside quotes (the lexer saw them closed).
+_FIELD = re.compile(r'(?<![^:])(?:"[^"]*"|[^:"])*')
 # bpftrace's integer type names in casts -> their C types.
 _CAST_INTEGERS = {f"{'' if signed else 'u'}int{size * 8}": parse_ctype(integer_type(size, signed, exact=True))
                   for signed in (True, False) for size in (1, 2, 4, 8)}
@@ -34,24 +36,14 @@ _UNKNOWN_CONVERSION_HINTS = {"i": "use %d", "#": "write 0x%lx", "+": "drop the f
 
 def _merge(first: dict, second: dict) -> dict:
     """Variables after two branches: what both agree on, or what one alone set."""
-    merged = {**first, **second}
-    for name in first.keys() & second.keys():
-        if first[name] != second[name]:
-            merged[name] = None
-    return merged
+    disagree = {name: None for name in first.keys() & second.keys() if first[name] != second[name]}
+    return {**first, **second, **disagree}
 
 
 def _fields(point: Token) -> list[tuple[str, int]]:
     """An attach point's ':'-separated fields with their columns; quotes
     kept out of the splitting (``uprobe:"/a:b":f``)."""
-    fields, begin, quoted = [], 0, False
-    for index, char in enumerate(point.text + ":"):
-        if char == '"':
-            quoted = not quoted
-        elif char == ":" and not quoted:
-            fields.append((point.text[begin:index].strip('"'), point.column + begin))
-            begin = index + 1
-    return fields
+    return [(m[0].strip('"'), point.column + m.start()) for m in _FIELD.finditer(point.text)]
 
 
 def _not_an_address(ctype, struct: str) -> str | None:

@@ -1,10 +1,5 @@
 """Recursive-descent parser for the bpftrace that scripts really use, into a
-small AST of only what the checker reads.
-
-Covers probes with several attach points, predicates, C definitions and
-preprocessor lines at the top, and in blocks: assignments to ``$vars`` and
-``@maps``, calls, casts, ``->``/``.``/``[]``, the C operators, ``if``/
-``else``, ``unroll``, ``while`` and ``return``. What it cannot read is a
+small AST of only what the checker reads. What it cannot read is a
 ``ScriptSyntaxError`` pointing at the token, never a guess.
 """
 
@@ -33,6 +28,7 @@ _CAST_TYPES = frozenset([f"{s}int{w}" for s in ("", "u") for w in (8, 16, 32, 64
                         + ["int", "char", "short", "long", "unsigned", "signed", "void", "bool"])
 # Calls whose arguments are types, not expressions: skipped whole.
 _TYPE_CALLS = frozenset(["sizeof", "offsetof"])
+_OPERANDS = (lexer.INT, lexer.POSITIONAL, lexer.STRING, lexer.VAR, lexer.MAP, lexer.IDENT)
 
 
 # The nodes: each knows where it starts in the script, 1-based (a Member:
@@ -281,30 +277,25 @@ class _Parser:
 
     def primary(self):
         token = self.token
-        if token.kind in (lexer.INT, lexer.POSITIONAL):
-            self.advance()
-            return Other(token.line, token.column)
-        if token.kind == lexer.STRING:
-            self.advance()
-            return Str(token.line, token.column, token.text[1:-1])
-        if token.kind == lexer.VAR:
-            self.advance()
-            return Var(token.line, token.column, token.text)
-        if token.kind == lexer.MAP:
-            self.advance()
-            keys = self.expression_list("]") if self.is_punct("[") else ()
-            return Map(token.line, token.column, keys)
-        if token.kind == lexer.IDENT:
-            self.advance()
-            if self.is_punct("(") and token.text in _TYPE_CALLS:
-                return self.type_call(token)
-            if self.is_punct("("):
-                return Call(token.line, token.column, token.text, self.expression_list(")"))
-            return Ident(token.line, token.column, token.text)
         if self.is_punct("("):
             items = self.expression_list(")")
             return items[0] if len(items) == 1 else Other(token.line, token.column, items)
-        self.error(f"expected an expression, found {token.describe()}")
+        if token.kind not in _OPERANDS:
+            self.error(f"expected an expression, found {token.describe()}")
+        self.advance()
+        if token.kind == lexer.STRING:
+            return Str(token.line, token.column, token.text[1:-1])
+        if token.kind == lexer.VAR:
+            return Var(token.line, token.column, token.text)
+        if token.kind == lexer.MAP:
+            return Map(token.line, token.column, self.expression_list("]") if self.is_punct("[") else ())
+        if token.kind != lexer.IDENT:  # a number or a positional parameter
+            return Other(token.line, token.column)
+        if self.is_punct("(") and token.text in _TYPE_CALLS:
+            return self.type_call(token)
+        if self.is_punct("("):
+            return Call(token.line, token.column, token.text, self.expression_list(")"))
+        return Ident(token.line, token.column, token.text)
 
     def type_call(self, name: Token) -> Other:
         """``sizeof(...)``, skipped to its closing parenthesis."""
