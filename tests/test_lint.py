@@ -112,7 +112,7 @@ def test_bpftrace_agrees_which_corpus_scripts_parse(catalog):
         if script.name == "broken.bt":
             with pytest.raises(ScriptSyntaxError) as error:
                 lint_file(script, catalog)
-            assert verdict == f"syntax error at line {error.value.line}"
+            assert verdict == f"syntax error at line {error.value.location.line}"
         else:
             assert verdict == "parsed", script.name
             lint_file(script, catalog)  # and the linter parses it too

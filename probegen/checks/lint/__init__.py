@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from probegen.catalog.model import Catalog
-from probegen.errors import Diagnostic, InputError
+from probegen.errors import Diagnostic, InputError, Location
 from probegen.files.inputs import read_input
 from probegen.checks.lint.checker import Checker
 from probegen.checks.lint.lexer import Positions, ScriptSyntaxError
@@ -32,8 +32,8 @@ def lint_file(path: str | Path, catalog: Catalog, types=None,
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line, column = Positions(data.decode("latin-1"))(exc.start)
-        raise ScriptSyntaxError(str(path), line, column, f"not UTF-8 text (byte 0x{data[exc.start]:02x})") from None
+        where = Location(str(path), *Positions(data.decode("latin-1"))(exc.start))
+        raise ScriptSyntaxError(f"cannot parse: not UTF-8 text (byte 0x{data[exc.start]:02x})", where) from None
     return lint_text(text, str(path), catalog, types, types_name)
 
 

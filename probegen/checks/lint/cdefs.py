@@ -133,8 +133,8 @@ class _Reader:
             elif opens:
                 self.closes[opens.pop()] = brace.start()
         if deepest > MAX_NESTED_STRUCTS + 1:
-            line, column = self.where(where)
-            raise ScriptSyntaxError(self.path, line, column, f"structs nested more than {MAX_NESTED_STRUCTS} deep")
+            raise ScriptSyntaxError(f"cannot parse: structs nested more than {MAX_NESTED_STRUCTS} deep",
+                                    self.location(where))
         pos = 0
         while match := _AGGREGATE.search(self.text, pos):
             close = self.closes.get(match.end() - 1, len(self.text))

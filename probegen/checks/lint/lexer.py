@@ -45,11 +45,7 @@ _BRACKETS = {"(": 1, "[": 1, ")": -1, "]": -1}
 
 
 class ScriptSyntaxError(ScriptError):
-    """A script that cannot be parsed: one message with its position."""
-
-    def __init__(self, path: str, line: int, column: int, message: str):
-        self.path, self.line, self.column = path, line, column
-        super().__init__(f"cannot parse: {message}", Location(path, line, column))
+    """A script that cannot be parsed: one message ("cannot parse: ...") with its position."""
 
 
 class Positions:
@@ -88,7 +84,8 @@ class _Lexer:
         self.nesting = 0  # parentheses and brackets open in a predicate
 
     def error(self, message: str, pos: int | None = None):
-        raise ScriptSyntaxError(self.path, *self.where(self.pos if pos is None else pos), message)
+        where = self.where(self.pos if pos is None else pos)
+        raise ScriptSyntaxError(f"cannot parse: {message}", Location(self.path, *where))
 
     def emit(self, kind: str, start: int, end: int):
         self.tokens.append(Token(kind, self.text[start:end], *self.where(start)))

@@ -9,6 +9,7 @@ import sys
 from collections import namedtuple
 from contextlib import contextmanager
 
+from probegen.errors import Location
 from probegen.checks.lint import lexer
 from probegen.checks.lint.lexer import ScriptSyntaxError, Token
 
@@ -114,7 +115,7 @@ class _Parser:
 
     def error(self, message: str, token: Token | None = None):
         token = token or self.token
-        raise ScriptSyntaxError(self.path, token.line, token.column, message)
+        raise ScriptSyntaxError(f"cannot parse: {message}", Location(self.path, token.line, token.column))
 
     def expect(self, text: str, what: str = "") -> Token:
         if not self.is_punct(text):
