@@ -14,7 +14,7 @@ from probegen.catalog.model import Catalog
 from probegen.errors import Diagnostic, InputError, Location
 from probegen.files.inputs import read_input
 from probegen.checks.lint.checker import Checker
-from probegen.checks.lint.lexer import Positions, ScriptSyntaxError
+from probegen.checks.lint.lexer import ScriptSyntaxError, positions
 from probegen.checks.lint.parser import parse, room_for_nesting
 
 
@@ -32,7 +32,7 @@ def lint_file(path: str | Path, catalog: Catalog, types=None,
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        where = Location(str(path), *Positions(data.decode("latin-1"))(exc.start))
+        where = Location(str(path), *positions(data.decode("latin-1"))(exc.start))
         raise ScriptSyntaxError(f"cannot parse: not UTF-8 text (byte 0x{data[exc.start]:02x})", where) from None
     return lint_text(text, str(path), catalog, types, types_name)
 

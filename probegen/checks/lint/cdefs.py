@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from probegen.catalog.ctype import CType, CTypeError, floating_type, parse_ctype
 from probegen.errors import Location
 from probegen.checks.lint.layout import Layout, Shape, array, scalar
-from probegen.checks.lint.lexer import COMMENT, Positions, ScriptSyntaxError
+from probegen.checks.lint.lexer import COMMENT, ScriptSyntaxError, positions
 
 _AGGREGATE = re.compile(r"\b(struct|union)\s+(?:([A-Za-z_]\w*)\s*)?\{")
 _FUNCTION_POINTER = re.compile(r"\(\s*\*\s*([A-Za-z_]\w*)\s*\)")
@@ -117,7 +117,7 @@ class _Reader:
     def __init__(self, path: str, typedefs, pointer_size: int, structs: dict, text: str, line: int, column: int):
         self.path, self.typedefs, self.pointer_size, self.structs = path, typedefs, pointer_size, structs
         self.text = COMMENT.sub(lambda m: _NOT_NEWLINE.sub(" ", m[0]), text)  # offsets and lines kept
-        self.where = Positions(self.text, line, column)
+        self.where = positions(self.text, line, column)
         self.closes: dict[int, int] = {}  # where each '{' is closed
 
     def location(self, offset: int) -> Location:

@@ -48,18 +48,14 @@ class ScriptSyntaxError(ScriptError):
     """A script that cannot be parsed: one message ("cannot parse: ...") with its position."""
 
 
-class Positions:
-    """(line, column), 1-based, of offsets into a text that starts at ``line``, ``column``."""
+def positions(text: str, line: int = 1, column: int = 1):
+    """A function giving the (line, column), 1-based, of offsets into a text that starts at ``line``, ``column``."""
+    newlines = [m.start() for m in re.finditer("\n", text)]
 
-    def __init__(self, text: str, line: int = 1, column: int = 1):
-        self.newlines = [m.start() for m in re.finditer("\n", text)]
-        self.line, self.column = line, column
-
-    def __call__(self, offset: int) -> tuple[int, int]:
-        before = bisect.bisect_left(self.newlines, offset)
-        if before == 0:
-            return self.line, self.column + offset
-        return self.line + before, offset - self.newlines[before - 1]
+    def where(offset: int) -> tuple[int, int]:
+        before = bisect.bisect_left(newlines, offset)
+        return (line, column + offset) if before == 0 else (line + before, offset - newlines[before - 1])
+    return where
 
 
 @dataclass(frozen=True)
@@ -76,7 +72,7 @@ class Token:
 class _Lexer:
     def __init__(self, text: str, path: str):
         self.text, self.path = text, path
-        self.where = Positions(text)
+        self.where = positions(text)
         self.pos = 0
         self.tokens: list[Token] = []
         self.depth = 0  # braces open; 0 is the top level
