@@ -86,8 +86,7 @@ class Checker:
             for probe in probes or [None]:
                 self.probe = probe
                 env: dict = {}
-                if block.predicate is not None:
-                    self.value(block.predicate, env)
+                self.value(block.predicate, env)  # None: no predicate, nothing to check
                 self.statements(block.body, env)
         return sorted(self.findings)
 
