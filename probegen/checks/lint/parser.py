@@ -141,10 +141,12 @@ class _Parser:
 
     def probe_block(self) -> ProbeBlock:
         first = self.token
-        points = [self.attach_point()]
+        points = [self.advance()]  # script() saw it is an attach point
         while self.is_punct(","):
             self.advance()
-            points.append(self.attach_point())
+            if self.token.kind != lexer.ATTACH:
+                self.error(f"expected an attach point, found {self.token.describe()}")
+            points.append(self.advance())
         predicate = None
         if self.token.kind == lexer.PRED_START:
             self.advance()
@@ -157,11 +159,6 @@ class _Parser:
         if not self.is_punct("{"):
             self.error(f"expected '{{' to open the probe's block, found {self.token.describe()}")
         return ProbeBlock(first.line, first.column, tuple(points), predicate, self.block())
-
-    def attach_point(self) -> Token:
-        if self.token.kind != lexer.ATTACH:
-            self.error(f"expected an attach point, found {self.token.describe()}")
-        return self.advance()
 
     def block(self) -> tuple:
         with self.nested():
