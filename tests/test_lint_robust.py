@@ -168,6 +168,12 @@ def test_c_definitions_still_read_members():
     assert (members["z"].location.line, members["z"].location.column) == (5, 35)
 
 
+def test_bit_width_int_cannot_read_is_no_crash():
+    # '²' is a digit to str.isdigit() but no number to int().
+    members = struct_definitions([CDefinition(1, 1, "struct a { int x : \u00b2; int y; };")], "s.bt")["a"].members
+    assert set(members) == {"x", "y"}
+
+
 @pytest.mark.parametrize("text", [
     "struct a { int x; }" + " " * 200_000 + "x",
     "#define X \\\n" * 50_000 + "BEGIN { }\n",

@@ -68,7 +68,7 @@ def _declarator(text: str) -> tuple[str, int, str, str, int, int | None] | None:
     colon = text.rfind(":", 0, end)
     width = _BIT_WIDTH.fullmatch(text, colon + 1, end) if colon >= 0 else None
     if width:
-        bits = int(width[1]) if width[1].isdigit() else None
+        bits = int(width[1]) if width[1].isdecimal() else None
         end = len(text[:colon].rstrip())
     arrays_end = end
     while end and text[end - 1] == "]":
