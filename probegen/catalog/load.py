@@ -414,9 +414,9 @@ class _Builder:
             hex_ = values.get("hex", False) is True
             if hex_ and not ctype.is_integer_like:
                 self.error(fields["hex"], f"argument '{name}': 'hex' applies to integers, not {ctype.kind.value}s")
-            max_len = values.get("max_len")
-            if max_len is not None and ctype.kind is not Kind.STRING:
-                self.error(fields["max_len"], f"argument '{name}': 'max_len' applies to strings (char pointers)")
+            for key in ("max_len", "length"):
+                if values.get(key) is not None and ctype.kind is not Kind.STRING:
+                    self.error(fields[key], f"argument '{name}': '{key}' applies to strings (char pointers)")
             member_nodes = fields["members"].value if isinstance(fields.get("members"), yaml.SequenceNode) else ()
             members = tuple(str(n.value) for n in member_nodes)
             if members and ctype.struct_name is None:
@@ -428,10 +428,8 @@ class _Builder:
                 elif not BPFTRACE_KEYWORDS.isdisjoint(member.split(".")):
                     self.error(member_node, f"argument '{name}': member '{member}' has a bpftrace "
                                             "keyword in its path; bpftrace scripts cannot name it")
-            length = values.get("length")
-            if length is not None and ctype.kind is not Kind.STRING:
-                self.error(fields["length"], f"argument '{name}': 'length' applies to strings (char pointers)")
-            elif length is not None:
+            max_len, length = values.get("max_len"), values.get("length")
+            if length is not None and ctype.kind is Kind.STRING:
                 lengths.append((name, length, fields["length"]))
             seen.add(name)
             args.append(Arg(

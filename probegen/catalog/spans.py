@@ -11,8 +11,8 @@ import yaml
 from probegen.catalog.ctype import Kind
 from probegen.catalog.model import Arg, Probe, Span, SpanBy, SpanKey
 
-MAX_KEYS = 4  # bpftrace map keys are tuples kept on the 512-byte BPF stack
-MAX_BY = 2  # each by argument multiplies the histograms printed
+# The schema's maxItems bound key (bpftrace map keys are tuples kept on the
+# 512-byte BPF stack) and by (each multiplies the histograms printed).
 # bpftrace 0.17 reads USDT arguments arg0..arg5 only (x86_64); a span
 # script must read every key and by argument.
 MAX_SCRIPT_ARG = 5
@@ -66,14 +66,11 @@ def _probe(builder, node, probes: dict[str, Probe], span: str, role: str) -> Pro
     return probe
 
 
-def _names(builder, node, span: str, what: str, limit: int) -> list[tuple[str, yaml.Node]] | None:
+def _names(builder, node, span: str, what: str) -> list[tuple[str, yaml.Node]] | None:
     """The names of a key or by list; None if it is unusable."""
     if node is None:
         return []
     if not isinstance(node, yaml.SequenceNode) or builder.reported(node):
-        return None
-    if len(node.value) > limit:
-        builder.error(node, f"span '{span}': at most {limit} '{what}' arguments")
         return None
     names: list[tuple[str, yaml.Node]] = []
     for item in node.value:
@@ -100,7 +97,7 @@ def _readable(builder, node, span: str, probe: Probe, arg: Arg) -> bool:
 
 def _arguments(builder, node, span: str, what: str, start: Probe, end: Probe) -> tuple | None:
     """The span's ``key`` (SpanKey) or ``by`` (SpanBy) arguments; None if one is unusable."""
-    names = _names(builder, node, span, what, MAX_KEYS if what == "key" else MAX_BY)
+    names = _names(builder, node, span, what)
     if names is None:
         return None
     errors = len(builder.diagnostics)
