@@ -208,18 +208,15 @@ class _ExpressionParser(TokenCursor):
             self.fail(f"unexpected '{token}'")
 
 
-def text_problems(unprintable) -> list:
-    """(node, message) for each (scalar node, is a doc) holding a character
-    that is not printable, where it is not allowed: docs may hold layout
-    whitespace (each output escapes it), other strings nothing but spaces."""
-    problems = []
-    for node, doc in unprintable:
-        if doc:
-            match = _HIDDEN_IN_DOCS.search(node.value)
-            char = match and match[0]
-        else:
-            char = next(c for c in node.value if not c.isprintable())
-        if char:
-            where = "docs" if doc else "catalog strings other than docs"
-            problems.append((node, f"character U+{ord(char):04X} is not allowed in {where}"))
-    return problems
+def text_problem(text: str, doc: bool) -> str | None:
+    """Why ``text``, which holds a character that is not printable, is
+    refused, or None: docs may hold layout whitespace (each output escapes
+    it), other strings nothing but spaces."""
+    if not doc:
+        char = next(c for c in text if not c.isprintable())
+    elif match := _HIDDEN_IN_DOCS.search(text):
+        char = match[0]
+    else:
+        return None
+    where = "docs" if doc else "catalog strings other than docs"
+    return f"character U+{ord(char):04X} is not allowed in {where}"

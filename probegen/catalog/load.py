@@ -17,7 +17,7 @@ import yaml
 
 from probegen.catalog import constants
 from probegen.catalog.ctype import C_KEYWORDS, CTypeError, Kind, is_identifier, parse_ctype, shown
-from probegen.catalog.cvalidate import CExpressionError, clock_expression, include_problem, text_problems
+from probegen.catalog.cvalidate import CExpressionError, clock_expression, include_problem
 from probegen.catalog.model import (
     MAX_NAMED_ENUMS, SDT_MAX_ARGS, Arg, Catalog, EnumDecl, Enumerator, HeaderConfig, Probe, spdk_arg0,
 )
@@ -150,19 +150,16 @@ class _Builder:
     def fields(self, node: yaml.MappingNode) -> dict[str, yaml.Node]:
         return {k.value: v for k, v in node.value}
 
-    def build(self, root: yaml.Node, data, duplicates, unprintable) -> Catalog | None:
+    def build(self, root: yaml.Node, data, problems) -> Catalog | None:
         if not isinstance(root, yaml.MappingNode):
             self.error(root, "catalog: expected a mapping")
             return None
         top = self.fields(root)
-        for node, message in text_problems(unprintable):
-            self.error(node, message)
         # Check every part, even when another part is broken, to report all.
-        structure = [*duplicates, *structure_problems(root, data)]
-        for node, message in structure:
+        for node, message in [*problems, *structure_problems(root, data)]:
             self.error(node, message)
-        if structure and not all(isinstance(top.get(k), (yaml.ScalarNode, yaml.SequenceNode))
-                                 for k in ("provider", "probes")):
+        # Where these are not a string and a list, the schema said so.
+        if not all(isinstance(top.get(k), (yaml.ScalarNode, yaml.SequenceNode)) for k in ("provider", "probes")):
             return None
         provider = data.get("provider")
         provider = provider if isinstance(provider, str) else ""  # not a string: the schema said so

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 import fastjsonschema
 import yaml
 
-from probegen.catalog.cvalidate import DOC_KEYS
+from probegen.catalog.cvalidate import DOC_KEYS, text_problem
 
 _STR = "tag:yaml.org,2002:str"
 _EXPECTED = {"string": "a string", "boolean": "true or false", "integer": "an integer",
@@ -56,16 +56,14 @@ class Refused(Exception):
         self.node, self.message = node, message
 
 
-def plain(root: yaml.Node, scalar: Callable[[yaml.Node], Any], marked: bool = True) -> tuple[Any, list[Problem], list]:
-    """(the document as JSON data, its repeated keys, [(scalar, whether it
-    is a doc)] for each scalar holding a character that is not printable);
-    ``scalar(node)`` gives a scalar node's value. Raises Refused for aliases
+def plain(root: yaml.Node, scalar: Callable[[yaml.Node], Any], marked: bool = True) -> tuple[Any, list[Problem]]:
+    """(the document as JSON data, its repeated keys and strings holding a
+    character they may not); ``scalar(node)`` gives a scalar node's value. Raises Refused for aliases
     (their walks grow exponentially: "billion laughs"), tags beyond YAML's
     core, keys that are not scalars, nesting past MAX_DEPTH. ``marked``:
     whether the text holds '&' or '!'; without them there is no alias or
     tag to look for, and the walk keeps no set of every node."""
-    duplicates: list[Problem] = []
-    unprintable: list = []
+    problems: list[Problem] = []
     seen: set[int] = set()  # every node: an alias is a node met twice
     Scalar = yaml.ScalarNode  # noqa: N806
 
@@ -78,10 +76,15 @@ def plain(root: yaml.Node, scalar: Callable[[yaml.Node], Any], marked: bool = Tr
         if node.tag not in ALLOWED_TAGS:
             raise Refused(node, f"YAML tag {node.tag} is not allowed in a catalog")
 
+    def unprintable(node: yaml.ScalarNode, doc: bool) -> None:
+        problem = text_problem(node.value, doc)
+        if problem:
+            problems.append((node, problem))
+
     def text(node: yaml.Node, doc: bool) -> Any:
         node.end_mark = None  # never read: freed as the data grows (~10% of a big catalog's peak memory)
         if not node.value.isprintable():
-            unprintable.append((node, doc))
+            unprintable(node, doc)
         return node.value if node.tag == _STR else scalar(node)
 
     def collection(node: yaml.Node, what: str, depth: int) -> Any:
@@ -107,19 +110,19 @@ def plain(root: yaml.Node, scalar: Callable[[yaml.Node], Any], marked: bool = Tr
                 check(item, key)
             name = key.value
             if not name.isprintable():
-                unprintable.append((key, False))
+                unprintable(key, False)
             data[name] = text(item, name in DOC_KEYS) if type(item) is Scalar else collection(item, name, depth)
         if len(data) < len(node.value):
             keys: set[str] = set()
             for key, _ in node.value:
                 if key.value in keys:
                     named = what if what == "catalog" or what in _ITEM_NOUNS.values() else f"'{what}'"
-                    duplicates.append((key, f"{named}: duplicate key '{key.value}'"))
+                    problems.append((key, f"{named}: duplicate key '{key.value}'"))
                 keys.add(key.value)
         return data
 
     check(root, root)
-    return (text(root, False) if type(root) is Scalar else collection(root, "catalog", 0)), duplicates, unprintable
+    return (text(root, False) if type(root) is Scalar else collection(root, "catalog", 0)), problems
 
 
 def structure_problems(root: yaml.Node, data: Any) -> Iterator[Problem]:
