@@ -16,6 +16,7 @@ import fastjsonschema
 import yaml
 
 from probegen.catalog.cvalidate import DOC_KEYS, text_problem
+from probegen.data import SCHEMA
 
 _STR = "tag:yaml.org,2002:str"
 _EXPECTED = {"string": "a string", "boolean": "true or false", "integer": "an integer",
@@ -37,9 +38,7 @@ ALLOWED_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool"
 
 
 def load_schema() -> dict:
-    from probegen.data import schema
-
-    return json.loads(schema().read_text("utf-8"))
+    return json.loads(SCHEMA.read_text("utf-8"))
 
 
 @functools.lru_cache(maxsize=2)

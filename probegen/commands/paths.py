@@ -24,7 +24,7 @@ def configure(parser):
 def run(args) -> int:
     from probegen import data
 
-    paths = {"make": data.make_fragment(), "cmake": data.cmake_dir(), "schema": data.schema()}
+    paths = {"make": data.MAKE_FRAGMENT, "cmake": data.CMAKE_DIR, "schema": data.SCHEMA}
     if args.which:
         print(paths[args.which])
     else:

@@ -20,5 +20,5 @@ def configure(parser):
 def run(args) -> int:
     from probegen import data
 
-    sys.stdout.write(data.schema().read_text("utf-8"))
+    sys.stdout.write(data.SCHEMA.read_text("utf-8"))
     return 0

@@ -6,17 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 DATA_DIR = Path(__file__).resolve().parent
-
-
-def make_fragment() -> Path:
-    return DATA_DIR / "probegen.mk"
-
-
-def cmake_dir() -> Path:
-    """The directory of probegenConfig.cmake, for find_package(probegen)."""
-    return DATA_DIR / "cmake"
-
-
-def schema() -> Path:
-    """The catalog's JSON Schema, which the loader checks catalogs against."""
-    return DATA_DIR / "catalog.schema.json"
+MAKE_FRAGMENT = DATA_DIR / "probegen.mk"
+CMAKE_DIR = DATA_DIR / "cmake"  # holds probegenConfig.cmake, for find_package(probegen)
+SCHEMA = DATA_DIR / "catalog.schema.json"  # the catalog's JSON Schema, which the loader checks catalogs against
