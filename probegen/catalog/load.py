@@ -21,7 +21,7 @@ from probegen.catalog.cvalidate import CExpressionError, clock_expression, inclu
 from probegen.catalog.model import (
     MAX_NAMED_ENUMS, SDT_MAX_ARGS, Arg, Catalog, EnumDecl, Enumerator, HeaderConfig, Probe, spdk_arg0,
 )
-from probegen.catalog.names import BPFTRACE_KEYWORDS, SCRIPT_NAMES, default_guard
+from probegen.catalog.names import BPFTRACE_KEYWORDS, HEADER_NAMES, SCRIPT_NAMES, default_guard
 from probegen.catalog.names import problems as name_problems
 from probegen.catalog.outputs import check_output_paths
 from probegen.catalog.schema_check import Refused, load_schema, plain, structure_problems
@@ -284,20 +284,17 @@ class _Builder:
         """``data``: the node as plain values (schema_check.plain)."""
         fields = self.fields(node) if isinstance(node, yaml.MappingNode) else {}
         values = {k: v for k, v in data.items() if not isinstance(v, dict)} if fields else {}
-        for key in ("guard", "enable_macro", "disable_macro", "compat_prefix", "typed_prefix"):
+        for key in HEADER_NAMES:
             if key in values:
                 self.keyword_check(fields[key], values[key], key)
         self._header_nodes.update(fields)
         guard = values.get("guard")
-        if guard is None and self.header_output is not None:
-            guard = default_guard(provider, str(self.header_output))
-        elif guard is None:
-            out = None
-            if isinstance(outputs_node, yaml.MappingNode):
-                out = self.fields(outputs_node).get("header")
-                if out is not None:
-                    self._header_nodes["guard"] = out  # the guard is made from this path
-            guard = default_guard(provider, str(out.value) if isinstance(out, yaml.ScalarNode) else "probes.h")
+        if guard is None:
+            out = self.fields(outputs_node).get("header") if isinstance(outputs_node, yaml.MappingNode) else None
+            if out is not None and self.header_output is None:
+                self._header_nodes["guard"] = out  # the guard is made from this path
+            written = self.header_output or (out.value if isinstance(out, yaml.ScalarNode) else "probes.h")
+            guard = default_guard(provider, str(written))
         clock = None
         if isinstance(fields.get("clock"), yaml.ScalarNode):
             text = str(values["clock"])

@@ -51,6 +51,9 @@ HEADER_WORDS = frozenset(
 # (measured: $p->if fails, $p->pid, ->comm, ->count, ->BEGIN load).
 BPFTRACE_KEYWORDS = frozenset("if else unroll while return break continue offsetof sizeof".split())
 
+# The 'header:' keys that hold a name: each a macro the header defines or tests.
+HEADER_NAMES = ("guard", "enable_macro", "disable_macro", "compat_prefix", "typed_prefix")
+
 # Scripts the bpftrace generator writes besides one per group (all.bt,
 # counts.bt, spans.bt); the BCC tool is one per catalog, PROVIDER.py.
 SCRIPT_NAMES = frozenset(["all", "counts", "spans"])
@@ -163,7 +166,7 @@ def problems(catalog: Catalog) -> list[tuple[Origin, str]]:
             found.append((origin, f"{what} '{name}' {why}"))
 
     unusable("provider", "provider", catalog.provider, expanded=True)
-    for key in ("guard", "enable_macro", "disable_macro", "compat_prefix", "typed_prefix"):
+    for key in HEADER_NAMES:
         value = getattr(header, key)
         if value:
             unusable(key, key, value, macro=True)
