@@ -19,9 +19,10 @@ def check_output_paths(builder, nodes: dict, allow_outside: bool, directories: f
     ``nodes`` maps an output kind to its path's node; ``directories``: the
     kinds that are directories of scripts (the schema's x-directory)."""
     base = str(builder.base_dir)  # already resolved
-    placed: dict[str, tuple[str, str]] = {}  # kind -> (normalised path, as written)
+    paths: dict[str, str] = {}  # kind -> normalised path, of the outputs placed so far
+    written_as: dict[str, str] = {}
     for kind, node in nodes.items():
-        written = str(node.value)
+        written = written_as[kind] = str(node.value)
         if not written.strip():
             builder.error(node, f"outputs: '{kind}' is empty; give a path relative to the catalog")
             continue
@@ -42,16 +43,15 @@ def check_output_paths(builder, nodes: dict, allow_outside: bool, directories: f
         if path == base and kind not in directories:
             builder.error(node, f"outputs: '{kind}' path '{written}' is the catalog's directory, not a file")
             continue
-        for other, (other_path, other_written) in placed.items():
+        for other, other_path in paths.items():
             if path == other_path:
                 builder.error(node, f"outputs: '{kind}' and '{other}' are both '{written}'; "
                                     "each output needs its own path")
                 continue
-            shown = {kind: written, other: other_written}
-            pairs = ((kind, other, path, other_path), (other, kind, other_path, path))
-            for inner, outer, inner_path, outer_path in pairs:
+            pair = {kind: path, other: other_path}
+            for inner, outer in ((kind, other), (other, kind)):
                 # Scripts directories may nest; nothing goes in, or under, a file.
-                if _inside(inner_path, outer_path) and not (inner in directories and outer in directories):
-                    builder.error(node, f"outputs: '{inner}' ('{shown[inner]}') is inside '{outer}' "
-                                        f"('{shown[outer]}'); each output needs its own path")
-        placed[kind] = (path, written)
+                if _inside(pair[inner], pair[outer]) and not {inner, outer} <= directories:
+                    builder.error(node, f"outputs: '{inner}' ('{written_as[inner]}') is inside '{outer}' "
+                                        f"('{written_as[outer]}'); each output needs its own path")
+        paths[kind] = path
