@@ -27,12 +27,10 @@ def c_integer(text: str) -> int:
     if not match:
         raise ValueError(f"'{text.strip()}' is not a C integer constant (e.g. 12, -3, 0x1f, 017, 4u)")
     digits = match["digits"]
-    if digits[0] == "0" and len(digits) > 1 and digits[1] not in "xXbB":
-        if not set(digits) <= set("01234567"):
-            raise ValueError(f"'{digits}' is not an octal constant (a leading 0 means octal in C)")
-        value = int(digits, 8)
-    else:
-        value = int(digits, 0)
+    octal = digits[0] == "0" and len(digits) > 1 and digits[1] not in "xXbB"
+    if octal and not set(digits) <= set("01234567"):
+        raise ValueError(f"'{digits}' is not an octal constant (a leading 0 means octal in C)")
+    value = int(digits, 8 if octal else 0)
     return -value if match["sign"] == "-" else value
 
 
