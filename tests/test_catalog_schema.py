@@ -35,6 +35,7 @@ VIOLATIONS = {
         (GOOD.replace("provider: demo", "provider: 3"), "1:11: 'provider': expected a string, found '3'"),
         (GOOD.replace("args:\n" + ARG, "args: {n: int}"), "6:11: 'args': expected a list"),
         ("[provider, demo]\n", "1:1: catalog: expected a mapping"),
+        (GOOD + "enums:\n  - {name: e, enumerators: AB}\n", "9:28: 'enumerators': expected a list"),
     ],
     "properties": [
         (GOOD + "arg0: maybe\n", "8:7: 'arg0': expected true or false, found 'maybe'"),

@@ -35,8 +35,6 @@ _KEYWORD_MACROS = {"alignas": "<stdalign.h>", "alignof": "<stdalign.h>", "static
 # Members of the struct itself, through nested and anonymous members; not
 # through pointers ("->"), which the scripts would have to read again.
 _MEMBER_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
-# NAME or NAME = VALUE; the value is read as C reads an integer constant.
-_ENUMERATOR = re.compile(r"\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*(?:=(?P<value>[^=]*))?\Z")
 _STR = "tag:yaml.org,2002:str"
 # Tags that mean something only to PyYAML's constructor ('<<' merges, '='):
 # in a catalog they are text.
@@ -249,29 +247,31 @@ class _Builder:
                 continue
             enumerators: list[Enumerator] = []
             next_value = 0
-            for entry in getattr(fields.get("enumerators"), "value", ()):
-                match = _ENUMERATOR.match(str(entry.value))
-                if not match:
+            listed = fields.get("enumerators")
+            for entry in listed.value if isinstance(listed, yaml.SequenceNode) else ():
+                # NAME or NAME = VALUE, the schema's pattern says; a VALUE is read as C reads it.
+                enumerator, equals, value = (part.strip() for part in str(entry.value).partition("="))
+                if not (enumerator.isascii() and enumerator.isidentifier()):
                     if not self.reported(entry):
                         self.error(entry, f"enumerator: {entry.value!r} is not 'NAME' or 'NAME = VALUE'")
                     continue
-                if match["name"] in C_KEYWORDS:
-                    self.error(entry, f"enumerator '{match['name']}' is a C keyword")
+                if enumerator in C_KEYWORDS:
+                    self.error(entry, f"enumerator '{enumerator}' is a C keyword")
                     continue
-                if match["value"] is not None:
+                if equals:
                     try:
-                        next_value = constants.c_integer(match["value"])
+                        next_value = constants.c_integer(value)
                     except ValueError as exc:
                         if not self.reported(entry):
-                            self.error(entry, f"enum '{name}': enumerator '{match['name']}': {exc}")
+                            self.error(entry, f"enum '{name}': enumerator '{enumerator}': {exc}")
                         continue
                 problem = constants.range_problem(next_value)
                 if problem:
-                    self.error(entry, f"enum '{name}': enumerator '{match['name']}' = {problem}")
+                    self.error(entry, f"enum '{name}': enumerator '{enumerator}' = {problem}")
                     break  # the values after it would all be out of range too
-                if any(e.name == match["name"] for e in enumerators):
-                    self.error(entry, f"enum '{name}': enumerator '{match['name']}' appears twice")
-                enumerators.append(Enumerator(match["name"], next_value, self.loc(entry)))
+                if any(e.name == enumerator for e in enumerators):
+                    self.error(entry, f"enum '{name}': enumerator '{enumerator}' appears twice")
+                enumerators.append(Enumerator(enumerator, next_value, self.loc(entry)))
                 next_value += 1
             mixed = constants.mixed_problem([e.value for e in enumerators])
             if mixed:  # at the largest value
