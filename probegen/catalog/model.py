@@ -28,10 +28,7 @@ class Arg:
     members: tuple[str, ...] = ()  # members of the pointed-to struct to print
     index: int = 0  # N of argN: the position in the probe's note, as scripts read it
     passed: str | None = None  # SPDK's arg0: the C the macro passes itself (0, or the clock), no parameter
-    member_locations: tuple[Location, ...] = field(default=(), compare=False, repr=False)  # where verify reports drift
-
-    def member_location(self, i: int) -> Location:
-        return self.member_locations[i] if i < len(self.member_locations) else self.location
+    member_locations: tuple[Location, ...] = field(default=(), compare=False, repr=False)  # one per member
 
 
 # SPDK's arg0: the clock of a ticks probe, or the int 0 of the others.

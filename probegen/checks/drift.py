@@ -130,6 +130,6 @@ def _member_drift(probe_name: str, arg, infos: DebugInfos) -> list[Finding]:
             try:
                 source.member_ctype(struct, member)
             except InputError as exc:  # no such member (NoSuchMember), or one scripts cannot print
-                found.append(Finding(arg.member_location(i), f"{what}: member '{member}': in the debug info of "
+                found.append(Finding(arg.member_locations[i], f"{what}: member '{member}': in the debug info of "
                                      f"{path}: {exc}", MEMBER_CHECK, probe_name, path))
     return found
