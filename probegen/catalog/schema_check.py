@@ -56,12 +56,13 @@ class Refused(Exception):
 
 
 def plain(root: yaml.Node, scalar: Callable[[yaml.Node], Any], marked: bool = True) -> tuple[Any, list[Problem]]:
-    """(the document as JSON data, its repeated keys and strings holding a
-    character they may not); ``scalar(node)`` gives a scalar node's value. Raises Refused for aliases
-    (their walks grow exponentially: "billion laughs"), tags beyond YAML's
-    core, keys that are not scalars, nesting past MAX_DEPTH. ``marked``:
-    whether the text holds '&' or '!'; without them there is no alias or
-    tag to look for, and the walk keeps no set of every node."""
+    """(the document as JSON data, [(node, message)] for its repeated keys
+    and strings holding a character they may not); ``scalar(node)`` gives a
+    scalar node's value. Raises Refused for aliases (their walks grow
+    exponentially: "billion laughs"), tags beyond YAML's core, keys that are
+    not scalars, nesting past MAX_DEPTH. ``marked``: whether the text holds
+    '&' or '!'; without them there is no alias or tag to look for, and the
+    walk keeps no set of every node."""
     problems: list[Problem] = []
     seen: set[int] = set()  # every node: an alias is a node met twice
     Scalar = yaml.ScalarNode  # noqa: N806
