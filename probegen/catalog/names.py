@@ -94,15 +94,6 @@ def local(arg_name: str) -> str:
     return LOCAL_PREFIX + arg_name
 
 
-def compat_macros(header: HeaderConfig, arg0: bool, max_args: int) -> list[str]:
-    """The untyped macros (as usdt.h.j2 writes them), or none."""
-    prefix = header.compat_prefix
-    if not prefix:
-        return []
-    suffixes = ["", "_TICKS"] if arg0 and header.clock else [""]
-    return [f"{prefix}{n or ''}{suffix}" for suffix in suffixes for n in range(max_args + 1)]
-
-
 class Definition(NamedTuple):
     name: str
     kind: str  # a key of _WHAT
@@ -128,8 +119,10 @@ def header_definitions(catalog: Catalog) -> list[Definition]:
     header = catalog.header
     found = [Definition(header.guard, "guard", "", "guard")]
     found.append(Definition(no_semaphore_macro(header), "helper", "", "guard"))
-    compat = compat_macros(header, catalog.arg0, catalog.max_args)
-    found += [Definition(n, "compat", "", "compat_prefix") for n in compat]
+    if header.compat_prefix:  # the untyped macros, as usdt.h.j2 writes them
+        suffixes = ["", "_TICKS"] if catalog.arg0 and header.clock else [""]
+        found += [Definition(f"{header.compat_prefix}{n or ''}{suffix}", "compat", "", "compat_prefix")
+                  for suffix in suffixes for n in range(catalog.max_args + 1)]
     for probe in catalog.probes:
         macro = typed_macro(header, probe.name)
         found.append(Definition(macro, "macro", probe.name, probe.location))
