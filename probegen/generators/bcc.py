@@ -106,16 +106,15 @@ def render_tool(catalog: Catalog, types: TypeSource | None = None) -> str:
 
 def runtime_source() -> str:
     """runtime/bcc.py with timeline.py in place of its import, without their docstrings."""
-    source = Path(probegen.runtime.bcc.__file__).read_text(encoding="utf-8")
-    timeline = Path(probegen.runtime.timeline.__file__).read_text(encoding="utf-8")
+    def body(module) -> str:
+        source = Path(module.__file__).read_text(encoding="utf-8")
+        first = ast.parse(source).body[0]
+        assert isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant), "a module opens with its docstring"
+        return "\n".join(source.split("\n")[first.end_lineno:])
+
+    source = body(probegen.runtime.bcc)
     assert TIMELINE_IMPORT in source
-    return _without_docstring(source).replace(TIMELINE_IMPORT, _without_docstring(timeline).lstrip("\n"))
-
-
-def _without_docstring(source: str) -> str:
-    first = ast.parse(source).body[0]
-    assert isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant), "a module opens with its docstring"
-    return "\n".join(source.split("\n")[first.end_lineno:])
+    return source.replace(TIMELINE_IMPORT, body(probegen.runtime.timeline).lstrip("\n"))
 
 
 def tool_name(catalog: Catalog) -> str:

@@ -361,26 +361,23 @@ def parse_args(tool, argv=None):
 
 
 def check_args(tool, args):
-    if args.pid is None and args.binary is None and not (args.list or args.ebpf):
-        raise UsageError("give -p PID or a BINARY")
-    if args.pid is not None and args.pid <= 0:
-        raise UsageError("-p needs a process id above 0")
-    for value, what in ((args.duration, "--duration"), (args.interval, "--interval")):
-        if value is not None and not value > 0:
-            raise UsageError("%s needs a number of seconds above 0" % what)
-    if args.interval is not None and not (args.count or args.hist):
-        raise UsageError("--interval needs --count or --hist")
-    if (args.per_key or args.milliseconds or args.span) and not args.hist:
-        raise UsageError("--per-key, -m and --span need --hist")
-    if args.timeline and (args.count or args.hist):
-        raise UsageError("--timeline needs every hit: not with --count or --hist")
-    if args.hist and not tool.spans:
-        raise UsageError("the catalog has no spans: --hist has nothing to measure")
     unknown = [n for n in args.probe if n not in tool.by_name]
     unknown += [n for n in args.group if n not in {p.group for p in tool.probes}]
     unknown += [n for n in args.span if n not in {s.name for s in tool.spans}]
-    if unknown:
-        raise UsageError("no probe, group or span named %s (see --list)" % ", ".join(map(repr, unknown)))
+    checks = [
+        (args.pid is None and args.binary is None and not (args.list or args.ebpf), "give -p PID or a BINARY"),
+        (args.pid is not None and args.pid <= 0, "-p needs a process id above 0"),
+        (args.duration is not None and not args.duration > 0, "--duration needs a number of seconds above 0"),
+        (args.interval is not None and not args.interval > 0, "--interval needs a number of seconds above 0"),
+        (args.interval is not None and not (args.count or args.hist), "--interval needs --count or --hist"),
+        ((args.per_key or args.milliseconds or args.span) and not args.hist, "--per-key, -m and --span need --hist"),
+        (args.timeline and (args.count or args.hist), "--timeline needs every hit: not with --count or --hist"),
+        (args.hist and not tool.spans, "the catalog has no spans: --hist has nothing to measure"),
+        (unknown, "no probe, group or span named %s (see --list)" % ", ".join(map(repr, unknown))),
+    ]
+    for wrong, message in checks:
+        if wrong:
+            raise UsageError(message)
 
 
 def selection(tool, args):
@@ -594,7 +591,7 @@ class Histograms:
 
     def report(self, taken, unmatched):
         """(the JSON objects, as ``probegen trace --hist --json`` prints them, without
-        empty buckets; the text) of the histograms taken and the ends without a start."""
+        empty buckets; the text) of the histograms taken and the ends without a start (of any span)."""
         objects, text = [], []
         for (number, values), slots in taken:
             span, table = self.spans[number].name, rows(slots)
@@ -604,7 +601,7 @@ class Histograms:
                             "unit": self.json_unit, "count": sum(slots.values()),
                             "buckets": [{"min": low, "max": high, "count": n} for low, high, n in table if n]})
         for number, count in unmatched.items():
-            if count:
+            if count and number in self.spans:
                 span = self.spans[number].name
                 text.append("span %s: %d end%s without a start" % (span, count, "s" * (count != 1)))
                 objects.append({"type": "unmatched", "span": span, "count": count})
@@ -615,13 +612,11 @@ class Counters:
     """A kernel per-CPU array of running totals, reported as the change since the last report."""
 
     def __init__(self, table, size):
-        self.table = table
-        self.last = [0] * size
+        self.table, self.last = table, [0] * size
 
     def take(self):
         now = [self.table.sum(self.table.Key(n)).value for n in range(len(self.last))]
-        changes = {n: now[n] - self.last[n] for n in range(len(now))}
-        self.last = now
+        changes, self.last = {n: new - old for n, (new, old) in enumerate(zip(now, self.last))}, now
         return changes
 
 
@@ -854,7 +849,7 @@ def parse_enums(shown, file, wanted):
         return (found, None) if found is not None else (None, "'%s' has no debug info" % shown)
     except ImportError:
         return None, "pyelftools is not installed for %s (Debian: python3-pyelftools)" % sys.executable
-    except (Exception, MemoryError) as exc:
+    except Exception as exc:  # MemoryError too
         return None, "debug info of '%s' unusable: %s" % (shown, str(exc) or type(exc).__name__)
 
 
@@ -926,15 +921,13 @@ class Libbcc:
     def __init__(self):
         self.lib = ct.CDLL("libbcc.so.0", use_errno=True)
         self.callback = ct.CFUNCTYPE(None, ct.POINTER(BccUsdt))
-        self.attach_uprobe = self.declare("bpf_attach_uprobe", ct.c_int, ct.c_int, ct.c_int, ct.c_char_p,
-                                          ct.c_char_p, ct.c_uint64, ct.c_int, ct.c_uint32)
-        self.close_perf_event_fd = self.declare("bpf_close_perf_event_fd", ct.c_int, ct.c_int)
-        self.usdt_foreach = self.declare("bcc_usdt_foreach", None, ct.c_void_p, self.callback)
-
-    def declare(self, name, result, *arguments):
-        function = getattr(self.lib, name)
-        function.restype, function.argtypes = result, list(arguments)
-        return function
+        for name, result, *arguments in (
+                ("bpf_attach_uprobe", ct.c_int, ct.c_int, ct.c_int, ct.c_char_p, ct.c_char_p, ct.c_uint64, ct.c_int,
+                 ct.c_uint32),
+                ("bpf_close_perf_event_fd", ct.c_int, ct.c_int),
+                ("bcc_usdt_foreach", None, ct.c_void_p, self.callback)):
+            function = getattr(self.lib, name)
+            function.restype, function.argtypes = result, arguments
 
     def semaphore_offsets(self, context):
         """(binary path, provider, probe) -> the semaphore's file offset, 0 without one."""
@@ -944,7 +937,7 @@ class Libbcc:
             probe = usdt.contents
             found[(probe.bin_path, probe.provider, probe.name)] = probe.semaphore_offset if probe.semaphore else 0
 
-        self.usdt_foreach(context, self.callback(note))
+        self.lib.bcc_usdt_foreach(context, self.callback(note))
         return found
 
 
@@ -960,10 +953,10 @@ def attach(bpf, usdt, provider, names, libbcc):
         function = bpf.load_func(fn_name, BPF.KPROBE)
         # Only a fallback through tracefs uses the name; unique per location and tool.
         ev_name = b"probegen_%d_%x_%d" % (os.getpid(), address, len(fds))
-        fd = libbcc.attach_uprobe(function.fd, 0, ev_name, binary, address, pid, ref_ctr_offset)
+        fd = libbcc.lib.bpf_attach_uprobe(function.fd, 0, ev_name, binary, address, pid, ref_ctr_offset)
         if fd < 0:
             for done in fds:
-                libbcc.close_perf_event_fd(done)
+                libbcc.lib.bpf_close_perf_event_fd(done)
             return "cannot attach probe %s at %s:0x%x (semaphore offset 0x%x): %s" % (
                 name, printable(text(binary)), address, ref_ctr_offset, os.strerror(ct.get_errno() or -fd))
         fds.append(fd)
@@ -1089,7 +1082,7 @@ def main(tool, argv=None):
         return run(tool, args, bpf, probes, spans, stop)
     finally:
         for fd in fds:
-            libbcc.close_perf_event_fd(fd)
+            libbcc.lib.bpf_close_perf_event_fd(fd)
 
 
 def run(tool, args, bpf, probes, spans, stop):
@@ -1118,8 +1111,7 @@ def run(tool, args, bpf, probes, spans, stop):
             objects, shown = count_report(probes, counts.take())
         elif histograms:
             histograms.read(bpf)
-            taken, ends = histograms.take(), {k: v for k, v in unmatched.take().items() if k in histograms.spans}
-            objects, shown = histograms.report(taken, ends)
+            objects, shown = histograms.report(histograms.take(), unmatched.take())
         else:
             return
         for line in [json.dumps(o) for o in objects] if args.json else [shown]:
