@@ -539,8 +539,7 @@ def rows(slots):
     merged = {}
     for slot, count in slots.items():
         merged[max(slot, 1)] = merged.get(max(slot, 1), 0) + count
-    last = max(merged, default=1)
-    return [slot_range(s) + (merged.get(s, 0),) for s in range(1, last + 1)]
+    return [slot_range(s) + (merged.get(s, 0),) for s in range(1, max(merged, default=1) + 1)]
 
 
 def format_histogram(unit, table):
@@ -577,12 +576,14 @@ class Histograms:
         slots[slot] = slots.get(slot, 0) + count
 
     def read(self, bpf):
+        """The kernel's counts since the last read, as take() gives them."""
         for number, span in self.spans.items():
             for key, count in bpf["span_%d_hist" % number].items():
                 raw = (number, bytes(key))
                 change, self.seen[raw] = count.value - self.seen.get(raw, 0), count.value
                 if change:
                     self.add(span, self.values(span, key.v), key.slot, change)
+        return self.take()
 
     def take(self):
         """The histograms since the last take, in span then first-seen order."""
@@ -881,10 +882,10 @@ def traced_files(args, holders):
 
 
 def use_debug_info(tool, enums, files, pid=None):
-    """Each enum's names from the first file's DWARF that has it, into the
-    tool's tables; returns the lines saying each one's source."""
-    missing, reasons, by_file = list(enums), [], {}
-    for shown, found, reason in read_enums(files, enums, pid) if enums else []:
+    """Each enum's names from the first file's DWARF that has it (files None:
+    --no-debug-info), into the tool's tables; returns the lines saying each one's source."""
+    missing, reasons, by_file = list(enums), [] if files is not None else ["--no-debug-info"], {}
+    for shown, found, reason in read_enums(files, enums, pid) if enums and files else []:
         if reason:
             reasons.append(reason)
             continue
@@ -943,14 +944,12 @@ class Libbcc:
 
 def attach(bpf, usdt, provider, names, libbcc):
     """Attach every enabled location (names: fn_name -> probe): the perf event fds, or an error."""
-    from bcc import BPF
-
     offsets = libbcc.semaphore_offsets(usdt.get_context())
     fds = []
     for binary, fn_name, address, pid in usdt.enumerate_active_probes():
         name = names[fn_name.decode()].name
         ref_ctr_offset = offsets.get((binary, provider.encode(), name.encode()), 0)
-        function = bpf.load_func(fn_name, BPF.KPROBE)
+        function = bpf.load_func(fn_name, bpf.KPROBE)
         # Only a fallback through tracefs uses the name; unique per location and tool.
         ev_name = b"probegen_%d_%x_%d" % (os.getpid(), address, len(fds))
         fd = libbcc.lib.bpf_attach_uprobe(function.fd, 0, ev_name, binary, address, pid, ref_ctr_offset)
@@ -1062,12 +1061,8 @@ def main(tool, argv=None):
         print(program)
         return 0
     enums = [] if args.count else printed_enums(probes, spans)
-    if args.no_debug_info:
-        sources = ["enum names of %s from the catalog (as the tool has them): --no-debug-info" % e for e in enums]
-    else:
-        holders = sorted({b for b, _, _, _ in usdt.enumerate_active_probes()})
-        sources = use_debug_info(tool, enums, traced_files(args, holders), args.pid)
-    for line in sources:
+    holders = sorted({b for b, _, _, _ in usdt.enumerate_active_probes()})
+    for line in use_debug_info(tool, enums, None if args.no_debug_info else traced_files(args, holders), args.pid):
         warn(line)
     stop = Stop(args.pid)  # from here, Ctrl-C ends the tool at its next turn, not inside BCC
     try:
@@ -1088,11 +1083,15 @@ def main(tool, argv=None):
 def run(tool, args, bpf, probes, spans, stop):
     """Collect until Ctrl-C, SIGTERM, --duration or the process's exit; print the summaries."""
     sys.stdout.reconfigure(line_buffering=True, errors="surrogateescape")
-    histograms = Histograms(tool, spans, args.per_key, args.milliseconds) if args.hist else None
-    counts = Counters(bpf["counts"], len(tool.probes)) if args.count else None
-    unmatched = Counters(bpf["unmatched"], len(tool.spans)) if args.hist else None
     hits, reorder = [], None
-    if not (counts or histograms):
+    if args.count:
+        counts, mode = Counters(bpf["counts"], len(tool.probes)), "counting hits"
+    elif args.hist:
+        histograms = Histograms(tool, spans, args.per_key, args.milliseconds)
+        unmatched = Counters(bpf["unmatched"], len(tool.spans))
+        mode = "%d span%s as histograms" % (len(spans), "s" * (len(spans) != 1))
+    else:
+        mode = "a line per hit"
         bind_events(probes)
 
         def out(hit):
@@ -1107,26 +1106,18 @@ def run(tool, args, bpf, probes, spans, stop):
     def summary(stamp=None):
         if stamp:  # an --interval's summary begins
             print(json.dumps({"type": "interval", "time": stamp}) if args.json else "[%s]" % stamp)
-        if counts:
-            objects, shown = count_report(probes, counts.take())
-        elif histograms:
-            histograms.read(bpf)
-            objects, shown = histograms.report(histograms.take(), unmatched.take())
-        else:
-            return
+        objects, shown = (count_report(probes, counts.take()) if args.count else
+                          histograms.report(histograms.read(bpf), unmatched.take()))
         for line in [json.dumps(o) for o in objects] if args.json else [shown]:
             print(line)
 
-    mode = ("counting hits" if counts else "%d span%s as histograms" % (len(spans), "s" * (len(spans) != 1))
-            if histograms else "a line per hit")
     if args.json:
         print(json.dumps({"type": "attached", "probes": len(probes)}))
     else:
         print("Tracing %d probe%s (%s): %s. Hit Ctrl-C to end."
               % (len(probes), "s" * (len(probes) != 1), tool.provider, mode))
     now = time.monotonic()
-    deadline = None if args.duration is None else now + args.duration
-    next_summary = None if args.interval is None else now + args.interval
+    deadline, next_summary = now + (args.duration or float("inf")), now + (args.interval or float("inf"))
     while not stop.requested:
         if reorder:
             bpf.perf_buffer_poll(timeout=POLL_MS)
@@ -1134,9 +1125,9 @@ def run(tool, args, bpf, probes, spans, stop):
         else:
             time.sleep(POLL_MS / 1000)
         now = time.monotonic()
-        if deadline is not None and now >= deadline:
+        if now >= deadline:
             break
-        if next_summary is not None and now >= next_summary:
+        if now >= next_summary:
             summary(time.strftime("%H:%M:%S"))
             next_summary += args.interval
     if reorder:
@@ -1145,7 +1136,8 @@ def run(tool, args, bpf, probes, spans, stop):
         if reorder.late:
             warn("warning: %d hits arrived over %d ms late and printed out of order"
                  % (reorder.late, REORDER_NS // 1000000))
-    summary(time.strftime("%H:%M:%S") if args.interval else None)
+    if args.count or args.hist:
+        summary(time.strftime("%H:%M:%S") if args.interval else None)
     if args.timeline:
         spans = [(s.name, s.start, s.end, [(a.label, b.label) for a, b in s.keys]) for s in tool.spans]
         with open(args.timeline, "w") as file:
