@@ -53,7 +53,7 @@ class Field:
     PROBES table) and, for a struct member, (struct, member path)."""
 
     def __init__(self, label, arg, fmt, member=None):
-        self.label, self.arg, self.fmt, self.member = label, arg, fmt, member
+        self.label, self.arg, self.member = label, arg, member
         kind, bits, more = re.match(r"([a-z]+?)(\d*)(?::(.*))?$", fmt).groups()
         self.max_len = int(more) if kind in ("str", "chars", "flex") else 0
         self.length = None  # buf: the argument holding the length (0-based)
