@@ -108,9 +108,9 @@ def runtime_source() -> str:
     """runtime/bcc.py with timeline.py in place of its import, without their docstrings."""
     def body(module) -> str:
         source = Path(module.__file__).read_text(encoding="utf-8")
-        first = ast.parse(source).body[0]
-        assert isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant), "a module opens with its docstring"
-        return "\n".join(source.split("\n")[first.end_lineno:])
+        tree = ast.parse(source)
+        assert ast.get_docstring(tree) is not None, "a module opens with its docstring"
+        return "\n".join(source.split("\n")[tree.body[0].end_lineno:])
 
     source = body(probegen.runtime.bcc)
     assert TIMELINE_IMPORT in source
