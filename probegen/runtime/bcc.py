@@ -761,11 +761,11 @@ class BccUsdt(ct.Structure):
 
 
 class Libbcc:
-    """The libbcc calls tools make, on a handle of their own (BCC's binding declares
-    bpf_attach_uprobe without the semaphore's offset)."""
+    """The libbcc calls tools make to attach, on a handle of their own (BCC's binding
+    declares bpf_attach_uprobe without the semaphore's offset)."""
 
     def __init__(self):
-        self.lib = ct.CDLL("libbcc.so.0", use_errno=True)
+        self.lib, self.fds = ct.CDLL("libbcc.so.0", use_errno=True), []  # fds: the uprobes attached
         self.callback = ct.CFUNCTYPE(None, ct.POINTER(BccUsdt))
         for name, result, *arguments in (
                 ("bpf_attach_uprobe", ct.c_int, ct.c_int, ct.c_int, ct.c_char_p, ct.c_char_p, ct.c_uint64, ct.c_int,
@@ -786,25 +786,25 @@ class Libbcc:
         self.lib.bcc_usdt_foreach(context, self.callback(note))
         return found
 
+    def attach(self, bpf, usdt, provider, names):
+        """Attach every enabled location (names: fn_name -> probe) into self.fds; None, or an error."""
+        offsets = self.semaphore_offsets(usdt.get_context())
+        for binary, fn_name, address, pid in usdt.enumerate_active_probes():
+            name = names[fn_name.decode()].name
+            ref_ctr_offset = offsets.get((binary, provider.encode(), name.encode()), 0)
+            function = bpf.load_func(fn_name, bpf.KPROBE)
+            # Only a fallback through tracefs uses the name; unique per location and tool.
+            ev_name = b"probegen_%d_%x_%d" % (os.getpid(), address, len(self.fds))
+            fd = self.lib.bpf_attach_uprobe(function.fd, 0, ev_name, binary, address, pid, ref_ctr_offset)
+            if fd < 0:
+                self.detach()
+                return "cannot attach probe %s at %s:0x%x (semaphore offset 0x%x): %s" % (
+                    name, printable(text(binary)), address, ref_ctr_offset, os.strerror(ct.get_errno() or -fd))
+            self.fds.append(fd)
 
-def attach(bpf, usdt, provider, names, libbcc):
-    """Attach every enabled location (names: fn_name -> probe): the perf event fds, or an error."""
-    offsets = libbcc.semaphore_offsets(usdt.get_context())
-    fds = []
-    for binary, fn_name, address, pid in usdt.enumerate_active_probes():
-        name = names[fn_name.decode()].name
-        ref_ctr_offset = offsets.get((binary, provider.encode(), name.encode()), 0)
-        function = bpf.load_func(fn_name, bpf.KPROBE)
-        # Only a fallback through tracefs uses the name; unique per location and tool.
-        ev_name = b"probegen_%d_%x_%d" % (os.getpid(), address, len(fds))
-        fd = libbcc.lib.bpf_attach_uprobe(function.fd, 0, ev_name, binary, address, pid, ref_ctr_offset)
-        if fd < 0:
-            for done in fds:
-                libbcc.lib.bpf_close_perf_event_fd(done)
-            return "cannot attach probe %s at %s:0x%x (semaphore offset 0x%x): %s" % (
-                name, printable(text(binary)), address, ref_ctr_offset, os.strerror(ct.get_errno() or -fd))
-        fds.append(fd)
-    return fds
+    def detach(self):
+        for fd in self.fds:
+            self.lib.bpf_close_perf_event_fd(fd)
 
 
 def fail(message):
@@ -915,14 +915,13 @@ def main(tool, argv=None):
     except Exception as exc:
         return fail("cannot load the BPF program (root needed): %s" % exc)
     libbcc = Libbcc()
-    fds = attach(bpf, usdt, tool.provider, names, libbcc)
-    if isinstance(fds, str):
-        return fail(fds)
+    error = libbcc.attach(bpf, usdt, tool.provider, names)
+    if error:
+        return fail(error)
     try:
         return run(tool, args, bpf, probes, spans, stop)
     finally:
-        for fd in fds:
-            libbcc.lib.bpf_close_perf_event_fd(fd)
+        libbcc.detach()
 
 
 def run(tool, args, bpf, probes, spans, stop):
