@@ -158,7 +158,7 @@ class Tool:
     def __init__(self, provider, description, enums, probes, spans, structs=""):
         self.provider, self.description, self.structs = provider, description, structs
         # name -> {"names": value -> printed name, "catalog": the same, kept, "strip": prefix}
-        self.enums = {name: {"names": dict(names), "catalog": dict(names), "strip": strip}
+        self.enums = {name: {"names": names, "catalog": names, "strip": strip}
                       for name, (strip, names) in enums.items()}
         self.probes = [Probe(n, *p) for n, p in enumerate(probes)]
         self.spans = [Span(n, *s) for n, s in enumerate(spans)]
@@ -736,8 +736,7 @@ def use_debug_info(tool, enums, files, pid=None):
             continue
         for enum, enumerators in found.items():
             table = tool.enums[enum]
-            table["names"].clear()
-            table["names"].update(shown_names(enumerators, table["strip"]))
+            table["names"] = shown_names(enumerators, table["strip"])
             missing.remove(enum)
             differs = " (differs from the catalog's)" if table["names"] != table["catalog"] else ""
             by_file.setdefault(shown, []).append(enum + differs)
