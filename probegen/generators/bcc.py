@@ -63,12 +63,13 @@ def _span_rows(catalog: Catalog, types: TypeSource | None) -> list[str]:
     for span in catalog.spans:
         keys = [(k.name, fmt(k.start), k.start.index, k.end.index) for k in span.key]
         by = [(b.name, fmt(b.arg), b.arg.index, "start" if b.at_start else "end") for b in span.by]
-        rows.append(_row(repr((span.name, span.doc, span.start.name, span.end.name))[1:-1], f"{keys!r}, {by!r}"))
+        rows.append(_row((span.name, span.doc, span.start.name, span.end.name), f"{keys!r}, {by!r}"))
     return rows
 
 
-def _row(head: str, rest: str) -> str:
-    """A table row, (head, rest), on one line if it fits, else on two."""
+def _row(values: tuple, rest: str) -> str:
+    """A table row, the values then rest, on one line if it fits, else on two."""
+    head = repr(values)[1:-1]
     row = f"({head}, {rest})"
     return row if len(row) <= ROW_WIDTH else f"({head},\n     {rest})"
 
@@ -81,11 +82,9 @@ def _python_raw_text(c_text: str) -> str:
 
 def render_tool(catalog: Catalog, types: TypeSource | None = None) -> str:
     lines = [probe_line(catalog, p, types) for p in catalog.probes]
-    probes = []
-    for line in lines:
-        fields = [field_row(f, line.probe.note_args[f.index]) for f in line.fields]
-        head = repr((line.probe.name, line.probe.group, line.probe.doc, line.arg_count))[1:-1]
-        probes.append(_row(head, f"[{', '.join(fields)}]"))
+    probes = [_row((line.probe.name, line.probe.group, line.probe.doc, line.arg_count),
+                   "[%s]" % ", ".join(field_row(f, line.probe.note_args[f.index]) for f in line.fields))
+              for line in lines]
     enums = []
     for table in enum_tables(lines):
         decl = catalog.enum(table.name)
