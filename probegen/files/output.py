@@ -17,7 +17,7 @@ from pathlib import Path
 
 from probegen.errors import InputError, Location
 from probegen.files.inputs import KINDS
-from probegen.files.place import MakeDirectoryError, Place, Refused, locate
+from probegen.files.place import READ_FLAGS, MakeDirectoryError, Place, Refused, locate, read_at
 
 
 @dataclass(frozen=True)
@@ -52,9 +52,6 @@ class ForeignFile(UnwritableOutput):
                                 f"give --force to let probegen take it over{more}")
 
 
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-
-
 def _read_at(path, check) -> bool:
     """``check(place)`` of a path walked for reading (no owner checked:
     reading decides no write); False when it cannot be (the write says why)."""
@@ -70,14 +67,9 @@ def _is_current_at(place: Place, file: GeneratedFile) -> bool:
     file can be current: a FIFO or a device is not read (it could block)."""
     if place.proc or place.info is None or not stat.S_ISREG(place.info.st_mode):
         return False
-    try:
-        with open(place.name, "rb", opener=lambda name, _: os.open(name, _READ_FLAGS, dir_fd=place.dir_fd)) as stream:
-            info = os.fstat(stream.fileno())
-            return (stat.S_ISREG(info.st_mode) and info.st_size == len(file.data)
-                    and (not file.executable or bool(info.st_mode & stat.S_IXUSR))
-                    and stream.read(len(file.data) + 1) == file.data)
-    except OSError:
-        return False
+    found = read_at(place.dir_fd, place.name, len(file.data) + 1)
+    return (found is not None and found[1] == file.data
+            and (not file.executable or bool(found[0].st_mode & stat.S_IXUSR)))
 
 
 def refuse_foreign(files: list[GeneratedFile]) -> None:
@@ -296,7 +288,7 @@ def _sweep(place: Place) -> None:
         if not is_temporary_name(name):
             continue
         try:
-            fd = os.open(name, _READ_FLAGS, dir_fd=place.dir_fd)
+            fd = os.open(name, READ_FLAGS, dir_fd=place.dir_fd)
         except OSError:
             continue
         try:

@@ -17,6 +17,7 @@ import stat
 from dataclasses import dataclass
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _MAX_LINKS = 40
 
 
@@ -134,3 +135,15 @@ def _who(info: os.stat_result) -> str:
     if info.st_uid not in (0, os.geteuid()):
         return f"its owner (uid {info.st_uid})"
     return "every user" if info.st_mode & stat.S_IWOTH else f"group {info.st_gid}"
+
+
+def read_at(dir_fd, name, limit: int) -> tuple[os.stat_result, bytes] | None:
+    """The status and first ``limit`` bytes of ``name`` in the directory
+    ``dir_fd``, or None when it is no regular file (a link at the end is not
+    followed; a device or a FIFO is not read: it could block)."""
+    try:
+        with open(name, "rb", opener=lambda name, _: os.open(name, READ_FLAGS, dir_fd=dir_fd)) as stream:
+            info = os.fstat(stream.fileno())
+            return (info, stream.read(limit)) if stat.S_ISREG(info.st_mode) else None
+    except OSError:
+        return None
