@@ -36,10 +36,6 @@ def add_options(parser, *names: str, what: str = "findings") -> None:
         parser.add_argument(*flags, **keywords)
 
 
-def add_catalog_argument(parser) -> None:
-    add_options(parser, "catalog")
-
-
 def write_output(args, output, render, source, template: str) -> int:
     """``render(path)`` written to ``output`` ('-': ``render(None)`` on
     stdout), then the depfile (made from ``source`` and ``template``; its

@@ -5,8 +5,6 @@ explicit padding); or enum name maps for bpftrace and BCC scripts.
 
 from __future__ import annotations
 
-import sys
-
 HELP = "struct and enum definitions for bpftrace from a binary's DWARF"
 
 
@@ -32,12 +30,10 @@ def configure(parser):
 
 
 def run(args) -> int:
-    from pathlib import Path
-
     from probegen.dwarf import DwarfTypes
     from probegen.generators.structs import render_definitions, render_enum_maps
     from probegen.errors import InputError
-    from probegen.files.output import GeneratedFile, write_if_changed
+    from probegen.reports import emit
 
     if args.enum_map:
         if not args.enums or args.types:
@@ -49,8 +45,5 @@ def run(args) -> int:
             text = render_enum_maps(types, args.enums, args.enum_map, args.strip_prefix)
         else:
             text = render_definitions(types, args.types, args.enums, annotate=args.annotate)
-    if args.output and args.output != "-":
-        write_if_changed(GeneratedFile(Path(args.output), text))
-    else:
-        sys.stdout.write(text)
+    emit(text, args.output)
     return 0

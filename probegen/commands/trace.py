@@ -38,7 +38,7 @@ def _seconds(text: str) -> int:
 
 
 def configure(parser):
-    from probegen.commands import add_catalog_argument
+    from probegen.commands import add_options
 
     add = parser.add_argument
     add("-p", "--pid", type=int, metavar="PID", help="process to trace (or give PID first)")
@@ -58,7 +58,7 @@ def configure(parser):
         help="also write the hits and spans as Chrome trace-event JSON (Perfetto UI, chrome://tracing)")
     add("--no-debug-info", action="store_true",
         help="print enum names as the catalog has them, not from the traced binary's DWARF")
-    add_catalog_argument(parser)
+    add_options(parser, "catalog")
 
 
 def _take_pid(args) -> None:

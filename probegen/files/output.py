@@ -218,7 +218,8 @@ def _replace(place: Place, data: bytes, executable: bool) -> None:
             finally:
                 os.close(fd)
         except BaseException:
-            _unlink_quietly(place.dir_fd, temporary)
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=place.dir_fd)
             raise
         finally:
             _live_temporaries.discard((place.dir_fd, temporary))
@@ -304,13 +305,6 @@ def _sweep(place: Place) -> None:
             os.close(fd)
 
 
-def _unlink_quietly(dir_fd: int, name: str) -> None:
-    try:
-        os.unlink(name, dir_fd=dir_fd)
-    except OSError:
-        pass
-
-
 @contextlib.contextmanager
 def _removed_on_signal():
     """While writing, SIGINT, SIGTERM and SIGHUP first remove the live
@@ -322,7 +316,8 @@ def _removed_on_signal():
 
     def on_signal(signum, frame):
         for dir_fd, temporary in list(_live_temporaries):
-            _unlink_quietly(dir_fd, temporary)
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=dir_fd)
         handler = previous.pop(signum)
         signal.signal(signum, handler)
         if callable(handler):
