@@ -104,7 +104,8 @@ def _held_descriptor(path):
 
 
 class _PositionalReader(io.RawIOBase):
-    """A descriptor read with pread, at an offset of its own."""
+    """A descriptor read with pread, at an offset of its own (tell() is
+    IOBase's: seek(0, 1))."""
 
     def __init__(self, fd: int):
         self.fd, self.position = fd, 0
@@ -127,9 +128,6 @@ class _PositionalReader(io.RawIOBase):
     def seek(self, offset: int, whence: int = 0) -> int:
         base = {0: 0, 1: self.position, 2: os.fstat(self.fd).st_size}[whence]
         self.position = max(0, base + offset)
-        return self.position
-
-    def tell(self) -> int:
         return self.position
 
     def close(self) -> None:

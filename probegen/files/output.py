@@ -129,12 +129,9 @@ def open_stream(path) -> int:
         return _open_target(place, create=True)
 
 
-def write_all(files: list[GeneratedFile], keep_foreign: bool = False) -> list[Path]:
-    """Write every file that changed (none when ``keep_foreign`` finds a
-    foreign one); the paths written."""
-    if keep_foreign:
-        refuse_foreign(files)
-    return [f.path for f in files if write_if_changed(f, keep_foreign)]
+def write_all(files: list[GeneratedFile]) -> list[Path]:
+    """Write every file that changed; the paths written."""
+    return [f.path for f in files if write_if_changed(f)]
 
 
 def stale(files: list[GeneratedFile]) -> list[Path]:
