@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 
 from probegen.commands import add_options
-from probegen.errors import printable, printable_lines
+from probegen.errors import printable_lines
 
 HELP = "check hand-written bpftrace scripts against the catalog"
 
@@ -29,21 +29,14 @@ def configure(parser):
 def run(args) -> int:
     from probegen.checks.lint import lint_paths
     from probegen.commands.scripts import binary_types
-    from probegen.reports import load_catalog_reported
+    from probegen.reports import Outcome, emit, load_catalog_reported, problem_of, render
 
     catalog = load_catalog_reported(args, "lint")
     with binary_types(args) as types:
         report = lint_paths(args.scripts, catalog, types, args.binary or "the binary")
     for error in report.errors:
         print(printable_lines(str(error)), file=sys.stderr)
-    if args.format == "text":
-        for finding in report.findings:
-            print(finding)
-        print(printable(report.summary()))
-    else:
-        from probegen.reports import Outcome, emit, problem_of, render
-
-        outcome = Outcome("lint", str(args.catalog), report.summary(), list(report.findings),
-                          [problem_of(path, exc) for path, exc in report.failed], [str(s) for s in args.scripts])
-        emit(render(outcome, args.format), args.output)
+    outcome = Outcome("lint", str(args.catalog), report.summary(), list(report.findings),
+                      [problem_of(path, exc) for path, exc in report.failed], [str(s) for s in args.scripts])
+    emit(render(outcome, args.format), None if args.format == "text" else args.output)  # -o: a CI format's
     return report.exit_code

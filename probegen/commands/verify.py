@@ -66,25 +66,22 @@ def run(args) -> int:
             report = verify_binaries(catalog, binaries, allow_extra=args.allow_extra,
                                      followed=frozenset(reading.followed), debug_infos=infos,
                                      allow_missing_semaphores=args.allow_missing_semaphores)
-    if args.format == "text":
-        for finding in report.findings:
-            print(finding)
-        print(printable(report.summary() + (f"; {len(errors)} file(s) could not be read" if errors else "")))
-    else:
-        emit(_reported(catalog, report, errors, args.format), args.output)
+    emit(_reported(catalog, report, errors, args.format), None if args.format == "text" else args.output)
     if errors:
         return 2
     return 0 if report.ok else 1
 
 
 def _reported(catalog, report, errors, form: str) -> str:
-    """The report in a CI format: each finding at its place (the catalog
-    entry, or the binary for probes the catalog lacks)."""
+    """The report in ``form``: each finding at its place (the catalog entry,
+    or the binary for probes the catalog lacks)."""
     from probegen.errors import Diagnostic
     from probegen.reports import Outcome, render
 
-    outcome = Outcome("verify", str(catalog.path), report.summary() if report else "verify: no binary could be read",
-                      report=report)
+    summary = report.summary() if report else "verify: no binary could be read"
+    if errors and form == "text":  # the CI formats list them
+        summary += f"; {len(errors)} file(s) could not be read"
+    outcome = Outcome("verify", str(catalog.path), summary, report=report)
     if report is not None:
         outcome.results = [Diagnostic(f.location, f.message, rule=f.check) for f in report.findings]
         outcome.subjects = [b.path for b in report.binaries]

@@ -2,9 +2,9 @@
 
 Each command turns what it found into an ``Outcome``: results (Diagnostics
 whose ``rule`` is one of probegen.reports.rules') and problems (inputs that
-could not be read, exit 2), which ``render`` writes as SARIF 2.1.0, GitHub
-workflow-command annotations, JSON or JUnit XML (verify keeps shapes of its
-own for the last two: probegen.reports.plain).
+could not be read, exit 2), which ``render`` writes as text, SARIF 2.1.0,
+GitHub workflow-command annotations, JSON or JUnit XML (verify keeps shapes
+of its own for the last two: probegen.reports.plain).
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from probegen.errors import Diagnostic, Location
+from probegen.errors import Diagnostic, Location, printable
+
 
 @dataclass
 class Outcome:
@@ -49,8 +50,12 @@ def problem_of(path: str, exc) -> Diagnostic:
 
 
 def render(outcome: Outcome, form: str) -> str:
+    """The outcome in ``form``: one of the CI formats, or text (each result's
+    line, then the summary)."""
     import json
 
+    if form == "text":
+        return "".join(f"{result}\n" for result in outcome.results) + printable(outcome.summary) + "\n"
     if form == "sarif":
         from probegen.reports.sarif import sarif_log
 
