@@ -46,20 +46,16 @@ def run(args) -> int:  # reached only through main
 
 def _parse(argv: list[str]) -> tuple:
     """(-h or -G, the provider file, the output or None, cpp's options or None: no -C)"""
-    modes, source, output, cpp, use_cpp = [], None, None, [], False
+    modes, values, cpp, use_cpp = [], {}, [], False
     words = iter(argv)
     for word in words:
         if word in ("-h", "-G"):
             modes.append(word)
         elif word in ("-s", "-o", "-I", "-D", "-x"):
-            value = next(words, None)
+            value = values[word] = next(words, None)
             if value is None:
                 raise CommandError(f"{word} needs a value")
-            if word == "-s":
-                source = value
-            elif word == "-o":
-                output = value
-            elif word in ("-I", "-D"):
+            if word in ("-I", "-D"):
                 cpp += [word, value]
         elif word.startswith(("-I", "-D")) and len(word) > 2:
             cpp.append(word)
@@ -73,6 +69,6 @@ def _parse(argv: list[str]) -> tuple:
         # other words are the objects -G is given: SystemTap's -G leaves them alone
     if len(set(modes)) != 1:
         raise CommandError("give one of -h (header) and -G (object file)")
-    if source is None:
+    if "-s" not in values:
         raise CommandError("no provider file: give -s FILE.d")
-    return modes[0], source, output, cpp if use_cpp else None
+    return modes[0], values["-s"], values.get("-o"), cpp if use_cpp else None

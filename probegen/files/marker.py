@@ -34,13 +34,13 @@ def has_marker(head: bytes) -> bool:
     return lines[0].startswith(b"#!") and len(lines) > 1 and lines[1] in _MARKERS
 
 
-def read_head_at(dir_fd, name) -> bytes | None:
-    """The first bytes of ``name`` in the directory ``dir_fd``, or None when
-    there is no such regular file."""
+def marked_at(dir_fd, name) -> bool | None:
+    """Whether ``name`` in the directory ``dir_fd`` carries the marker; None
+    when it is no regular file (probegen.files.place.read_at)."""
     from probegen.files.place import read_at
 
     found = read_at(dir_fd, name, _HEAD_BYTES)
-    return None if found is None else found[1]
+    return None if found is None else has_marker(found[1])
 
 
 def leftovers(directories, produced) -> list[Path]:
@@ -61,8 +61,7 @@ def leftovers(directories, produced) -> list[Path]:
             path = os.path.join(directory, name)
             if path in wanted or is_temporary_name(name) or os.path.islink(path) or not os.path.isfile(path):
                 continue  # a device or FIFO is not even opened
-            head = read_head_at(None, path)
-            if head is not None and has_marker(head):
+            if marked_at(None, path):
                 found.append(Path(path))
     return found
 
@@ -77,8 +76,7 @@ def remove_generated(path) -> bool:
 
     try:
         with locate(path, create=False) as place:
-            head = read_head_at(place.dir_fd, place.name)
-            if place.proc or head is None or not has_marker(head):
+            if place.proc or not marked_at(place.dir_fd, place.name):
                 return False
             os.unlink(place.name, dir_fd=place.dir_fd)
     except FileNotFoundError:

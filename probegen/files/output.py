@@ -82,10 +82,9 @@ def refuse_foreign(files: list[GeneratedFile]) -> None:
 
 
 def _is_foreign_at(place: Place) -> bool:
-    from probegen.files.marker import has_marker, read_head_at
+    from probegen.files.marker import marked_at
 
-    head = read_head_at(place.dir_fd, place.name)
-    return head is not None and not has_marker(head)
+    return marked_at(place.dir_fd, place.name) is False
 
 
 @contextlib.contextmanager
