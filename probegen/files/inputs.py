@@ -150,19 +150,19 @@ def _first_bytes(path, fd: int) -> bytes:
     return data
 
 
-def read_input(path, what: str, *, limit: int = TEXT_LIMIT) -> bytes:
+def read_input(path, what: str) -> bytes:
     """All bytes of a named text input (a regular file or a pipe), at most
-    ``limit`` of them; UnreadableInput says what is wrong."""
+    TEXT_LIMIT of them; UnreadableInput says what is wrong."""
     stream, size, first = _open(path, what, pipe_ok=True)
     with stream:
-        if size is not None and size > limit:
-            raise UnreadableInput(path, f"{what} of {size} bytes is larger than the {_size_text(limit)} limit")
+        if size is not None and size > TEXT_LIMIT:
+            raise UnreadableInput(path, f"{what} of {size} bytes is larger than the {_size_text(TEXT_LIMIT)} limit")
         try:
-            data = first + stream.read(limit + 1 - len(first)) if len(first) <= limit else first
+            data = first + stream.read(TEXT_LIMIT + 1 - len(first))  # first: one read of 64 KiB at most
         except OSError as exc:
             raise UnreadableInput(path, f"cannot read: {exc.strerror}") from None
-    if len(data) > limit:
-        raise UnreadableInput(path, f"{what} is larger than the {_size_text(limit)} limit")
+    if len(data) > TEXT_LIMIT:
+        raise UnreadableInput(path, f"{what} is larger than the {_size_text(TEXT_LIMIT)} limit")
     return data
 
 
