@@ -198,12 +198,8 @@ def _check_probe(catalog: Catalog, probe: Probe, occurrences, add) -> None:
     more sites have it."""
     problems: dict[tuple, list] = {}
     for binary, bprobe in occurrences:
-        # Sites often repeat an argument string: its problems are found once per binary.
-        by_text: dict[str, list[tuple]] = {}
         for site in bprobe.sites:
-            if site.args_text not in by_text:
-                by_text[site.args_text] = _args_problems(catalog, probe, binary, site)
-            for key, location, check, message in by_text[site.args_text]:
+            for key, location, check, message in _args_problems(catalog, probe, binary, site):
                 problems.setdefault(key, [location, check, binary, message, []])[4].append(site.address)
     for location, check, binary, message, addresses in problems.values():
         add(Finding(location, message.replace("{site}", _sites(addresses)), check, probe.name, binary.path))
