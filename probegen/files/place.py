@@ -48,16 +48,14 @@ def locate(path, create: bool, strict: bool = True) -> Place:
     ``strict``: for reading only (is a file current?), owners go unchecked."""
     shown = os.fspath(path)
     absolute = shown if shown.startswith("/") else os.path.join(os.getcwd(), shown)
-    pending = absolute.split("/")[::-1]  # components still to walk, next last
+    pending = [part for part in reversed(absolute.split("/")) if part not in ("", ".")]  # to walk, next last
     fd, current, links = os.open("/", DIR_FLAGS), "/", 0
     try:
         while True:
-            while pending and pending[-1] in ("", "."):
-                pending.pop()
             if not pending:
                 raise Refused("is a directory; not writing to it")
             part = pending.pop()
-            last = not any(p not in ("", ".") for p in pending)
+            last = not pending
             if part == "..":
                 if last:
                     raise Refused("is a directory; not writing to it")
@@ -92,7 +90,7 @@ def locate(path, create: bool, strict: bool = True) -> Place:
                 if target.startswith("/"):
                     os.close(fd)
                     fd, current = os.open("/", DIR_FLAGS), "/"
-                pending.extend(target.split("/")[::-1])
+                pending.extend(part for part in reversed(target.split("/")) if part not in ("", "."))
                 continue
             if last:
                 return _final(fd, current, part, info, strict, shown)
