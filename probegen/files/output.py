@@ -17,6 +17,7 @@ from pathlib import Path
 
 from probegen.errors import InputError, Location
 from probegen.files.inputs import KINDS
+from probegen.files.marker import TEXT as MARKER, marked_at
 from probegen.files.place import READ_FLAGS, MakeDirectoryError, Place, Refused, locate, read_at
 
 
@@ -42,13 +43,11 @@ class ForeignFile(UnwritableOutput):
     """A file probegen did not write is where an output goes (exit 2)."""
 
     def __init__(self, path, others: int = 0):
-        from probegen.files import marker
-
         more = f" ({others} more output file(s) likewise)" if others else ""
         shown = path
         if os.path.isabs(path) and not os.path.relpath(path).startswith(".."):
             shown = os.path.relpath(path)  # a catalog's outputs are absolute: shown as generate lists them
-        super().__init__(shown, f"not written by probegen (no '{marker.TEXT}' line), not replacing it: "
+        super().__init__(shown, f"not written by probegen (no '{MARKER}' line), not replacing it: "
                                 f"give --force to let probegen take it over{more}")
 
 
@@ -76,15 +75,9 @@ def refuse_foreign(files: list[GeneratedFile]) -> None:
     """ForeignFile for the first path holding a regular file without the
     marker, checked for every file before any is written (the write checks
     again, on the descriptor)."""
-    foreign = [f.path for f in files if _read_at(f.path, _is_foreign_at)]
+    foreign = [f.path for f in files if _read_at(f.path, lambda place: marked_at(place.dir_fd, place.name) is False)]
     if foreign:
         raise ForeignFile(foreign[0], len(foreign) - 1)
-
-
-def _is_foreign_at(place: Place) -> bool:
-    from probegen.files.marker import marked_at
-
-    return marked_at(place.dir_fd, place.name) is False
 
 
 @contextlib.contextmanager
@@ -114,7 +107,7 @@ def write_if_changed(file: GeneratedFile, keep_foreign: bool = False) -> bool:
         _sweep(place)
         if _is_current_at(place, file):
             return False
-        if keep_foreign and _is_foreign_at(place):
+        if keep_foreign and marked_at(place.dir_fd, place.name) is False:
             raise ForeignFile(file.path)
         _replace(place, file.data, file.executable)
         return True
