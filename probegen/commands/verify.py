@@ -67,9 +67,7 @@ def run(args) -> int:
                                      followed=frozenset(reading.followed), debug_infos=infos,
                                      allow_missing_semaphores=args.allow_missing_semaphores)
     emit(_reported(catalog, report, errors, args.format), None if args.format == "text" else args.output)
-    if errors:
-        return 2
-    return 0 if report.ok else 1
+    return 2 if errors else 0 if report.ok else 1
 
 
 def _reported(catalog, report, errors, form: str) -> str:
