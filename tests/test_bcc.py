@@ -13,6 +13,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import time
 
 import pytest
 
@@ -238,6 +239,9 @@ def run_spans(binary, tools: dict, others: dict = None):
         for name, tracer in running.items():
             if name in tools:
                 tracer.wait_line('{"type": "attached"' if "--json" in tracer.argv else "Tracing ")
+        # The program fires for ~0.1 s: the -i 0.1 tools have their intervals before it
+        # starts (the last tool attached once only 0.1 s before, and printed two).
+        time.sleep(0.5)
         program.send("go\n")
         program.wait_line("DONE")
         assert program.proc.wait(60) == 0
