@@ -18,7 +18,7 @@ from pathlib import Path
 from probegen.errors import InputError, Location
 from probegen.files.inputs import KINDS
 from probegen.files.marker import TEXT as MARKER, marked_at
-from probegen.files.place import READ_FLAGS, MakeDirectoryError, Place, Refused, locate, read_at
+from probegen.files.place import READ_FLAGS, MakeDirectoryError, Place, Refused, holds_at, locate
 
 
 @dataclass(frozen=True)
@@ -61,14 +61,13 @@ def _read_at(path, check) -> bool:
         return False
 
 
-def _is_current_at(place: Place, file: GeneratedFile) -> bool:
+def _is_current_at(place: Place, data: bytes, executable: bool) -> bool:
     """The file on disk has exactly this content (and mode). Only a regular
     file can be current: a FIFO or a device is not read (it could block)."""
     if place.proc or place.info is None or not stat.S_ISREG(place.info.st_mode):
         return False
-    found = read_at(place.dir_fd, place.name, len(file.data) + 1)
-    return (found is not None and found[1] == file.data
-            and (not file.executable or bool(found[0].st_mode & stat.S_IXUSR)))
+    found = holds_at(place.dir_fd, place.name, data)
+    return found is not None and (not executable or bool(found.st_mode & stat.S_IXUSR))
 
 
 def refuse_foreign(files: list[GeneratedFile]) -> None:
@@ -105,11 +104,12 @@ def write_if_changed(file: GeneratedFile, keep_foreign: bool = False) -> bool:
                 os.close(fd)
             return True
         _sweep(place)
-        if _is_current_at(place, file):
+        data = file.data
+        if _is_current_at(place, data, file.executable):
             return False
         if keep_foreign and marked_at(place.dir_fd, place.name) is False:
             raise ForeignFile(file.path)
-        _replace(place, file.data, file.executable)
+        _replace(place, data, file.executable)
         return True
 
 
@@ -128,7 +128,8 @@ def write_all(files: list[GeneratedFile]) -> list[Path]:
 
 def stale(files: list[GeneratedFile]) -> list[Path]:
     """Paths whose content on disk differs from what would be generated."""
-    return [f.path for f in files if not _read_at(f.path, lambda place, f=f: _is_current_at(place, f))]
+    return [f.path for f in files
+            if not _read_at(f.path, lambda place, f=f: _is_current_at(place, f.data, f.executable))]
 
 
 def _check_kind(place: Place, mode: int) -> None:
