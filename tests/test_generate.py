@@ -51,6 +51,18 @@ def test_unchanged_file_is_not_rewritten(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["out.h"]  # no temporary left behind
 
 
+def test_a_big_file_is_current_only_if_every_byte_is(tmp_path):
+    """Compared a megabyte at a time: a byte changed past the first megabyte,
+    or a file of other length, is rewritten; the same bytes are not."""
+    target, text = tmp_path / "big.h", "x" * (3 << 20) + "end\n"
+    assert write_if_changed(GeneratedFile(target, text))
+    assert not write_if_changed(GeneratedFile(target, text))
+    for on_disk in (text[:-2] + "D\n", text + "more", text[:-1]):
+        target.write_text(on_disk)
+        assert write_if_changed(GeneratedFile(target, text))
+        assert target.read_text() == text
+
+
 def test_failed_write_leaves_the_old_file(tmp_path, monkeypatch):
     target = tmp_path / "out.h"
     write_if_changed(GeneratedFile(target, "old\n"))
