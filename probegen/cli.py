@@ -4,8 +4,6 @@ Only the module of the command being run is imported, and it imports its
 heavy dependencies (jinja2, DWARF) inside ``run``, so fast commands start fast.
 """
 
-from __future__ import annotations
-
 import argparse
 import gc
 import importlib

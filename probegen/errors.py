@@ -6,8 +6,6 @@ command line and probegen.reports format them. Named tuples, not
 dataclasses: every command imports this module, so it stays cheap.
 """
 
-from __future__ import annotations
-
 from collections import namedtuple
 
 

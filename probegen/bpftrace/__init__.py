@@ -7,8 +7,6 @@ BPF stack (64 bytes each by default, 200 at most); 0.21 and later (Debian
 13: 0.23.2) keep them off it, up to 1024 bytes by default.
 """
 
-from __future__ import annotations
-
 import itertools
 import re
 import subprocess

@@ -1,7 +1,5 @@
 """The probe catalog: its model and its loader."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 DEFAULT_CATALOG = "probes.yaml"

@@ -5,8 +5,6 @@ UINT32_MAX print by name with bpftrace 0.17 and BCC); a larger value makes
 the compiler widen the enum to 8 bytes, which scripts would misread.
 """
 
-from __future__ import annotations
-
 import re
 
 INT32_MIN = -(2**31)

@@ -4,8 +4,6 @@ Each output maps the facts to its own syntax. Sizes are LP64's (x86_64,
 aarch64); ``pointer_size=4`` gives ILP32's.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import enum
 import re

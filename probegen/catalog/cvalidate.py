@@ -5,8 +5,6 @@ tokens; no string holds a control character, nor a doc one that hides or
 reorders text.
 """
 
-from __future__ import annotations
-
 import re
 
 from probegen.catalog.ctype import TokenCursor, is_identifier, is_type_name, shown, shown_char

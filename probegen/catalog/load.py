@@ -6,8 +6,6 @@ catalog may not hold, and checks that against the shipped JSON Schema. The
 meaning (C names, types, counts, duplicates) is checked as the model is built.
 """
 
-from __future__ import annotations
-
 import functools
 import gc
 import re

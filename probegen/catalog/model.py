@@ -1,7 +1,5 @@
 """The probe catalog as typed data, built once by ``load_catalog``."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path

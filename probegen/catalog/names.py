@@ -4,8 +4,6 @@ forms them here, and ``header_definitions`` lists them all), and
 twice, reserved, predefined, or an operator or keyword to C++ or bpftrace).
 """
 
-from __future__ import annotations
-
 import re
 from pathlib import Path
 from typing import NamedTuple, Union

@@ -4,8 +4,6 @@
 overwrite files elsewhere).
 """
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 

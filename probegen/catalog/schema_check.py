@@ -5,8 +5,6 @@ is not, a detailed one (~10 ms) lists every error with the path that leads
 back to the node.
 """
 
-from __future__ import annotations
-
 import functools
 import json
 from difflib import get_close_matches

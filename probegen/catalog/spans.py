@@ -4,8 +4,6 @@ arguments in one, and scripts can read them all. The loader calls it with
 its builder (positions, messages) once the probes are built.
 """
 
-from __future__ import annotations
-
 import yaml
 
 from probegen.catalog.ctype import Kind

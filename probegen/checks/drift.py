@@ -7,8 +7,6 @@ Finding at the catalog entry it contradicts. Probe arguments themselves are
 not typed here: DWARF describes no operand of an sdt.h asm statement.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 
 from probegen.catalog.model import Catalog, EnumDecl

@@ -9,8 +9,6 @@ and member paths (probegen.checks.drift). ``verify_absent`` checks a build
 meant to have USDT off: no probe of the provider.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 
 from probegen.catalog.model import Arg, Catalog, Probe

@@ -2,8 +2,6 @@
 with the system's /usr/bin/python3.
 """
 
-from __future__ import annotations
-
 from probegen.commands import scripts
 
 HELP = "generate the BCC tool (PROVIDER.py: every probe and span)"

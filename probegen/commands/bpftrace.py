@@ -7,8 +7,6 @@ block: run them with probegen trace PID, bpftrace -p PID, or SPDK's
 scripts/bpftrace.sh.
 """
 
-from __future__ import annotations
-
 from probegen.commands import scripts
 
 HELP = "generate bpftrace scripts (one per group, all, counts, spans)"

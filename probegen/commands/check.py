@@ -5,8 +5,6 @@ and generated files in the output directories that the catalog no longer
 produces (left behind when a group was renamed; generate removes them).
 """
 
-from __future__ import annotations
-
 import os
 import sys
 

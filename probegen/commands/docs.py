@@ -4,8 +4,6 @@ Writes only when the content changed. Without -o and without outputs.docs
 in the catalog, prints to stdout.
 """
 
-from __future__ import annotations
-
 from probegen.commands import add_options, write_output
 
 HELP = "generate the Markdown reference of every probe"

@@ -13,8 +13,6 @@ objects after -G are accepted and left alone, as SystemTap leaves them.
 nothing, as with SystemTap; any other option is refused (exit 2).
 """
 
-from __future__ import annotations
-
 import sys
 
 from probegen.errors import CommandError

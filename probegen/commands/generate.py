@@ -6,8 +6,6 @@ nothing is written, unless --force. Generated files left in the output
 directories by an earlier catalog (a group renamed) are removed.
 """
 
-from __future__ import annotations
-
 import os
 
 from probegen.commands import add_options

@@ -3,8 +3,6 @@
 Writes only when the content changed, so builds do not recompile.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 
 from probegen.catalog import load_catalog

@@ -11,8 +11,6 @@ arg0 is recognised when every probe of the provider has it. The result
 passes `probegen verify` on the same binaries.
 """
 
-from __future__ import annotations
-
 HELP = "write a catalog from the probes in binaries"
 
 

@@ -8,8 +8,6 @@ members that do not exist. Exit 0: clean; 1: findings; 2: a script, the
 catalog or the binary could not be read or parsed.
 """
 
-from __future__ import annotations
-
 import sys
 
 from probegen.commands import add_options

@@ -6,8 +6,6 @@ from its note: size, sign, and where it lives (register, constant, address,
 memory).
 """
 
-from __future__ import annotations
-
 HELP = "list the USDT probes in ELF binaries"
 
 

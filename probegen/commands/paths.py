@@ -6,8 +6,6 @@ JSON Schema. With one option, print only that path (for scripts and
 build files, e.g. ``include $(shell probegen paths --make)``).
 """
 
-from __future__ import annotations
-
 HELP = "print the paths of probegen.mk, the CMake module and the catalog's JSON Schema"
 
 

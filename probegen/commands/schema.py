@@ -6,8 +6,6 @@ line at it (``# yaml-language-server: $schema=catalog.schema.json``), or
 point that line at ``probegen paths --schema``, the installed copy.
 """
 
-from __future__ import annotations
-
 import sys
 
 HELP = "print the catalog's JSON Schema (for editors)"

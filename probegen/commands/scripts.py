@@ -2,8 +2,6 @@
 DWARF type source (also generate's and check's), picking the output
 directory, writing what changed."""
 
-from __future__ import annotations
-
 import contextlib
 import os
 from pathlib import Path

@@ -3,8 +3,6 @@ its DWARF, in a form bpftrace 0.17 loads (no typedefs; layout forced with
 explicit padding); or enum name maps for bpftrace and BCC scripts.
 """
 
-from __future__ import annotations
-
 HELP = "struct and enum definitions for bpftrace from a binary's DWARF"
 
 

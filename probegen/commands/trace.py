@@ -20,8 +20,6 @@ states by their own names; stderr says which source each enum's names came
 from (--no-debug-info: the catalog's).
 """
 
-from __future__ import annotations
-
 import argparse
 import contextlib
 

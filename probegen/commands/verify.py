@@ -9,8 +9,6 @@ usage or input errors (unreadable files are reported; the others are still
 checked).
 """
 
-from __future__ import annotations
-
 from probegen.commands import add_options
 
 HELP = "check that built binaries carry the catalog's probes"

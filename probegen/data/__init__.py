@@ -1,8 +1,6 @@
 """Files users put in their own builds and editors, shipped in the package
 so that ``probegen paths`` can say where they are."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 DATA_DIR = Path(__file__).resolve().parent

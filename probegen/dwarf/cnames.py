@@ -3,8 +3,6 @@ types ``Box<int>`` or ``ns::S`` and members ``_vptr.S``, a hostile file
 anything. Every name in emitted C passes through ``c_identifier``.
 """
 
-from __future__ import annotations
-
 import re
 
 _NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9_]")

@@ -10,8 +10,6 @@ is first inflated within what it claims; it follows DW_AT_sibling wherever
 it points, so children are walked here, every step forward in the unit.
 """
 
-from __future__ import annotations
-
 from types import SimpleNamespace
 
 import drgn

@@ -5,8 +5,6 @@ one InputError line naming the file. Damage the parsers let by (cycles,
 absurd sizes) is found by probegen's own checks, which raise ``Damaged``.
 """
 
-from __future__ import annotations
-
 from contextlib import contextmanager
 
 from probegen.errors import BinaryError, InputError, Location

@@ -10,8 +10,6 @@ than through a struct, and nesting deeper than MAX_NESTING, so whatever
 walks the types, printing them, ends.
 """
 
-from __future__ import annotations
-
 import drgn
 
 from probegen.dwarf import model as m

@@ -5,8 +5,6 @@ here with struct: importing pyelftools alone takes 20 ms, a third of
 ``structs`` on spdk_tgt (issue 22).
 """
 
-from __future__ import annotations
-
 import struct
 import zlib
 from pathlib import Path

@@ -3,8 +3,6 @@ as C by probegen.generators.cdecl. A type reached twice by name is one
 object, so recursive structs (through pointers) end.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 
 

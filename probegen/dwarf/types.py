@@ -3,8 +3,6 @@
 no cache needed); a C++ program's types are read by cxx.py.
 """
 
-from __future__ import annotations
-
 import os
 
 import drgn

@@ -7,8 +7,6 @@ aarch64). tests/test_argspec.py lists what gcc emits per machine. An
 operand not known here is :class:`Unknown`: shown, never fatal.
 """
 
-from __future__ import annotations
-
 import functools
 import math
 import re

@@ -4,8 +4,6 @@ searched: RPATH or RUNPATH ($ORIGIN expanded) and the caller's directories;
 the system's libraries are not the project's, nor their probes the catalog's.
 """
 
-from __future__ import annotations
-
 import glob
 import os
 from collections import deque

@@ -26,8 +26,6 @@ after the ``.stapsdt.base`` adjustment tracers make for prelinked files
 (``readelf -n``'s Location otherwise); "base": the note's own.
 """
 
-from __future__ import annotations
-
 import re
 
 from probegen.elf.argspec import NoteArg, Register, Unknown

@@ -6,8 +6,6 @@ probe's pc, the link-time address of ``.stapsdt.base``, the semaphore or
 provider, name, arguments. Knows nothing of catalogs.
 """
 
-from __future__ import annotations
-
 import os
 import re
 import struct
@@ -58,7 +56,7 @@ class ProbeSite:
     address: int  # pc, adjusted for prelinking as tracers do
     semaphore: int  # 0 when the probe has none; adjusted like address
     base: int  # the note's recorded .stapsdt.base address
-    args: tuple[NoteArg, ...]
+    args: "tuple[NoteArg, ...]"
     args_text: str  # the raw argument string, as readelf prints it
 
 
@@ -199,7 +197,7 @@ class _NoteReader:
         self.addresses = struct.Struct(order + ("3Q" if width == 8 else "3I"))
         self.mask = (1 << (8 * width)) - 1
         self.names: dict[tuple[bytes, bytes], tuple[str, str]] = {}
-        self.args: dict[bytes, tuple[str, tuple[NoteArg, ...]]] = {}  # raw string -> (text, decoded)
+        self.args: "dict[bytes, tuple[str, tuple[NoteArg, ...]]]" = {}  # raw string -> (text, decoded)
 
     def read(self, data: bytes, section_offset: int) -> dict[tuple[str, str], list[ProbeSite]]:
         """Sites by (provider, name); offsets in messages are the file's."""

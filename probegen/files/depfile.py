@@ -6,8 +6,6 @@ it (a newer probegen may render differently). Ninja (``deps = gcc``) and
 make both read the ``target: prerequisites`` form written here.
 """
 
-from __future__ import annotations
-
 import os
 
 

@@ -7,8 +7,6 @@ the caller takes one, are read, non-blocking and within a size bound.
 Every refusal is one ``UnreadableInput`` naming the path (exit 2).
 """
 
-from __future__ import annotations
-
 import io
 import os
 import re

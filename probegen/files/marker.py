@@ -7,8 +7,6 @@ A file without it (SPDK's own ``usdt.h``) is never replaced without
 ``--force``, nor removed.
 """
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 

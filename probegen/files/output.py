@@ -5,8 +5,6 @@ descriptor of the directory probegen.files.place walked to (doc/security.md,
 temporary over it; a character device or FIFO is written in place.
 """
 
-from __future__ import annotations
-
 import contextlib
 import errno
 import os

@@ -8,8 +8,6 @@ link inside /proc at the end (/dev/stdout, /dev/fd/N) names an open file:
 ``proc`` is set, and it is written in place.
 """
 
-from __future__ import annotations
-
 import contextlib
 import errno
 import os

@@ -6,8 +6,6 @@ parent kills it at the deadline (doc/security.md, "Privilege separation").
 Every failure is one ``Unprivileged`` error line (exit 2, unless caught).
 """
 
-from __future__ import annotations
-
 import contextlib
 import ctypes
 import json

@@ -6,8 +6,6 @@ An output is one module here declaring ``KIND`` (its key under the catalog's
 (``types``: a binary's DWARF, which scripts print struct members from).
 """
 
-from __future__ import annotations
-
 import functools
 import importlib
 import pkgutil
@@ -29,9 +27,9 @@ def outputs() -> dict:
     return {module.KIND: module for module in modules if hasattr(module, "KIND")}
 
 
-def render_outputs(catalog: Catalog, types=None) -> list[GeneratedFile]:
+def render_outputs(catalog: "Catalog", types=None) -> "list[GeneratedFile]":
     """Every file the catalog's ``outputs:`` asks for."""
-    files: list[GeneratedFile] = []
+    files: "list[GeneratedFile]" = []
     for kind, path in catalog.outputs.items():
         if outputs()[kind].WRITES_DIRECTORY:
             require_types_for_members(catalog, types)
@@ -39,7 +37,7 @@ def render_outputs(catalog: Catalog, types=None) -> list[GeneratedFile]:
     return files
 
 
-def require_types_for_members(catalog: Catalog, types) -> None:
+def require_types_for_members(catalog: "Catalog", types) -> None:
     """Scripts print an argument's ``members:`` only at the offsets a
     binary's DWARF gives: without one, members are an error, not dropped."""
     if types is not None:
@@ -53,7 +51,7 @@ def require_types_for_members(catalog: Catalog, types) -> None:
                 )
 
 
-def leftover_files(catalog: Catalog, files: list[GeneratedFile]) -> list[Path]:
+def leftover_files(catalog: "Catalog", files: "list[GeneratedFile]") -> list[Path]:
     """Files probegen generated into the catalog's output directories that
     are not among ``files`` (a group renamed or removed)."""
     from probegen.files.marker import leftovers
@@ -62,7 +60,7 @@ def leftover_files(catalog: Catalog, files: list[GeneratedFile]) -> list[Path]:
     return leftovers(directories, [f.path for f in files])
 
 
-def sync_outputs(catalog: Catalog, types=None, force: bool = False) -> list[tuple[str, Path]]:
+def sync_outputs(catalog: "Catalog", types=None, force: bool = False) -> list[tuple[str, Path]]:
     """Write the catalog's outputs that changed, then remove the generated
     files it no longer produces: ("wrote" | "unchanged" | "removed", path)
     each. Nothing is written or removed where an output path holds a file

@@ -3,8 +3,6 @@ the catalog's tables then probegen's BCC runtime (runtime/bcc.py and
 runtime/timeline.py, copied in: the tool runs under the system's python3,
 where BCC lives and probegen need not be installed)."""
 
-from __future__ import annotations
-
 import ast
 import re
 import sys
@@ -55,7 +53,7 @@ def field_row(field: Field, arg: Arg) -> str:
     return repr((field.label, field.index, field_format(field, arg)) + member)
 
 
-def _span_rows(catalog: Catalog, types: TypeSource | None) -> list[str]:
+def _span_rows(catalog: Catalog, types: "TypeSource | None") -> list[str]:
     def fmt(arg):
         return field_format(arg_fields(catalog, arg, types)[0], arg)
 
@@ -80,7 +78,7 @@ def _python_raw_text(c_text: str) -> str:
     return re.sub(r'"(?=")', '" ', c_text)
 
 
-def render_tool(catalog: Catalog, types: TypeSource | None = None) -> str:
+def render_tool(catalog: Catalog, types: "TypeSource | None" = None) -> str:
     lines = [probe_line(catalog, p, types) for p in catalog.probes]
     probes = [_row((line.probe.name, line.probe.group, line.probe.doc, line.arg_count),
                    "[%s]" % ", ".join(field_row(f, line.probe.note_args[f.index]) for f in line.fields))
@@ -123,6 +121,6 @@ def tool_name(catalog: Catalog) -> str:
     return f"{catalog.provider}{'_usdt' if shadowed else ''}.py"
 
 
-def render_files(catalog: Catalog, output: Path, types: TypeSource | None = None) -> list[GeneratedFile]:
+def render_files(catalog: Catalog, output: Path, types: "TypeSource | None" = None) -> list[GeneratedFile]:
     """The catalog's one tool, ``PROVIDER.py`` in ``output``."""
     return [GeneratedFile(Path(output) / tool_name(catalog), render_tool(catalog, types), executable=True)]

@@ -9,8 +9,6 @@ read PIECE characters at a time; a hit one printf cannot hold printed as
 several lines, ``PROBE [tid TID K/N]``, which trace joins: runtime/hitlines.py).
 """
 
-from __future__ import annotations
-
 import itertools
 import math
 import re
@@ -394,12 +392,12 @@ def render_lines(catalog: Catalog, group: str, lines: list[ProbeLine], definitio
                   piece=PIECE, max_arg=MAX_ARG_INDEX, for_process=big_strings is not None)
 
 
-def render_script(catalog: Catalog, group: str, probes, types: TypeSource | None = None) -> str:
+def render_script(catalog: Catalog, group: str, probes, types: "TypeSource | None" = None) -> str:
     lines = [probe_line(catalog, p, types) for p in probes]
     return render_lines(catalog, group, lines, struct_definitions(lines, types))
 
 
-def render_files(catalog: Catalog, output: Path, types: TypeSource | None = None) -> list[GeneratedFile]:
+def render_files(catalog: Catalog, output: Path, types: "TypeSource | None" = None) -> list[GeneratedFile]:
     """``GROUP.bt`` per group, ``all.bt``, ``counts.bt``, and ``spans.bt``
     when the catalog declares spans (generators.spans), in ``output``."""
     output = Path(output)

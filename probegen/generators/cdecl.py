@@ -8,8 +8,6 @@ layout rules to know where a compiler would put each member, and pads or
 packs only where that differs from DWARF.
 """
 
-from __future__ import annotations
-
 import itertools
 import re
 from dataclasses import dataclass, field

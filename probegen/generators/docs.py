@@ -4,8 +4,6 @@ md_cell, so a ``|``, ``*`` or ``<`` in it cannot break a table or become
 markup.
 """
 
-from __future__ import annotations
-
 import html
 import re
 from pathlib import Path

@@ -4,8 +4,6 @@ place, where it can neither end that place (a comment, a string) nor start
 a new line of code.
 """
 
-from __future__ import annotations
-
 import re
 
 # Shown as escapes, never written raw: C0 and C1 controls, DEL, line and

@@ -1,7 +1,5 @@
 """The C header of USDT probe macros, backed by <sys/sdt.h>."""
 
-from __future__ import annotations
-
 import re
 from dataclasses import dataclass
 from pathlib import Path

@@ -4,8 +4,6 @@ which order, each styled how. The generators only translate the fields, so
 the two tools cannot drift apart.
 """
 
-from __future__ import annotations
-
 import enum
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -77,7 +75,7 @@ class ProbeLine:
     tid: bool = False  # "PROBE [tid TID] ...": the thread too (for probegen trace's own reading)
 
 
-def enum_table(catalog: Catalog, enum_name: str, types: TypeSource | None) -> EnumTable | None:
+def enum_table(catalog: Catalog, enum_name: str, types: "TypeSource | None") -> EnumTable | None:
     """Names from the binary's DWARF when known, else from the catalog."""
     decl = catalog.enum(enum_name)
     enumerators = types.enumerators(enum_name) if types is not None else None
@@ -115,7 +113,7 @@ def _field(catalog, label, ctype, index, hex_=False, max_len=None, types=None, *
     return Field(label, style, index, ctype, max_len or DEFAULT_MAX_LEN, table, **member)
 
 
-def arg_fields(catalog: Catalog, arg: Arg, types: TypeSource | None) -> list[Field]:
+def arg_fields(catalog: Catalog, arg: Arg, types: "TypeSource | None") -> list[Field]:
     fields = [_field(catalog, arg.name, arg.ctype, arg.index, arg.hex, arg.max_len, types)]
     if types is not None:
         for member in arg.members:
@@ -130,7 +128,7 @@ def arg_fields(catalog: Catalog, arg: Arg, types: TypeSource | None) -> list[Fie
     return fields
 
 
-def probe_line(catalog: Catalog, probe: Probe, types: TypeSource | None = None) -> ProbeLine:
+def probe_line(catalog: Catalog, probe: Probe, types: "TypeSource | None" = None) -> ProbeLine:
     """The fields of a probe's line: each note argument with a name (SPDK's
     arg0 0 has none; its clock has) and the struct members it asks for."""
     fields: list[Field] = []
@@ -149,7 +147,7 @@ def probe_line(catalog: Catalog, probe: Probe, types: TypeSource | None = None) 
     return ProbeLine(probe, tuple(fields), len(probe.note_args))
 
 
-def struct_definitions(lines: list[ProbeLine], types: TypeSource | None) -> str:
+def struct_definitions(lines: list[ProbeLine], types: "TypeSource | None") -> str:
     """C of the structs whose members the lines print ("" for none)."""
     structs = list(dict.fromkeys(f.struct for line in lines for f in line.fields if f.struct))
     return types.definitions(structs) if types is not None and structs else ""

@@ -1,7 +1,5 @@
 """The jinja2 environment every generator renders its template with."""
 
-from __future__ import annotations
-
 import functools
 import os
 

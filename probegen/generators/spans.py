@@ -13,8 +13,6 @@ LEN is the longer max_len of a key's two arguments plus one (bpftrace's 64
 without one), within what the stack allows.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from pathlib import Path
 

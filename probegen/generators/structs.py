@@ -3,8 +3,6 @@
 importing jinja2 took longer than ``pahole -C``) and enum name maps.
 """
 
-from __future__ import annotations
-
 from probegen.catalog.ctype import is_identifier
 from probegen.errors import InputError, Location
 from probegen.generators.cdecl import Plan, Planner, order_definitions

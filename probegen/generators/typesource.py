@@ -3,8 +3,6 @@ members as probegen.catalog.ctype models them, C definitions for bpftrace.
 It wraps a probegen.dwarf.DwarfTypes, the reader, which knows no catalog.
 """
 
-from __future__ import annotations
-
 from probegen.catalog.ctype import CType, Kind
 from probegen.dwarf import model as m
 from probegen.errors import InputError

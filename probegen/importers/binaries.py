@@ -5,8 +5,6 @@ integers (a pointer and a uint64_t look the same). The catalog is rendered
 through templates/catalog.yaml.j2 and loaded back, so verify accepts it.
 """
 
-from __future__ import annotations
-
 import functools
 from collections import Counter
 from dataclasses import dataclass

@@ -7,8 +7,6 @@ recursive-descent reader; argument types are checked with the catalog's C
 type reader, so the catalog made from the file loads.
 """
 
-from __future__ import annotations
-
 import re
 from dataclasses import dataclass
 from pathlib import Path

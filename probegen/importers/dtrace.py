@@ -2,8 +2,6 @@
 probegen's header (style dtrace, semaphores declared) and an object file
 defining each semaphore once, for the link."""
 
-from __future__ import annotations
-
 import os
 import shlex
 import subprocess

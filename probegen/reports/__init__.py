@@ -7,8 +7,6 @@ GitHub workflow-command annotations, JSON or JUnit XML (verify keeps shapes
 of its own for the last two: probegen.reports.plain).
 """
 
-from __future__ import annotations
-
 import os
 from dataclasses import dataclass, field
 

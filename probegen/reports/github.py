@@ -9,8 +9,6 @@ A path or message with a newline (a hostile catalog) thus stays on its
 line and cannot start a command of its own.
 """
 
-from __future__ import annotations
-
 from probegen.errors import Location, escape_controls, printable
 from probegen.reports import Outcome, shown_path
 

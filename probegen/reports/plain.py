@@ -2,8 +2,6 @@
 lint's and check's follow them: a findings list with file, line and
 column, and a JUnit test case per thing checked."""
 
-from __future__ import annotations
-
 from probegen.errors import printable
 from probegen.reports import Outcome
 

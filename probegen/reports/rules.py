@@ -2,8 +2,6 @@
 ``reportingDescriptor``s, annotation titles). The ids are those of
 verify's JSON ``check`` field and of lint's Diagnostic ``rule``."""
 
-from __future__ import annotations
-
 CATALOG_ERROR = {"catalog-error": "The catalog has an error, so nothing else was checked"}
 
 RULES: dict[str, dict[str, str]] = {

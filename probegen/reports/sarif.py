@@ -5,8 +5,6 @@ to the repository root. Unreadable inputs are tool execution
 notifications: no finding about the code.
 """
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 from urllib.parse import quote

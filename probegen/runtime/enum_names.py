@@ -1,8 +1,6 @@
 """Enum names for a traced process from its own files' debug info, else the catalog's
 (SPDK v25.09 numbers two nvmf_tgt_state states the other way round from master)."""
 
-from __future__ import annotations
-
 from probegen.catalog.model import Catalog
 from probegen.errors import InputError, NoDebugInfo
 from probegen.generators.lines import EnumTable, enum_table

@@ -4,8 +4,6 @@ argument more than master's), enum names from its debug info. A differing count 
 every argument by position, a differing size or sign that argument as the note has it,
 with a warning; what prints the same value (``-4@$0`` for a ``uint64_t``) is no difference."""
 
-from __future__ import annotations
-
 import itertools
 import re
 import sys

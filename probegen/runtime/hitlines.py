@@ -3,8 +3,6 @@ for one printf prints ``SECONDS.MICROSECONDS: PROBE [tid TID 1/N] name=value ...
 ``... [tid TID K/N] +TEXT`` continuing its text (each line one perf record; other lines
 may come between), joined as ``SECONDS.MICROSECONDS: PROBE name=value ...``."""
 
-from __future__ import annotations
-
 import re
 
 # A hit's line, naming its thread or not (``[tid TID]``, or ``[tid TID K/N]`` for part K of N).

@@ -3,8 +3,6 @@ span latency histograms, ``--count``: hits per probe), and ``--json``:
 bpftrace's ``-f json`` read back into the JSON lines doc/tracing.md describes,
 named after the catalog's spans and probes."""
 
-from __future__ import annotations
-
 import json
 
 from probegen.catalog import Catalog

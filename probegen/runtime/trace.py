@@ -2,8 +2,6 @@
 the markers of every script (``__EXE__``, ``usdt:*:NAME``, ``__PID__``) naming the
 files holding its probes. The process is not trusted (doc/security.md)."""
 
-from __future__ import annotations
-
 import contextlib
 import functools
 import os

@@ -1,8 +1,6 @@
 """``probegen trace --timeline FILE``: the hits read back from the lines printed,
 and the catalog's spans between them, as trace-event JSON (runtime/timeline.py)."""
 
-from __future__ import annotations
-
 import json
 import os
 import signal

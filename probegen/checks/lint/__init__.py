@@ -5,8 +5,6 @@ by position); a script that cannot be read or parsed raises InputError
 with one compiler-style message.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from pathlib import Path
 

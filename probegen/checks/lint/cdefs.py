@@ -9,8 +9,6 @@ written so that no input makes them backtrack more than linearly (a script
 is untrusted text): no two adjacent parts match the same characters.
 """
 
-from __future__ import annotations
-
 import re
 from dataclasses import dataclass, field, replace
 

@@ -7,8 +7,6 @@ branches disagree the type becomes unknown). Wherever the checker does not
 know a value's type it says nothing: a finding must be certain.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import difflib
 import fnmatch

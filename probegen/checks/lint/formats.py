@@ -12,8 +12,6 @@ unsigned values narrower than 64 bits (scripts write it), ``%x``/``%o`` for
 any integer, and 64-bit hex or ``%p`` for a string's address.
 """
 
-from __future__ import annotations
-
 import re
 from collections import namedtuple
 from dataclasses import dataclass

@@ -11,8 +11,6 @@ alignment. A declaration this cannot size (an unknown typedef, a bound
 that is no number) ends the layout: no offset after it is claimed.
 """
 
-from __future__ import annotations
-
 import math
 from collections import namedtuple
 from dataclasses import dataclass

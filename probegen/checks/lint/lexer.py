@@ -6,8 +6,6 @@ whole attach points, C definitions (``struct x { ... };``) and preprocessor
 lines are single tokens; inside predicates and blocks, C-like expression tokens.
 """
 
-from __future__ import annotations
-
 import bisect
 import re
 from dataclasses import dataclass

@@ -3,8 +3,6 @@ small AST of only what the checker reads. What it cannot read is a
 ``ScriptSyntaxError`` pointing at the token, never a guess.
 """
 
-from __future__ import annotations
-
 import sys
 from collections import namedtuple
 from contextlib import contextmanager
