@@ -11,7 +11,7 @@ catalog or the binary could not be read or parsed.
 import sys
 
 from probegen.commands import add_options
-from probegen.errors import printable_lines
+from probegen.errors import InputError, printable_lines
 
 HELP = "check hand-written bpftrace scripts against the catalog"
 
@@ -24,17 +24,27 @@ def configure(parser):
     add_options(parser, "format", "report")
 
 
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
 def run(args) -> int:
-    from probegen.checks.lint import lint_paths
+    from probegen.checks.lint import lint_file
     from probegen.commands.scripts import binary_types
     from probegen.reports import Outcome, emit, load_catalog_reported, problem_of, render
 
     catalog = load_catalog_reported(args, "lint")
+    findings, failed = [], []
     with binary_types(args) as types:
-        report = lint_paths(args.scripts, catalog, types, args.binary or "the binary")
-    for error in report.errors:
-        print(printable_lines(str(error)), file=sys.stderr)
-    outcome = Outcome("lint", str(args.catalog), report.summary(), list(report.findings),
-                      [problem_of(path, exc) for path, exc in report.failed], [str(s) for s in args.scripts])
+        for path in args.scripts:
+            try:
+                findings += lint_file(path, catalog, types, args.binary)
+            except InputError as exc:
+                print(printable_lines(str(exc)), file=sys.stderr)
+                failed.append(problem_of(path, exc))
+    summary = f"{_count(len(findings), 'finding')} in {_count(len(args.scripts) - len(failed), 'script')}"
+    if failed:
+        summary += f"; {_count(len(failed), 'script')} could not be read or parsed"
+    outcome = Outcome("lint", str(args.catalog), summary, findings, failed, [str(s) for s in args.scripts])
     emit(render(outcome, args.format), None if args.format == "text" else args.output)  # -o: a CI format's
-    return report.exit_code
+    return 2 if failed else 1 if findings else 0
