@@ -1,10 +1,9 @@
-"""Walk a parsed script with the catalog and report where it drifted.
+"""A parsed script walked with the catalog: where it drifted from it.
 
-Each probe block is walked once per catalog probe it attaches to, since
-``argN`` means a different argument in each. ``$variables`` carry the
-value assigned to them (flow-insensitively through if/else: where two
-branches disagree the type becomes unknown). Wherever the checker does not
-know a value's type it says nothing: a finding must be certain.
+Each probe block is walked once per catalog probe it attaches to (``argN``
+differs in each). ``$variables`` carry what was assigned to them; where
+if/else branches disagree, nothing. Where a value's type is not known,
+nothing is said: a finding must be certain.
 """
 
 import dataclasses
@@ -33,14 +32,13 @@ _UNKNOWN_CONVERSION_HINTS = {"i": "use %d", "#": "write 0x%lx", "+": "drop the f
 
 
 def _merge(first: dict, second: dict) -> dict:
-    """Variables after two branches: what both agree on, or what one alone set."""
+    """What both branches agree on, or what one alone set."""
     disagree = {name: None for name in first.keys() & second.keys() if first[name] != second[name]}
     return {**first, **second, **disagree}
 
 
 def _fields(point: Token) -> list[tuple[str, int]]:
-    """An attach point's ':'-separated fields with their columns; quotes
-    kept out of the splitting (``uprobe:"/a:b":f``)."""
+    """The ':'-separated fields, with their columns (``uprobe:"/a:b":f`` has three)."""
     return [(m[0].strip('"'), point.column + m.start()) for m in _FIELD.finditer(point.text)]
 
 
@@ -61,10 +59,9 @@ def _close(name: str, names) -> str:
 
 
 class Checker:
-    def __init__(self, catalog: Catalog, script: ast.Script, types=None, types_name: str = "the binary"):
+    def __init__(self, catalog: Catalog, script: ast.Script, types, types_name: str | None):
         self.catalog, self.script = catalog, script
-        self.types = types  # a probegen.generators.typesource.TypeSource, or None
-        self.types_name = types_name
+        self.types, self.types_name = types, types_name  # a probegen.generators.typesource.TypeSource, or None
         self.catalog_name = catalog.path.name
         self.structs = struct_definitions(script.definitions, script.path, catalog.typedefs,
                                           8 if types is None else types.pointer_size)
@@ -89,8 +86,7 @@ class Checker:
         return sorted(self.findings)
 
     def attach_point(self, point: Token) -> list[Probe]:
-        """The catalog probes a usdt attach point names; checks the name
-        and the provider on the way."""
+        """The catalog probes a usdt attach point names, its name and provider checked."""
         fields = _fields(point)
         if fields[0][0] not in ("usdt", "U") or len(fields) not in (3, 4):
             return []
@@ -126,8 +122,6 @@ class Checker:
                 else:
                     self.value(statement.target, env)
             elif isinstance(statement, ast.If):
-                # Each branch starts from env; afterwards a variable keeps
-                # what it is known to be only if every branch agrees.
                 merged = None
                 for condition, body in statement.branches:
                     self.value(condition, env)  # None (the else): nothing to check
@@ -139,7 +133,7 @@ class Checker:
                 self.value(statement, env)
 
     def value(self, node, env: dict) -> Value | None:
-        """Check an expression; return what is known about its value."""
+        """What is known about an expression's value, its parts checked."""
         if isinstance(node, ast.Ident):
             match = _ARG.match(node.name)
             return self.argument(node, int(match.group(1))) if match else None
@@ -170,9 +164,8 @@ class Checker:
         count = len(probe.note_args)
         if index >= count:
             have = f"arg0..arg{count - 1}" if count else "no arguments"
-            why = ""
-            if self.catalog.arg0:
-                why = " (arg0 is the leading 0 or tick count; the catalog's first argument is arg1)"
+            why = (" (arg0 is the leading 0 or tick count; the catalog's first argument is arg1)"
+                   if self.catalog.arg0 else "")
             self.report((node.line, node.column), f"{node.name} is past the arguments of {probe.name}: "
                         f"it has {have}{why}", "arg-out-of-range")
             return None
@@ -182,8 +175,6 @@ class Checker:
                      struct=arg.ctype.struct_name, expression=node.name)
 
     def str_call(self, node: ast.Call, value: Value | None) -> Value:
-        """str() always gives bpftrace a string; of a value known not to
-        be one (an integer, a pointer), it is a finding."""
         if value is None:
             return Value("str(...)", text=True)
         ctype = value.ctype
@@ -197,12 +188,12 @@ class Checker:
         return Value(f"{value.describe} read by str()", text=True)
 
     def unbounded(self, node: ast.Call, value: Value) -> str | None:
-        """A string the catalog gives a length (not NUL-terminated, as a
-        key and its length) read without that length: str() runs past it."""
+        """A string the catalog gives a length (it is not NUL-terminated) read
+        without it. Only argument() makes a value whose expression is argN."""
         match = _ARG.match(value.expression or "")
-        if not match or self.probe is None or int(match.group(1)) >= len(self.probe.note_args):
+        if not match:
             return None
-        arg = self.probe.note_args[int(match.group(1))]
+        arg = self.probe.note_args[int(match[1])]
         length = next((a for a in self.probe.args if a.name == arg.length), None)
         if length is None or len(node.args) > 1 and getattr(node.args[1], "name", None) == f"arg{length.index}":
             return None
@@ -245,10 +236,8 @@ class Checker:
         return Value(value.describe if value else "a pointer", struct=node.struct_name)
 
     def member(self, node: ast.Member, base: Value | None) -> Value | None:
-        """A struct member: checked against the script's own definition of
-        the struct when it has one (what bpftrace compiles against; that
-        copy is checked against the binary in ``copied_structs``), else
-        against the binary's debug info when given."""
+        """Checked against the script's own copy of the struct (what bpftrace
+        compiles against), else against the binary's debug info."""
         if base is None or base.struct is None:
             return None
         struct = base.struct
@@ -278,10 +267,9 @@ class Checker:
         return Value(f"{path} of struct {struct}", None if text else ctype, text, ctype.struct_name)
 
     def copied_structs(self):
-        """The script's copies of structs, member by member against the
-        binary: SPDK's sched.bt keeps such copies by hand. A member must be
-        there, at the offset the copy puts it (probegen.checks.lint.layout),
-        of the same size and a type read alike."""
+        """The script's copies of structs (SPDK's sched.bt keeps some by hand)
+        against the binary: each member there, where the copy puts it, as
+        big and read alike."""
         from probegen.checks.lint.layout import mismatch
         from probegen.generators.typesource import spelling
 
