@@ -17,9 +17,10 @@ PRED_START, PRED_END = "predicate start", "predicate end"
 IDENT, VAR, POSITIONAL, MAP = "identifier", "variable", "positional", "map"  # also group names below
 INT, STRING, PUNCT, EOF = "integer", "string", "punctuation", "end of file"
 
+BINARY = frozenset("|| && | ^ & == != < > <= >= << >> + - * / %".split())
+ASSIGNMENTS = frozenset("= += -= *= /= %= &= |= ^= <<= >>=".split())
 # Longest first, so "<<=" wins over "<<" and "<".
-_OPERATORS = sorted("""-> ++ -- == != <= >= && || << >> += -= *= /= %= &= |= ^= <<= >>=
-    + - * / % & | ^ ! ~ < > = ? : ; , . ( ) [ ] { }""".split(), key=len, reverse=True)
+_OPERATORS = sorted(BINARY | ASSIGNMENTS | {*"-> ++ -- ! ~ ? : ; , . ( ) [ ] { }".split()}, key=len, reverse=True)
 _NAME = "[A-Za-z_][A-Za-z0-9_]*"
 _EXPRESSION = re.compile(rf"(?P<{IDENT}>{_NAME})|(?P<{INT}>[0-9][0-9A-Za-z_]*)|(?P<{VAR}>\${_NAME})"
                          rf"|(?P<{POSITIONAL}>\$(?:[0-9]+|#))|(?P<{MAP}>@(?:{_NAME})?)"

@@ -1,6 +1,6 @@
-"""Recursive-descent parser for the bpftrace that scripts really use, into a
-small AST of only what the checker reads. What it cannot read is a
-``ScriptSyntaxError`` pointing at the token, never a guess.
+"""A recursive-descent parser of the bpftrace scripts use, into an AST of
+what the checker reads. What it cannot read is a ``ScriptSyntaxError`` at
+the token, never a guess.
 """
 
 import sys
@@ -11,16 +11,11 @@ from probegen.errors import Location
 from probegen.checks.lint import lexer
 from probegen.checks.lint.lexer import ScriptSyntaxError, Token
 
-# Blocks, parentheses and operators nested in one another, at most. The
-# parser and the checker walk the nesting by recursion; bpftrace 0.17
-# itself takes thousands, real scripts a handful.
+# Blocks, parentheses and operators nested in one another, at most: the
+# parser and the checker recurse on them (real scripts nest a handful).
 MAX_NESTING = 500
 # Python frames the parser and the checker spend per level, at most.
 _FRAMES_PER_LEVEL = 8
-# Binary operators: the checker knows nothing of their value, so their
-# operands are kept side by side, whatever C's precedence.
-_BINARY = frozenset("|| && | ^ & == != < > <= >= << >> + - * / %".split())
-_ASSIGNMENTS = ("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=")
 _UNARY = ("!", "~", "-", "+", "*", "&", "++", "--")
 # Type names bpftrace accepts in casts besides struct/union/enum ones.
 _CAST_TYPES = frozenset([f"{s}int{w}" for s in ("", "u") for w in (8, 16, 32, 64)]
@@ -30,30 +25,27 @@ _TYPE_CALLS = frozenset(["sizeof", "offsetof"])
 _OPERANDS = (lexer.INT, lexer.POSITIONAL, lexer.STRING, lexer.VAR, lexer.MAP, lexer.IDENT)
 
 
-# The nodes: each knows where it starts in the script, 1-based (a Member:
-# where its name is), and holds only what the checker reads.
-Ident = namedtuple("Ident", "line column name")  # a builtin (arg1, pid, comm), or a name resolved later
+# Expressions know where they start, 1-based (a Member: where its name is).
+Ident = namedtuple("Ident", "line column name")  # a builtin (arg1, pid, comm)
 Var = namedtuple("Var", "line column name")  # name with the '$'
 Str = namedtuple("Str", "line column raw")  # raw: between the quotes, escapes as written
 Call = namedtuple("Call", "line column name args")
 Cast = namedtuple("Cast", "line column type_text struct_name pointer operand")  # "struct x *", "uint32"
 Member = namedtuple("Member", "line column base name")  # base->name or base.name
 Map = namedtuple("Map", "line column parts")  # parts: the keys
-# Numbers, operators, indexing, tuples, sizeof, return: the checker knows
-# nothing of their value and checks only their parts.
+# Numbers, operators, indexing, tuples, sizeof, return: only their parts are checked.
 Other = namedtuple("Other", "line column parts", defaults=((),))
-Assign = namedtuple("Assign", "line column target op value")  # target: a Var or a Map; op: "=", "+=", ...
+Assign = namedtuple("Assign", "target op value")  # target: a Var or a Map; op: "=", "+=", ...
 # branches: (condition, statements) of the if, each "else if" and the else
 # (condition None; empty if there is none). A loop (unroll, while) is an If
 # of one branch: its variables are merged alike.
-If = namedtuple("If", "line column branches")
+If = namedtuple("If", "branches")
 CDefinition = namedtuple("CDefinition", "line column text")
-ProbeBlock = namedtuple("ProbeBlock", "line column attach_points predicate body")  # attach points: Tokens
+ProbeBlock = namedtuple("ProbeBlock", "attach_points predicate body")  # attach points: Tokens
 Script = namedtuple("Script", "path blocks definitions preprocessor")
 
 
 def start(node) -> tuple[int, int]:
-    """Where an expression starts in the script."""
     while isinstance(node, Member):
         node = node.base
     return node.line, node.column
@@ -61,9 +53,9 @@ def start(node) -> tuple[int, int]:
 
 @contextmanager
 def room_for_nesting():
-    """Raise Python's recursion limit, for this call, to what walking a
-    script nested MAX_NESTING deep takes (Python-to-Python calls: since
-    3.11 they do not grow the C stack; before, ~5,000 fit in 8 MB)."""
+    """Python's recursion limit raised, for this call, to what walking a
+    script nested MAX_NESTING deep takes (since Python 3.11 such calls do
+    not grow the C stack)."""
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old, MAX_NESTING * _FRAMES_PER_LEVEL + 1000))
     try:
@@ -79,8 +71,6 @@ class _Parser:
         self.depth = 0  # blocks, parentheses and operands nested here
 
     def deeper(self):
-        """One level deeper; a script nested beyond MAX_NESTING is refused
-        at the token that goes too deep."""
         if self.depth >= MAX_NESTING:
             self.error(f"nesting too deep: more than {MAX_NESTING} levels of blocks, parentheses or operators")
         self.depth += 1
@@ -138,7 +128,6 @@ class _Parser:
         return script
 
     def probe_block(self) -> ProbeBlock:
-        first = self.token
         points = [self.advance()]  # script() saw it is an attach point
         while self.is_punct(","):
             self.advance()
@@ -156,7 +145,7 @@ class _Parser:
             self.advance()
         if not self.is_punct("{"):
             self.error(f"expected '{{' to open the probe's block, found {self.token.describe()}")
-        return ProbeBlock(first.line, first.column, tuple(points), predicate, self.block())
+        return ProbeBlock(tuple(points), predicate, self.block())
 
     def block(self) -> tuple:
         with self.nested():
@@ -184,17 +173,17 @@ class _Parser:
             self.advance()
             return Other(token.line, token.column), True
         expr = self.expression()
-        if self.token.kind == lexer.PUNCT and self.token.text in _ASSIGNMENTS:
+        if self.token.kind == lexer.PUNCT and self.token.text in lexer.ASSIGNMENTS:
             op = self.advance().text
             if not isinstance(expr, (Var, Map)):
                 self.error("only $variables and @maps can be assigned", token)
-            return Assign(token.line, token.column, expr, op, self.expression()), True
+            return Assign(expr, op, self.expression()), True
         return expr, True
 
     def branches(self) -> If:
         """A loop, or an if with its "else if"s, read in a loop: a thousand
         branches are no deeper than one."""
-        first, branches = self.token, []
+        branches = []
         while True:
             keyword = self.advance().text
             self.expect("(", f"after '{keyword}'")
@@ -202,10 +191,10 @@ class _Parser:
             self.expect(")")
             branches.append((condition, self.block()))
             if keyword != "if" or not self.is_word("else"):
-                return If(first.line, first.column, (*branches, (None, ())))
+                return If((*branches, (None, ())))
             self.advance()
             if not self.is_word("if"):
-                return If(first.line, first.column, (*branches, (None, self.block())))
+                return If((*branches, (None, self.block())))
 
     def expression(self):
         with self.nested():
@@ -218,10 +207,10 @@ class _Parser:
             return Other(*start(condition), (condition, then, self.expression()))
 
     def binary(self):
-        """Operands joined by binary operators, read in a loop: a 1,000-term
-        sum costs no recursion."""
+        """Operands of binary operators side by side, whatever C's precedence
+        (their value is not known), read in a loop: a 1,000-term sum costs no recursion."""
         operands = [self.unary()]
-        while self.token.kind == lexer.PUNCT and self.token.text in _BINARY:
+        while self.token.kind == lexer.PUNCT and self.token.text in lexer.BINARY:
             self.advance()
             operands.append(self.unary())
         return operands[0] if len(operands) == 1 else Other(*start(operands[0]), tuple(operands))
@@ -294,7 +283,7 @@ class _Parser:
         return Ident(token.line, token.column, token.text)
 
     def type_call(self, name: Token) -> Other:
-        """``sizeof(...)``, skipped to its closing parenthesis."""
+        """``sizeof(...)``: skipped to its closing parenthesis."""
         depth = 0
         while True:
             token = self.advance()
@@ -306,7 +295,6 @@ class _Parser:
                     return Other(name.line, name.column)
 
     def expression_list(self, close: str) -> tuple:
-        """Expressions after the opening bracket here, up to ``close``."""
         self.advance()
         items = []
         while not self.is_punct(close):
@@ -340,7 +328,6 @@ class _Parser:
 
 
 def parse(text: str, path: str = "<script>") -> Script:
-    """The script's AST. Raises ScriptSyntaxError (an InputError)."""
     tokens = lexer.tokenize(text, path)
     with room_for_nesting():
         return _Parser(tokens, path).script()
