@@ -14,11 +14,11 @@ from probegen.checks.lint.lexer import ScriptSyntaxError, positions
 from probegen.checks.lint.parser import parse, room_for_nesting
 
 
+@room_for_nesting()
 def lint_text(text: str, path: str, catalog: Catalog, types=None, types_name: str | None = None) -> list[Diagnostic]:
     """``path`` names the script in messages; ``types``, a
     probegen.generators.typesource.TypeSource named ``types_name``, checks struct members."""
-    with room_for_nesting():
-        return Checker(catalog, parse(text, path), types, types_name).run()
+    return Checker(catalog, parse(text, path), types, types_name).run()
 
 
 def lint_file(path: str | Path, catalog: Catalog, types=None, types_name: str | None = None) -> list[Diagnostic]:

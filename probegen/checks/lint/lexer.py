@@ -8,7 +8,7 @@ lines are single tokens; inside predicates and blocks, C-like expression tokens.
 
 import bisect
 import re
-from dataclasses import dataclass
+from collections import namedtuple
 
 from probegen.errors import Location, ScriptError
 
@@ -48,7 +48,7 @@ class ScriptSyntaxError(ScriptError):
 
 
 def positions(text: str, line: int = 1, column: int = 1):
-    """A function giving the (line, column), 1-based, of offsets into a text that starts at ``line``, ``column``."""
+    """A function giving the (line, column), 1-based, of offsets into a text starting at ``line``, ``column``."""
     newlines = [m.start() for m in re.finditer("\n", text)]
 
     def where(offset: int) -> tuple[int, int]:
@@ -57,15 +57,7 @@ def positions(text: str, line: int = 1, column: int = 1):
     return where
 
 
-@dataclass(frozen=True)
-class Token:
-    kind: str
-    text: str
-    line: int
-    column: int
-
-    def describe(self) -> str:
-        return self.kind if self.kind == EOF else f"'{self.text}'"
+Token = namedtuple("Token", "kind text line column")
 
 
 class _Lexer:
@@ -176,6 +168,5 @@ class _Lexer:
 
 
 def tokenize(text: str, path: str = "<script>") -> list[Token]:
-    """Tokens of a whole script, ending with an EOF token.
-    Raises ScriptSyntaxError with the position of the first problem."""
+    """A script's tokens, ending with an EOF token, or a ScriptSyntaxError at the first problem."""
     return _Lexer(text, path).run()

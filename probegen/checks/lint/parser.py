@@ -45,6 +45,10 @@ ProbeBlock = namedtuple("ProbeBlock", "attach_points predicate body")  # attach 
 Script = namedtuple("Script", "path blocks definitions preprocessor")
 
 
+def _shown(token: Token) -> str:
+    return token.kind if token.kind == lexer.EOF else f"'{token.text}'"
+
+
 def start(node) -> tuple[int, int]:
     while isinstance(node, Member):
         node = node.base
@@ -107,7 +111,7 @@ class _Parser:
 
     def expect(self, text: str, what: str = "") -> Token:
         if not self.is_punct(text):
-            self.error(f"expected '{text}'{' ' + what if what else ''}, found {self.token.describe()}")
+            self.error(f"expected '{text}'{' ' + what if what else ''}, found {_shown(self.token)}")
         return self.advance()
 
     def script(self) -> Script:
@@ -124,7 +128,7 @@ class _Parser:
             elif token.kind == lexer.ATTACH:
                 script.blocks.append(self.probe_block())
             else:
-                self.error(f"expected a probe (such as usdt:PATH:NAME), found {token.describe()}")
+                self.error(f"expected a probe (such as usdt:PATH:NAME), found {_shown(token)}")
         return script
 
     def probe_block(self) -> ProbeBlock:
@@ -132,7 +136,7 @@ class _Parser:
         while self.is_punct(","):
             self.advance()
             if self.token.kind != lexer.ATTACH:
-                self.error(f"expected an attach point, found {self.token.describe()}")
+                self.error(f"expected an attach point, found {_shown(self.token)}")
             points.append(self.advance())
         predicate = None
         if self.token.kind == lexer.PRED_START:
@@ -141,10 +145,10 @@ class _Parser:
                 self.error("empty predicate")
             predicate = self.expression()
             if self.token.kind != lexer.PRED_END:
-                self.error(f"expected '/' to close the predicate, found {self.token.describe()}")
+                self.error(f"expected '/' to close the predicate, found {_shown(self.token)}")
             self.advance()
         if not self.is_punct("{"):
-            self.error(f"expected '{{' to open the probe's block, found {self.token.describe()}")
+            self.error(f"expected '{{' to open the probe's block, found {_shown(self.token)}")
         return ProbeBlock(tuple(points), predicate, self.block())
 
     def block(self) -> tuple:
@@ -160,7 +164,7 @@ class _Parser:
                 if self.is_punct(";"):
                     self.advance()
                 elif needs_separator and not self.is_punct("}"):
-                    self.error(f"expected ';' between statements, found {self.token.describe()}")
+                    self.error(f"expected ';' between statements, found {_shown(self.token)}")
             self.expect("}")
             return tuple(statements)
 
@@ -254,7 +258,7 @@ class _Parser:
                 array = f"[{self.advance().text}]"
                 self.expect("]")
             else:
-                self.error(f"unexpected {token.describe()} in a cast")
+                self.error(f"unexpected {_shown(token)} in a cast")
         self.advance()
         struct_name = words[1] if len(words) == 2 and words[0] in ("struct", "union") else None
         type_text = " ".join(words) + (" " + "*" * stars if stars else "") + array
@@ -266,7 +270,7 @@ class _Parser:
             items = self.expression_list(")")
             return items[0] if len(items) == 1 else Other(token.line, token.column, items)
         if token.kind not in _OPERANDS:
-            self.error(f"expected an expression, found {token.describe()}")
+            self.error(f"expected an expression, found {_shown(token)}")
         self.advance()
         if token.kind == lexer.STRING:
             return Str(token.line, token.column, token.text[1:-1])
@@ -314,7 +318,7 @@ class _Parser:
             if token.text in ("->", "."):
                 name = self.token
                 if name.kind != lexer.IDENT:
-                    self.error(f"expected a member name, found {name.describe()}")
+                    self.error(f"expected a member name, found {_shown(name)}")
                 self.advance()
                 expr = Member(name.line, name.column, expr, name.text)
             elif token.text == "[":
@@ -327,7 +331,6 @@ class _Parser:
         return expr
 
 
+@room_for_nesting()
 def parse(text: str, path: str = "<script>") -> Script:
-    tokens = lexer.tokenize(text, path)
-    with room_for_nesting():
-        return _Parser(tokens, path).script()
+    return _Parser(lexer.tokenize(text, path), path).script()
