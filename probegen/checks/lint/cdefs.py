@@ -1,12 +1,7 @@
-"""The structs a script defines at its top: each member's name, position and,
-where it is plain, type (so ``((struct x *)arg1)->name`` can be checked
-without a binary), and where a compiler puts it (probegen.checks.lint.layout),
-laid out as it is read.
-
-Declarations are read, not evaluated: a member whose type this does not
-understand is still known to exist, with an unknown type. The patterns are
-written so that no input makes them backtrack more than linearly (a script
-is untrusted text): no two adjacent parts match the same characters.
+"""The structs a script defines at its top, laid out as they are read: each
+member's name, position, type where it is plain (``((struct x *)arg1)->name``
+is checked without a binary) and offset (probegen.checks.lint.layout). A
+member whose type is not understood still exists, of an unknown type.
 """
 
 import re
@@ -27,7 +22,7 @@ _ALIGNED = re.compile(r"\b(?:__)?aligned(?:__)?\s*\(\s*(\d+)\s*\)")
 _PACKED = re.compile(r"\b(?:__)?packed(?:__)?\b")
 _BOUND = re.compile(r"\[\s*(\d*)\s*\]")
 _BRACES = re.compile(r"[{}]")
-_SPLITTERS = {sep: re.compile(r"[{}()\[\]" + re.escape(sep) + "]") for sep in ";,"}
+_SPLITTER = re.compile(r"[{}()\[\];,]")
 _DEPTH = {"{": 1, "(": 1, "[": 1, "}": -1, ")": -1, "]": -1}
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _QUALIFIERS = {"const", "volatile", "restrict"}
@@ -89,7 +84,7 @@ def _split_top_level(body: str, separator: str) -> list[tuple[int, str]]:
     """Parts between separators outside brackets: (offset of the part's
     first non-blank character, stripped text)."""
     parts, start, depth = [], 0, 0
-    for mark in _SPLITTERS[separator].finditer(body + separator):
+    for mark in _SPLITTER.finditer(body + separator):
         depth += _DEPTH.get(mark.group(), 0)
         if mark.group() == separator and depth == 0 or mark.end() > len(body):
             part = body[start:mark.start()]
@@ -108,9 +103,7 @@ def _moved(member: Field, start: int | None) -> Field:
 
 
 class _Reader:
-    """Reads one C definition token, laying each struct out as it is read;
-    offsets are into its text, turned into script positions with the
-    token's own line and column."""
+    """One C definition token; offsets are into its text."""
 
     def __init__(self, path: str, typedefs, pointer_size: int, structs: dict, text: str, line: int, column: int):
         self.path, self.typedefs, self.pointer_size, self.structs = path, typedefs, pointer_size, structs
@@ -224,8 +217,7 @@ class _Reader:
 
 
 def struct_definitions(definitions, path: str, typedefs=None, pointer_size: int = 8) -> dict[str, StructDef]:
-    """Structs and unions defined in a script's C definitions, by tag, laid
-    out for a target with this pointer size."""
+    """The structs and unions of a script's C definitions, by tag."""
     structs: dict[str, StructDef] = {}
     for definition in definitions:
         _Reader(path, typedefs or {}, pointer_size, structs, definition.text, definition.line, definition.column).read()
