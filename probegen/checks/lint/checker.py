@@ -6,7 +6,6 @@ if/else branches disagree, nothing. Where a value's type is not known,
 nothing is said: a finding must be certain.
 """
 
-import dataclasses
 import difflib
 import fnmatch
 import re
@@ -141,7 +140,7 @@ class Checker:
             known = env.get(node.name)
             if known is None:
                 return None
-            return dataclasses.replace(known, describe=f"{node.name} ({known.describe})", expression=node.name)
+            return known._replace(describe=f"{node.name} ({known.describe})", expression=node.name)
         if isinstance(node, ast.Call):
             values = [self.value(arg, env) for arg in node.args]
             if node.name == "str" and node.args:

@@ -1,22 +1,19 @@
 """bpftrace printf conversions, and which ones fit which values.
 
-What bpftrace 0.17 does, observed on this project's machines: a conversion
-is ``%`` [``-``] [``0``] [width] [``.``precision] [length: ``hh h l ll j z
-t``] then one of ``d u x X o c s p``, or ``r``, ``rx``, ``rh`` for buffers.
-Anything else after ``%`` (``%i``, ``%#x``, ``%+d``) prints as text and
-takes no argument, so the count no longer matches; a ``%`` before a space,
-an escape or the end is text. The length decides how many bits print, as
-in C: 32 without one (``printf("%d", 5000000000)`` prints 705032704), ``h``
-16, ``hh`` 8, the others 64; ``%p`` always 64. ``%d`` is accepted for
-unsigned values narrower than 64 bits (scripts write it), ``%x``/``%o`` for
-any integer, and 64-bit hex or ``%p`` for a string's address.
+As bpftrace 0.17 does: a conversion is ``%`` [``-``] [``0``] [width]
+[``.``precision] [length: ``hh h l ll j z t``] then one of ``d u x X o c s
+p``, or ``r``, ``rx``, ``rh`` for buffers. Anything else after ``%`` (``%i``,
+``%#x``) prints as text and takes no argument; a ``%`` before a space, an
+escape or the end is text. The length decides how many bits print, as in C:
+32 without one, ``h`` 16, ``hh`` 8, the others 64; ``%p`` always 64. ``%d``
+is accepted for unsigned values narrower than 64 bits, ``%x``/``%o`` for any
+integer, and 64-bit hex or ``%p`` for a string's address.
 """
 
 import re
 from collections import namedtuple
-from dataclasses import dataclass
 
-from probegen.catalog.ctype import CType, Kind
+from probegen.catalog.ctype import Kind
 from probegen.bpftrace import conversion
 from probegen.generators.lines import style_of
 
@@ -26,21 +23,16 @@ _FORMAT = re.compile(r"%%|(?P<known>%[-0]*[0-9]*(?:\.[0-9]+)?(?P<length>hh|h|ll|
 _LENGTH_BYTES = {None: 4, "hh": 1, "h": 2, "l": 8, "ll": 8, "j": 8, "z": 8, "t": 8}
 # text: "%lu"; conv: "u" (None for an unknown one); offset: in the format string as written.
 Conversion = namedtuple("Conversion", "text conv length offset")
-
-
-@dataclass(frozen=True)
-class Value:
-    """What the checker knows about a value in a script."""
-    describe: str  # for messages: "arg1 of nvmf_ctrlr_create (subnqn, const char *)"
-    ctype: CType | None = None  # None: the C type is not known
-    text: bool = False  # bpftrace holds the characters: str() result, char array
-    struct: str | None = None  # the struct pointed to (or held), for member checks
-    expression: str | None = None  # how the script reaches it: "arg1", "$nqn"
-    path: str | None = None  # a struct held inside ``struct``: its member path there
+# What the checker knows about a value. describe: for messages ("arg1 of
+# nvmf_ctrlr_create (subnqn, const char *)"); ctype: None if not known; text:
+# bpftrace holds the characters (str()'s result, a char array); struct: the one
+# pointed to or held; expression: how the script reaches it ("arg1", "$nqn");
+# path: of a struct held inside ``struct``, its member path there.
+Value = namedtuple("Value", "describe ctype text struct expression path", defaults=(None, False, None, None, None))
 
 
 def parse_format(raw: str) -> tuple[list[Conversion], list[Conversion]]:
-    """The conversions of a format string as written between the quotes, and the unknown ones."""
+    """The conversions of a format string as written between its quotes, and the unknown ones."""
     conversions, unknown = [], []
     for match in _FORMAT.finditer(raw):
         if match["known"]:
@@ -51,7 +43,6 @@ def parse_format(raw: str) -> tuple[list[Conversion], list[Conversion]]:
 
 
 def suggest(value: Value) -> str:
-    """The conversion to write instead, in words."""
     ctype = value.ctype
     if value.text:
         return "%s"
@@ -65,8 +56,7 @@ def suggest(value: Value) -> str:
 
 
 def mismatch(conversion: Conversion, value: Value) -> str | None:
-    """Why the conversion does not fit the value, or None if it does or
-    the value's type is unknown."""
+    """Why the conversion does not fit the value, or None (it fits, or the type is not known)."""
     conv, what = conversion.text, value.describe
     printed = 8 if conversion.conv == "p" else _LENGTH_BYTES[conversion.length]  # bytes of the value
     if conversion.conv.startswith("r"):
