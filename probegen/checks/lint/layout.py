@@ -1,14 +1,12 @@
-"""Where a C compiler puts each member of a script's struct copies: the
-offsets bpftrace (through clang) reads them at, for comparing with the
-binary's DWARF.
+"""Where a C compiler puts each member of a script's struct copies (where
+bpftrace reads them), compared with the binary's DWARF.
 
-x86-64 System V rules, which bpftrace's targets share for these types: a
-scalar is aligned to its size, an array to its element, a struct to its
-most aligned member and padded to a multiple of it; a union's members all
-start at 0; a bitfield goes on at the next bit unless it would cross a
-unit of its type; ``packed`` aligns to 1 and ``aligned(N)`` raises the
-alignment. A declaration this cannot size (an unknown typedef, a bound
-that is no number) ends the layout: no offset after it is claimed.
+The x86-64 System V rules, which bpftrace's targets share for these types:
+a scalar is aligned to its size, an array to its element, a struct to its
+most aligned member and padded to a multiple of it; a bitfield goes on at
+the next bit unless it would cross a unit of its type; ``packed`` aligns to
+1, ``aligned(N)`` raises the alignment. After a declaration this cannot size
+(an unknown typedef, a bound that is no number) no offset is claimed.
 """
 
 import math
@@ -29,7 +27,6 @@ Shape = namedtuple("Shape", "kind size align signed struct element count", defau
 
 
 def scalar(ctype: CType | None, pointer_size: int) -> Shape | None:
-    """The Shape of a C type probegen.catalog.ctype models, or None."""
     if ctype is None:
         return None
     size = ctype.size_on(pointer_size)
@@ -51,23 +48,20 @@ def _align_up(value: int, align: int) -> int:
 
 @dataclass
 class Layout:
-    """A struct or union laid out member by member, as it is read."""
     union: bool
     packed: bool = False  # __attribute__((packed)) on the struct
-    aligned: int = 1  # __attribute__((aligned(N))) on the struct
-    bit: int = 0  # the next free bit
-    end: int = 0  # bits used
-    align: int = 1
+    align: int = 1  # the most aligned member's, or the struct's __attribute__((aligned(N)))
+    end: int = 0  # bits used (a struct's next member goes on from there)
     complete: bool = True  # every declaration so far was laid out
 
     @property
     def size(self) -> int:
-        return _align_up(_align_up(self.end, 8) // 8, max(self.align, self.aligned))
+        return _align_up(_align_up(self.end, 8) // 8, self.align)
 
     def shape(self, tag: str | None) -> Shape | None:
         if not self.complete:
             return None
-        return Shape("struct", self.size, max(self.align, self.aligned), struct=tag)
+        return Shape("struct", self.size, self.align, struct=tag)
 
     def place(self, shape: Shape | None, bits: int | None, packed: bool, aligned: int | None) -> int | None:
         """The bit the next member starts at, or None once the layout is not known."""
@@ -77,7 +71,7 @@ class Layout:
         if not self.complete:
             return None
         member_align = max(1 if packed else shape.align, aligned or 0)
-        start = 0 if self.union else self.bit
+        start = 0 if self.union else self.end
         if bits is not None:
             unit = shape.size * 8
             if bits == 0 or start // unit != (start + bits - 1) // unit:
@@ -87,13 +81,12 @@ class Layout:
             start = _align_up(start, member_align * 8)
             end = start + shape.size * 8
         self.align = max(self.align, member_align)
-        self.bit = self.bit if self.union else end
-        self.end = max(self.end, end) if self.union else end
+        self.end = max(self.end, end)
         return start
 
 
 def dwarf_shape(t) -> Shape:
-    """A probegen.dwarf.model type as a Shape (only what comparing needs)."""
+    """A probegen.dwarf.model type as a Shape."""
     from probegen.dwarf import model as m
 
     u = m.unqualified(t)
@@ -117,11 +110,9 @@ def dwarf_shape(t) -> Shape:
 
 
 def _same_type(copy: Shape, binary: Shape) -> bool:
-    """Whether reading the copy's type gives the binary's value. Integer,
-    bool and enum of one size read alike (enums' sign is the compiler's
-    choice); so do a pointer and an integer of its size (hand copies keep
-    pointers they do not follow as u64); a pointer to a struct must point
-    to the same struct; arrays must agree element by element."""
+    """Whether reading the copy's type gives the binary's value. Numbers of
+    one size read alike (an enum's sign is the compiler's choice), so do a
+    pointer and an integer (hand copies keep pointers as u64)."""
     if copy.size != binary.size:
         return False
     if copy.kind in _NUMBERS and binary.kind in _NUMBERS:
@@ -145,7 +136,7 @@ def _size(bits: int | None, size: int) -> str:
 
 def mismatch(copy, member, binary_spelling: str, where: str) -> str | None:
     """What differs between the copy's member (a probegen.checks.lint.cdefs.Field)
-    and the binary's (probegen.dwarf.model.Member), as a message tail, or None."""
+    and the binary's (a probegen.dwarf.model.Member), or None."""
     shape = dwarf_shape(member.type)
     copy_at = f"bit {copy.bit_offset}" if copy.bits else f"offset {copy.offset}"
     binary_at = f"bit {member.bit_offset}" if member.bit_size else f"offset {member.offset}"
