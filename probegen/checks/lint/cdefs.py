@@ -40,9 +40,12 @@ class Field:
     struct: str | None = None  # the struct it points to or holds
     spelling: str = ""  # its type as written: "unsigned short", "struct x *", "char[16]"
     shape: Shape | None = None
-    offset: int | None = None  # in bytes; None: not laid out (after a declaration that cannot be sized)
-    bit_offset: int | None = None  # of a bitfield, from the struct's start
+    bit: int | None = None  # where it starts; None: not laid out (after a declaration that cannot be sized)
     bits: int | None = None  # a bitfield's width
+
+    @property
+    def offset(self) -> int | None:
+        return None if self.bit is None else self.bit // 8
 
 
 @dataclass
@@ -96,10 +99,7 @@ def _split_top_level(body: str, separator: str) -> list[tuple[int, str]]:
 
 def _moved(member: Field, start: int | None) -> Field:
     """A member of an anonymous struct or union, as a member of the one holding it at bit ``start``."""
-    if start is None or member.offset is None:
-        return replace(member, offset=None, bit_offset=None)
-    bit_offset = None if member.bit_offset is None else member.bit_offset + start
-    return replace(member, offset=member.offset + start // 8, bit_offset=bit_offset)
+    return replace(member, bit=None if start is None or member.bit is None else member.bit + start)
 
 
 class _Reader:
@@ -157,8 +157,7 @@ class _Reader:
             shape = Shape("pointer", self.pointer_size, self.pointer_size)
             start = struct.layout.place(shape, None, False, None)
             struct.members[pointer[1]] = Field(pointer[1], self.location(offset + pointer.start(1)),
-                                               spelling="a function pointer", shape=shape,
-                                               offset=None if start is None else start // 8)
+                                               spelling="a function pointer", shape=shape, bit=start)
             return
         attributes = " ".join(_ATTRIBUTE.findall(declaration))
         packed = _PACKED.search(attributes) is not None
@@ -212,8 +211,7 @@ class _Reader:
         else:
             checked = {"ctype": None if tag and stars != 1 else ctype, "struct": tag}
         struct.members[name] = Field(name, self.location(offset), **checked, spelling=spelling, shape=shape,
-                                     offset=None if start is None or bits == 0 else start // 8,
-                                     bit_offset=start if bits and start is not None else None, bits=bits or None)
+                                     bit=None if bits == 0 else start, bits=bits or None)
 
 
 def struct_definitions(definitions, path: str, typedefs=None, pointer_size: int = 8) -> dict[str, StructDef]:
