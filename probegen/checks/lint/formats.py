@@ -43,11 +43,7 @@ def parse_format(raw: str) -> tuple[list[Conversion], list[Conversion]]:
 
 
 def suggest(value: Value) -> str:
-    ctype = value.ctype
-    if value.text:
-        return "%s"
-    if ctype is None:
-        return "a fitting conversion"
+    ctype = value.ctype  # mismatch() and the checker ask only of values of a known type that are not text
     if ctype.kind is Kind.STRING:
         return f"%s with str({value.expression})" if value.expression else "%s with str()"
     if ctype.kind is Kind.ENUM:

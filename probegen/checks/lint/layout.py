@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from probegen.catalog.ctype import CType, Kind
 
 _NUMBERS = ("integer", "bool", "enum")
-_KINDS = {Kind.BOOL: "bool", Kind.ENUM: "enum", Kind.INTEGER: "integer", Kind.FLOAT: "float"}
-_ADDRESSES = (Kind.STRING, Kind.POINTER, Kind.FUNCTION_POINTER)
+# A Shape's kind for each probegen.catalog.ctype kind: addresses are read alike.
+_KINDS = {Kind.INTEGER: "integer", Kind.BOOL: "bool", Kind.ENUM: "enum", Kind.FLOAT: "float",
+          Kind.STRING: "pointer", Kind.POINTER: "pointer", Kind.FUNCTION_POINTER: "pointer"}
 
 # A member's type as far as layout and comparison need it. kind: "integer", "bool",
 # "enum", "pointer", "array", "struct" or "float"; signed: of an integer, None for plain
@@ -30,11 +31,8 @@ def scalar(ctype: CType | None, pointer_size: int) -> Shape | None:
     if ctype is None:
         return None
     size = ctype.size_on(pointer_size)
-    if ctype.kind in _ADDRESSES:
-        return Shape("pointer", size, size, struct=ctype.struct_name)
-    if ctype.kind in _KINDS:
-        return Shape(_KINDS[ctype.kind], size, size, signed=ctype.signed if ctype.kind is Kind.INTEGER else None)
-    return None
+    signed = ctype.signed if ctype.kind is Kind.INTEGER else None
+    return Shape(_KINDS[ctype.kind], size, size, signed, ctype.struct_name)
 
 
 def array(element: Shape, bounds) -> Shape:

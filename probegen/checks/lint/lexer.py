@@ -66,9 +66,8 @@ class _Lexer:
         self.where = positions(text)
         self.pos = 0
         self.tokens: list[Token] = []
-        self.depth = 0  # braces open; 0 is the top level
         self.in_predicate = False
-        self.nesting = 0  # parentheses and brackets open in a predicate
+        self.depth = 0  # braces open in a block, or brackets in a predicate; 0 at the top level
 
     def error(self, message: str, pos: int | None = None):
         where = self.where(self.pos if pos is None else pos)
@@ -118,7 +117,7 @@ class _Lexer:
             self.depth = 1 if char == "{" else 0
         elif char == "/":
             self.emit(PRED_START, pos, pos + 1)
-            self.in_predicate, self.nesting = True, 0
+            self.in_predicate = True
         elif char == "}":
             self.error("'}' with no block open")
         elif _C_DEFINITION_START.match(text, pos):
@@ -140,9 +139,9 @@ class _Lexer:
             self.error(f"unexpected character '{self.text[pos]}'")
         kind, operator = match.lastgroup, match.group()
         if kind == PUNCT and self.in_predicate:
-            self.nesting += _BRACKETS.get(operator, 0)
-            if operator == "/" and self.nesting <= 0:
-                self.in_predicate = False
+            self.depth += _BRACKETS.get(operator, 0)
+            if operator == "/" and self.depth <= 0:
+                self.in_predicate, self.depth = False, 0
                 return self.emit(PRED_END, pos, pos + 1)
             if operator in ("{", "}"):
                 self.error("predicate never closed ('/' missing before the block)")
