@@ -60,9 +60,7 @@ def mismatch(conversion: Conversion, value: Value) -> str | None:
             return f"{conv} prints a buffer (buf()), not {what}"
         return None
     if value.text:
-        if conversion.conv == "s":
-            return None
-        return f"{conv} for {what}, a string: use %s"
+        return None if conversion.conv == "s" else f"{conv} for {what}, a string: use %s"
     ctype = value.ctype
     if ctype is None:
         return None
@@ -75,18 +73,14 @@ def mismatch(conversion: Conversion, value: Value) -> str | None:
         return f"{conv} for {what}, a string: use {suggest(value)}"
     if conversion.conv == "s":
         if ctype.kind is Kind.ENUM:
-            return (f"%s for {what}, an enum: bpftrace has no names for its values; "
-                    f"use {suggest(value)}")
+            return f"%s for {what}, an enum: bpftrace has no names for its values; use {suggest(value)}"
         return f"%s for {what}, not a string: use {suggest(value)}"
     if conversion.conv == "p":
-        if ctype.is_address:
-            return None
-        return f"%p for {what}, an integer: use {suggest(value)}"
+        return None if ctype.is_address else f"%p for {what}, an integer: use {suggest(value)}"
     if conversion.conv == "c":
         return None
     if printed < size:
-        return (f"{conv} prints {printed * 8} of the {size * 8} bits of {what}: "
-                f"use {suggest(value)}")
+        return f"{conv} prints {printed * 8} of the {size * 8} bits of {what}: use {suggest(value)}"
     if conversion.conv == "d" and not ctype.signed_on_x86 and size == 8:
         return (f"{conv} is a signed conversion for {what}, an unsigned 64-bit value "
                 f"(values from 2^63 print negative): use {suggest(value)}")
