@@ -155,7 +155,7 @@ class _Reader:
             offset, declaration = close + 1, self.text[close + 1:offset + len(declaration)]
         elif pointer := _FUNCTION_POINTER.search(declaration):
             shape = Shape("pointer", self.pointer_size, self.pointer_size)
-            start = struct.layout.place(shape, None, False, None)
+            start = struct.layout.place(shape)
             struct.members[pointer[1]] = Field(pointer[1], self.location(offset + pointer.start(1)),
                                                spelling="a function pointer", shape=shape, bit=start)
             return
@@ -165,7 +165,7 @@ class _Reader:
         declaration = _ATTRIBUTE.sub(lambda m: " " * len(m[0]), declaration)  # offsets kept
         parts = _split_top_level(declaration, ",")
         if inner and not parts:  # anonymous: its members are the outer struct's, moved to where it starts
-            start = struct.layout.place(inner.layout.shape(None), None, False, None)
+            start = struct.layout.place(inner.layout.shape(None))
             struct.members.update({name: _moved(member, start) for name, member in inner.members.items()})
         for part_offset, declarator in parts:
             prefix = "" if words is None else "x "  # a base type before the later declarators

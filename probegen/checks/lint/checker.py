@@ -21,7 +21,7 @@ from probegen.checks.lint.parser import start
 
 _ARG = re.compile(r"arg([0-9]+)\Z")
 _WILDCARD = re.compile(r"[*?\[]")
-# A field of an attach point: up to a ':' outside quotes (the lexer saw them closed).
+# A field of an attach point: up to a ':' outside quotes (``uprobe:"/a:b":f`` has three).
 _FIELD = re.compile(r'(?<![^:])(?:"[^"]*"|[^:"])*')
 # bpftrace's integer type names in casts -> their C types.
 _CAST_INTEGERS = {f"{'' if signed else 'u'}int{size * 8}": parse_ctype(integer_type(size, signed, exact=True))
@@ -34,11 +34,6 @@ def _merge(first: dict, second: dict) -> dict:
     """What both branches agree on, or what one alone set."""
     disagree = {name: None for name in first.keys() & second.keys() if first[name] != second[name]}
     return {**first, **second, **disagree}
-
-
-def _fields(point: Token) -> list[tuple[str, int]]:
-    """The ':'-separated fields, with their columns (``uprobe:"/a:b":f`` has three)."""
-    return [(m[0].strip('"'), point.column + m.start()) for m in _FIELD.finditer(point.text)]
 
 
 def _not_an_address(ctype, struct: str) -> str | None:
@@ -86,7 +81,7 @@ class Checker:
 
     def attach_point(self, point: Token) -> list[Probe]:
         """The catalog probes a usdt attach point names, its name and provider checked."""
-        fields = _fields(point)
+        fields = [(m[0].strip('"'), point.column + m.start()) for m in _FIELD.finditer(point.text)]
         if fields[0][0] not in ("usdt", "U") or len(fields) not in (3, 4):
             return []
         name, name_column = fields[-1]
@@ -258,17 +253,15 @@ class Checker:
             self.report((node.line, node.column), f"in the debug info of {self.types_name}: {exc}", "struct-member")
             return None
         except InputError:
-            # No such struct in the binary (nothing to say), or a member
-            # scripts cannot print, such as a struct held by value: the path
-            # from the outer struct still reaches what is inside it.
+            # No such struct in the binary (nothing to say), or a member scripts cannot
+            # print (a struct held by value: the path from the outer struct reaches into it).
             return Value(f"{node.name} of struct {struct}", struct=struct, path=path)
         text = ctype.kind is Kind.STRING and "[" in ctype.spelling
         return Value(f"{path} of struct {struct}", None if text else ctype, text, ctype.struct_name)
 
     def copied_structs(self):
-        """The script's copies of structs (SPDK's sched.bt keeps some by hand)
-        against the binary: each member there, where the copy puts it, as
-        big and read alike."""
+        """The script's copies of structs (SPDK's sched.bt keeps some by hand) against
+        the binary: each member there, where the copy puts it, as big and read alike."""
         from probegen.checks.lint.layout import mismatch
         from probegen.generators.typesource import spelling
 

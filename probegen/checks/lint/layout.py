@@ -20,10 +20,9 @@ _NUMBERS = ("integer", "bool", "enum")
 _KINDS = {Kind.INTEGER: "integer", Kind.BOOL: "bool", Kind.ENUM: "enum", Kind.FLOAT: "float",
           Kind.STRING: "pointer", Kind.POINTER: "pointer", Kind.FUNCTION_POINTER: "pointer"}
 
-# A member's type as far as layout and comparison need it. kind: "integer", "bool",
-# "enum", "pointer", "array", "struct" or "float"; signed: of an integer, None for plain
-# char (either sign); struct: a struct's tag, or the struct a pointer points to;
-# element and count (all bounds multiplied): of an array.
+# A member's type as far as layout and comparison need it. kind: "integer", "bool", "enum",
+# "pointer", "array", "struct" or "float"; signed: of an integer, None for plain char (either
+# sign); struct: a struct's tag, or the one a pointer points to; element, count: of an array.
 Shape = namedtuple("Shape", "kind size align signed struct element count", defaults=(None, None, None, 0))
 
 
@@ -61,7 +60,7 @@ class Layout:
             return None
         return Shape("struct", self.size, self.align, struct=tag)
 
-    def place(self, shape: Shape | None, bits: int | None, packed: bool, aligned: int | None) -> int | None:
+    def place(self, shape: Shape | None, bits: int | None = None, packed=False, aligned: int | None = None):
         """The bit the next member starts at, or None once the layout is not known."""
         packed = packed or self.packed
         if shape is None or bits is not None and (shape.kind not in _NUMBERS or packed):

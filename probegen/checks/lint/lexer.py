@@ -84,8 +84,7 @@ class _Lexer:
             self.pos = skipped.end()
 
     def c_definition(self):
-        """``struct name { ... };`` and the like, up to the closing brace
-        (or, with no brace, the semicolon) and an optional semicolon."""
+        """``struct name { ... };`` and the like: up to the closing brace and a ';', or the first ';'."""
         start, depth = self.pos, 0
         for pos in range(start, len(self.text)):
             char = self.text[pos]

@@ -36,9 +36,8 @@ Map = namedtuple("Map", "line column parts")  # parts: the keys
 # Numbers, operators, indexing, tuples, sizeof, return: only their parts are checked.
 Other = namedtuple("Other", "line column parts", defaults=((),))
 Assign = namedtuple("Assign", "target op value")  # target: a Var or a Map; op: "=", "+=", ...
-# branches: (condition, statements) of the if, each "else if" and the else
-# (condition None; empty if there is none). A loop (unroll, while) is an If
-# of one branch: its variables are merged alike.
+# branches: (condition, statements) of the if, each "else if" and the else (condition
+# None; empty if there is none). A loop (unroll, while) is an If of one branch.
 If = namedtuple("If", "branches")
 CDefinition = namedtuple("CDefinition", "line column text")
 ProbeBlock = namedtuple("ProbeBlock", "attach_points predicate body")  # attach points: Tokens
@@ -57,9 +56,8 @@ def start(node) -> tuple[int, int]:
 
 @contextmanager
 def room_for_nesting():
-    """Python's recursion limit raised, for this call, to what walking a
-    script nested MAX_NESTING deep takes (since Python 3.11 such calls do
-    not grow the C stack)."""
+    """Python's recursion limit raised, for this call, to what walking a script nested
+    MAX_NESTING deep takes (since Python 3.11 such calls do not grow the C stack)."""
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old, MAX_NESTING * _FRAMES_PER_LEVEL + 1000))
     try:
