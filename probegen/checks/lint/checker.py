@@ -11,7 +11,7 @@ import fnmatch
 import re
 
 from probegen.catalog.model import Catalog, Probe
-from probegen.catalog.ctype import Kind, integer_type, parse_ctype
+from probegen.catalog.ctype import Kind
 from probegen.errors import Diagnostic, InputError, Location, NoSuchMember
 from probegen.checks.lint import parser as ast
 from probegen.checks.lint.cdefs import struct_definitions
@@ -23,9 +23,6 @@ _ARG = re.compile(r"arg([0-9]+)\Z")
 _WILDCARD = re.compile(r"[*?\[]")
 # A field of an attach point: up to a ':' outside quotes (``uprobe:"/a:b":f`` has three).
 _FIELD = re.compile(r'(?<![^:])(?:"[^"]*"|[^:"])*')
-# bpftrace's integer type names in casts -> their C types.
-_CAST_INTEGERS = {f"{'' if signed else 'u'}int{size * 8}": parse_ctype(integer_type(size, signed, exact=True))
-                  for signed in (True, False) for size in (1, 2, 4, 8)}
 # Hints for conversions bpftrace 0.17 does not know.
 _UNKNOWN_CONVERSION_HINTS = {"i": "use %d", "#": "write 0x%lx", "+": "drop the flag", " ": "drop the flag"}
 
@@ -218,7 +215,7 @@ class Checker:
 
     def cast(self, node: ast.Cast, value: Value | None) -> Value | None:
         if node.struct_name is None:
-            ctype = _CAST_INTEGERS.get(node.type_text)
+            ctype = ast.CAST_INTEGERS.get(node.type_text)
             return Value(f"({node.type_text}) value", ctype) if ctype else None
         if not node.pointer:
             return None

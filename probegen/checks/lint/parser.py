@@ -7,6 +7,7 @@ import sys
 from collections import namedtuple
 from contextlib import contextmanager
 
+from probegen.catalog.ctype import integer_type, parse_ctype
 from probegen.errors import Location
 from probegen.checks.lint import lexer
 from probegen.checks.lint.lexer import ScriptSyntaxError, Token
@@ -17,9 +18,11 @@ MAX_NESTING = 500
 # Python frames the parser and the checker spend per level, at most.
 _FRAMES_PER_LEVEL = 8
 _UNARY = ("!", "~", "-", "+", "*", "&", "++", "--")
-# Type names bpftrace accepts in casts besides struct/union/enum ones.
-_CAST_TYPES = frozenset([f"{s}int{w}" for s in ("", "u") for w in (8, 16, 32, 64)]
-                        + ["int", "char", "short", "long", "unsigned", "signed", "void", "bool"])
+# bpftrace's integer types in casts, as C types; and the type names casts start with.
+CAST_INTEGERS = {f"{'' if signed else 'u'}int{size * 8}": parse_ctype(integer_type(size, signed, exact=True))
+                 for signed in (True, False) for size in (1, 2, 4, 8)}
+_CAST_TYPES = frozenset([*CAST_INTEGERS, "struct", "union", "enum", "int", "char", "short", "long", "unsigned",
+                         "signed", "void", "bool"])
 # Calls whose arguments are types, not expressions: skipped whole.
 _TYPE_CALLS = frozenset(["sizeof", "offsetof"])
 _OPERANDS = (lexer.INT, lexer.POSITIONAL, lexer.STRING, lexer.VAR, lexer.MAP, lexer.IDENT)
@@ -234,7 +237,7 @@ class _Parser:
         first = self.peek()
         if first.kind != lexer.IDENT:
             return False
-        if first.text in ("struct", "union", "enum") or first.text in _CAST_TYPES:
+        if first.text in _CAST_TYPES:
             return True
         ahead = 2
         while self.is_punct("*", token=self.peek(ahead)):
