@@ -17,7 +17,6 @@ from probegen.checks.lint import parser as ast
 from probegen.checks.lint.cdefs import struct_definitions
 from probegen.checks.lint.formats import Value, mismatch, parse_format, suggest
 from probegen.checks.lint.lexer import Token
-from probegen.checks.lint.parser import start
 
 _ARG = re.compile(r"arg([0-9]+)\Z")
 _WILDCARD = re.compile(r"[*?\[]")
@@ -170,12 +169,12 @@ class Checker:
             return Value("str(...)", text=True)
         ctype = value.ctype
         if not value.text and ctype is not None and ctype.kind is not Kind.STRING:
-            self.report(start(node.args[0]), f"str() of {value.describe}, which is not a string: "
+            self.report(ast.start(node.args[0]), f"str() of {value.describe}, which is not a string: "
                         f"print it with {suggest(value)}", "str-of-non-string")
             return Value(f"str({value.expression or '...'})", text=True)
         problem = self.unbounded(node, value)
         if problem:
-            self.report(start(node), problem, "str-without-length")
+            self.report(ast.start(node), problem, "str-without-length")
         return Value(f"{value.describe} read by str()", text=True)
 
     def unbounded(self, node: ast.Call, value: Value) -> str | None:
@@ -206,12 +205,12 @@ class Checker:
             return  # the arguments no longer pair with conversions
         given = len(node.args) - 1
         if given != len(conversions):
-            self.report(start(node), f"printf format has {len(conversions)} conversion(s) but {given} "
+            self.report(ast.start(node), f"printf format has {len(conversions)} conversion(s) but {given} "
                         f"argument(s) follow it", "printf-arg-count")
         for conversion, arg, value in zip(conversions, node.args[1:], values[1:]):
             problem = None if value is None else mismatch(conversion, value)
             if problem:
-                self.report(start(arg), problem, "printf-type")
+                self.report(ast.start(arg), problem, "printf-type")
 
     def cast(self, node: ast.Cast, value: Value | None) -> Value | None:
         if node.struct_name is None:
@@ -222,7 +221,7 @@ class Checker:
         if value is not None and value.ctype is not None and not value.text:
             problem = _not_an_address(value.ctype, node.struct_name)
             if problem:
-                self.report(start(node.operand), f"cast of {value.describe} to '{node.type_text}': {problem}",
+                self.report(ast.start(node.operand), f"cast of {value.describe} to '{node.type_text}': {problem}",
                             "cast")
         return Value(value.describe if value else "a pointer", struct=node.struct_name)
 

@@ -28,16 +28,16 @@ _TYPE_CALLS = frozenset(["sizeof", "offsetof"])
 _OPERANDS = (lexer.INT, lexer.POSITIONAL, lexer.STRING, lexer.VAR, lexer.MAP, lexer.IDENT)
 
 
-# Expressions know where they start, 1-based (a Member: where its name is).
+# Expressions whose value can be known know where they start, 1-based (a Member: where its name is).
 Ident = namedtuple("Ident", "line column name")  # a builtin (arg1, pid, comm)
 Var = namedtuple("Var", "line column name")  # name with the '$'
 Str = namedtuple("Str", "line column raw")  # raw: between the quotes, escapes as written
 Call = namedtuple("Call", "line column name args")
 Cast = namedtuple("Cast", "line column type_text struct_name pointer operand")  # "struct x *", "uint32"
 Member = namedtuple("Member", "line column base name")  # base->name or base.name
-Map = namedtuple("Map", "line column parts")  # parts: the keys
+Map = namedtuple("Map", "parts")  # parts: the keys
 # Numbers, operators, indexing, tuples, sizeof, return: only their parts are checked.
-Other = namedtuple("Other", "line column parts", defaults=((),))
+Other = namedtuple("Other", "parts", defaults=((),))
 Assign = namedtuple("Assign", "target op value")  # target: a Var or a Map; op: "=", "+=", ...
 # branches: (condition, statements) of the if, each "else if" and the else (condition
 # None; empty if there is none). A loop (unroll, while) is an If of one branch.
@@ -52,6 +52,7 @@ def _shown(token: Token) -> str:
 
 
 def start(node) -> tuple[int, int]:
+    """Where an expression starts (one whose value can be known: an Other has no position)."""
     while isinstance(node, Member):
         node = node.base
     return node.line, node.column
@@ -176,7 +177,7 @@ class _Parser:
             return self.branches(), False
         if self.is_word("return", "break", "continue"):
             self.advance()
-            return Other(token.line, token.column), True
+            return Other(), True
         expr = self.expression()
         if self.token.kind == lexer.PUNCT and self.token.text in lexer.ASSIGNMENTS:
             op = self.advance().text
@@ -209,7 +210,7 @@ class _Parser:
             self.advance()
             then = self.expression()
             self.expect(":", "in '?:'")
-            return Other(*start(condition), (condition, then, self.expression()))
+            return Other((condition, then, self.expression()))
 
     def binary(self):
         """Operands of binary operators side by side, whatever C's precedence
@@ -218,14 +219,13 @@ class _Parser:
         while self.token.kind == lexer.PUNCT and self.token.text in lexer.BINARY:
             self.advance()
             operands.append(self.unary())
-        return operands[0] if len(operands) == 1 else Other(*start(operands[0]), tuple(operands))
+        return operands[0] if len(operands) == 1 else Other(tuple(operands))
 
     def unary(self):
-        token = self.token
         if self.is_punct(*_UNARY):
             self.advance()
             with self.nested():
-                return Other(token.line, token.column, (self.unary(),))
+                return Other((self.unary(),))
         if self.is_punct("(") and self.cast_ahead():
             with self.nested():
                 return self.cast()
@@ -269,7 +269,7 @@ class _Parser:
         token = self.token
         if self.is_punct("("):
             items = self.expression_list(")")
-            return items[0] if len(items) == 1 else Other(token.line, token.column, items)
+            return items[0] if len(items) == 1 else Other(items)
         if token.kind not in _OPERANDS:
             self.error(f"expected an expression, found {_shown(token)}")
         self.advance()
@@ -278,9 +278,9 @@ class _Parser:
         if token.kind == lexer.VAR:
             return Var(token.line, token.column, token.text)
         if token.kind == lexer.MAP:
-            return Map(token.line, token.column, self.expression_list("]") if self.is_punct("[") else ())
+            return Map(self.expression_list("]") if self.is_punct("[") else ())
         if token.kind != lexer.IDENT:  # a number or a positional parameter
-            return Other(token.line, token.column)
+            return Other()
         if self.is_punct("(") and token.text in _TYPE_CALLS:
             return self.type_call(token)
         if self.is_punct("("):
@@ -297,7 +297,7 @@ class _Parser:
             if self.is_punct("(", ")", token=token):
                 depth += 1 if token.text == "(" else -1
                 if depth == 0:
-                    return Other(name.line, name.column)
+                    return Other()
 
     def expression_list(self, close: str) -> tuple:
         self.advance()
@@ -325,9 +325,9 @@ class _Parser:
             elif token.text == "[":
                 index = self.expression()
                 self.expect("]")
-                expr = Other(*start(expr), (expr, index))
+                expr = Other((expr, index))
             else:
-                expr = Other(*start(expr), (expr,))
+                expr = Other((expr,))
         self.depth = outer
         return expr
 
