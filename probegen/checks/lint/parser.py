@@ -161,30 +161,28 @@ class _Parser:
                 if self.is_punct(";"):  # empty statement
                     self.advance()
                     continue
-                statement, needs_separator = self.statement()
-                statements.append(statement)
+                statements.append(self.statement())
                 if self.is_punct(";"):
                     self.advance()
-                elif needs_separator and not self.is_punct("}"):
+                elif not isinstance(statements[-1], If) and not self.is_punct("}"):  # an if or a loop needs no ';'
                     self.error(f"expected ';' between statements, found {_shown(self.token)}")
             self.expect("}")
             return tuple(statements)
 
     def statement(self):
-        """A statement, and whether a ';' must follow it."""
         token = self.token
         if self.is_word("if", "unroll", "while"):
-            return self.branches(), False
+            return self.branches()
         if self.is_word("return", "break", "continue"):
             self.advance()
-            return Other(), True
+            return Other()
         expr = self.expression()
         if self.token.kind == lexer.PUNCT and self.token.text in lexer.ASSIGNMENTS:
             op = self.advance().text
             if not isinstance(expr, (Var, Map)):
                 self.error("only $variables and @maps can be assigned", token)
-            return Assign(expr, op, self.expression()), True
-        return expr, True
+            return Assign(expr, op, self.expression())
+        return expr
 
     def branches(self) -> If:
         """A loop, or an if with its "else if"s, read in a loop: a thousand
