@@ -48,7 +48,7 @@ class ScriptSyntaxError(ScriptError):
 
 
 def positions(text: str, line: int = 1, column: int = 1):
-    """A function giving the (line, column), 1-based, of offsets into a text starting at ``line``, ``column``."""
+    """A function giving the (line, column), 1-based, of offsets into a text that starts at ``line``, ``column``."""
     newlines = [m.start() for m in re.finditer("\n", text)]
 
     def where(offset: int) -> tuple[int, int]:
