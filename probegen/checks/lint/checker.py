@@ -278,4 +278,3 @@ class Checker:
                 if problem:
                     self.report(at, f"member '{name}' of the script's copy of struct {definition.name}: "
                                 f"{problem}", "struct-layout")
-
