@@ -106,6 +106,15 @@ def test_agrees_with_pahole(binaries, name):
         assert ours[member] == offset, member
 
 
+def test_bitfield_member_through_anonymous_struct(tmp_path):
+    """A bitfield's bit offset counts from the outer struct, as its byte offset does."""
+    source = tmp_path / "bits.c"
+    source.write_text("struct outer { long a, b; struct { int x; int bf : 4; }; } o;\nint main(void) { return 0; }\n")
+    gcc(source, tmp_path / "bits", "-g", "-O0")
+    with DwarfTypes.open(tmp_path / "bits") as types:
+        bf = types.member("outer", "bf")
+    assert (bf.offset, bf.bit_offset, bf.bit_size) == (20, 160, 4)
+
 def test_annotate_and_typedefs(binaries):
     with DwarfTypes.open(binaries["dwarf5"]) as types:
         plain = render_definitions(types, ["spdk_nvmf_qpair"])

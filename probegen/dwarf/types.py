@@ -132,7 +132,8 @@ class DwarfTypes:
             found = paths[part][-1]
             t = found.type
             where = f"{where}.{part}"
-        return m.Member(found.name, found.type, offset, found.bit_size, found.bit_offset)
+        bit_offset = None if found.bit_offset is None else found.bit_offset + (offset - found.offset) * 8
+        return m.Member(found.name, found.type, offset, found.bit_size, bit_offset)
 
 
 def _members(struct: m.Struct) -> dict[str, list[m.Member]]:
