@@ -143,6 +143,7 @@ STRUCTS = ""  # no member values
 # --- probegen's BCC runtime ---
 
 import argparse
+import atexit
 import contextlib
 import ctypes as ct
 import heapq
@@ -176,7 +177,6 @@ def trace_events(hits, spans, pid):
                                    "pid": pid, "tid": begun[1], "args": begun[2]})
     return {"traceEvents": events, "displayTimeUnit": "ns"}
 
-UNKNOWN = "UNKNOWN"  # an enum value without a name prints UNKNOWN(n)
 UNITS = {False: ("usecs", "us", 1000), True: ("msecs", "ms", 1000000)}  # by -m: text, JSON, ns per unit
 STARS = 40  # width of a histogram's distribution column
 POLL_MS = 100  # how long a turn of the main loop waits for events
@@ -185,10 +185,6 @@ REORDER_NS = 250 * 1000 * 1000
 REORDER_MAX = 100000  # hits held at most; past that the oldest prints at once
 MAX_IN_FLIGHT = 10240  # span starts kept at once per span (its BPF hash)
 MAX_HIST_KEYS = 4096  # histogram slots per span, all by values together
-
-
-class UsageError(Exception):
-    """Bad options or input: one line, exit 2."""
 
 
 # --- values --------------------------------------------------------------
@@ -218,11 +214,7 @@ class Field:
         self.kind = "enum" if self.enum else {"s": "int", "u": "int", "x": "hex"}.get(kind, kind)
         self.signed = kind == "s"  # the catalog's sign
         self.bits = self.catalog_bits = int(bits or 64)
-        self.missing = False
-
-    @property
-    def is_string(self):
-        return self.max_len > 0
+        self.missing, self.is_string = False, self.max_len > 0
 
     def c_decl(self, name):
         if self.kind == "buf":
@@ -289,7 +281,7 @@ class Field:
             return ("0x%x" % (raw & ((1 << self.bits) - 1)),) * 2
         number = raw - (1 << 64) if self.signed and raw >> 63 else raw
         if self.kind == "enum":
-            name = enums[self.enum]["names"].get(number) or "%s(%d)" % (UNKNOWN, number)
+            name = enums[self.enum]["names"].get(number) or "UNKNOWN(%d)" % number
             return name, name
         return str(number), number
 
@@ -353,18 +345,18 @@ def parser_for(tool):
 def parse_args(tool, argv=None):
     parser = parser_for(tool)
     args = parser.parse_args(argv)
-    try:
-        check_args(tool, args)
-    except UsageError as exc:
-        parser.error(str(exc))
+    wrong = check_args(tool, args)
+    if wrong:
+        parser.error(wrong)
     return args
 
 
 def check_args(tool, args):
+    """What is wrong with the options, if anything."""
     unknown = [n for n in args.probe if n not in tool.by_name]
     unknown += [n for n in args.group if n not in {p.group for p in tool.probes}]
     unknown += [n for n in args.span if n not in {s.name for s in tool.spans}]
-    checks = [
+    return next((message for wrong, message in [
         (args.pid is None and args.binary is None and not (args.list or args.ebpf), "give -p PID or a BINARY"),
         (args.pid is not None and args.pid <= 0, "-p needs a process id above 0"),
         (args.duration is not None and not args.duration > 0, "--duration needs a number of seconds above 0"),
@@ -374,10 +366,7 @@ def check_args(tool, args):
         (args.timeline and (args.count or args.hist), "--timeline needs every hit: not with --count or --hist"),
         (args.hist and not tool.spans, "the catalog has no spans: --hist has nothing to measure"),
         (unknown, "no probe, group or span named %s (see --list)" % ", ".join(map(repr, unknown))),
-    ]
-    for wrong, message in checks:
-        if wrong:
-            raise UsageError(message)
+    ] if wrong), None)
 
 
 def selection(tool, args):
@@ -557,11 +546,9 @@ class Histograms:
     change in the kernel's histograms (never cleared) since the last read."""
 
     def __init__(self, tool, spans, per_key, milliseconds):
-        self.tool, self.spans = tool, {s.number: s for s in spans}
-        self.per_key = per_key
+        self.tool, self.spans, self.per_key = tool, {s.number: s for s in spans}, per_key
         self.unit, self.json_unit = UNITS[milliseconds][:2]
-        self.slots = {}  # (span number, ((label, text, json), ...)) -> {slot: count}
-        self.seen = {}  # (span number, the key's bytes) -> count taken so far
+        self.seen = {}  # (span number, the key's bytes) -> count read so far
 
     def values(self, span, holder):
         """((label, text, json), ...) of a histogram key's by (or key) values."""
@@ -571,30 +558,24 @@ class Histograms:
         member = "k%d" if self.per_key else "b%d"
         return tuple((f.label,) + f.value(getattr(holder, member % i), self.tool.enums) for i, f in enumerate(fields))
 
-    def add(self, span, values, slot, count):
-        slots = self.slots.setdefault((span.number, values), {})
-        slots[slot] = slots.get(slot, 0) + count
-
     def read(self, bpf):
-        """The kernel's counts since the last read, as take() gives them."""
+        """{(span number, ((label, text, json), ...)): {slot: count}} since the last
+        read, in span then first-seen order."""
+        taken = {}
         for number, span in self.spans.items():
             for key, count in bpf["span_%d_hist" % number].items():
                 raw = (number, bytes(key))
                 change, self.seen[raw] = count.value - self.seen.get(raw, 0), count.value
                 if change:
-                    self.add(span, self.values(span, key.v), key.slot, change)
-        return self.take()
-
-    def take(self):
-        """The histograms since the last take, in span then first-seen order."""
-        taken, self.slots = self.slots, {}
-        return sorted(taken.items(), key=lambda item: item[0][0])
+                    slots = taken.setdefault((number, self.values(span, key.v)), {})
+                    slots[key.slot] = slots.get(key.slot, 0) + change
+        return taken
 
     def report(self, taken, unmatched):
         """(the JSON objects, as ``probegen trace --hist --json`` prints them, without
         empty buckets; the text) of the histograms taken and the ends without a start (of any span)."""
         objects, text = [], []
-        for (number, values), slots in taken:
+        for (number, values), slots in taken.items():
             span, table = self.spans[number].name, rows(slots)
             title = ["span %s%s" % (span, ":" * bool(values))] + ["%s=%s" % (l, t) for l, t, _ in values]
             text += ["", " ".join(title), format_histogram(self.unit, table)]
@@ -966,20 +947,15 @@ def fail(message):
     return 2
 
 
-class Stop:
-    """Set by Ctrl-C and SIGTERM (an exception in BCC's callbacks would be
-    swallowed) and by the traced process's exit (its pidfd readable)."""
-
-    def __init__(self, pid):
-        self.signalled, self.fd = False, None
-        for number in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(number, lambda *_: setattr(self, "signalled", True))
-        with contextlib.suppress(OSError, AttributeError):
-            self.fd = os.pidfd_open(pid) if pid is not None else None
-
-    @property
-    def requested(self):
-        return self.signalled or (self.fd is not None and bool(select.select([self.fd], [], [], 0)[0]))
+def stop_when(pid):
+    """Whether to stop, as a function: after Ctrl-C or SIGTERM (an exception in BCC's
+    callbacks would be swallowed) or the traced process's exit (its pidfd readable)."""
+    signalled, pidfd = [], None
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: signalled.append(True))
+    with contextlib.suppress(OSError, AttributeError):
+        pidfd = os.pidfd_open(pid) if pid is not None else None
+    return lambda: bool(signalled) or (pidfd is not None and bool(select.select([pidfd], [], [], 0)[0]))
 
 
 # --- the run -------------------------------------------------------------
@@ -1063,7 +1039,7 @@ def main(tool, argv=None):
     holders = sorted({b for b, _, _, _ in usdt.enumerate_active_probes()})
     for line in use_debug_info(tool, enums, None if args.no_debug_info else traced_files(args, holders), args.pid):
         warn(line)
-    stop = Stop(args.pid)  # from here, Ctrl-C ends the tool at its next turn, not inside BCC
+    stop = stop_when(args.pid)  # from here, Ctrl-C ends the tool at its next turn, not inside BCC
     try:
         bpf = BPF(text=program)
     except Exception as exc:
@@ -1116,7 +1092,7 @@ def run(tool, args, bpf, probes, spans, stop):
               % (len(probes), "s" * (len(probes) != 1), tool.provider, mode))
     now = time.monotonic()
     deadline, next_summary = now + (args.duration or float("inf")), now + (args.interval or float("inf"))
-    while not stop.requested:
+    while not stop():
         if reorder:
             bpf.perf_buffer_poll(timeout=POLL_MS)
             reorder.due()
@@ -1141,19 +1117,12 @@ def run(tool, args, bpf, probes, spans, stop):
         with open(args.timeline, "w") as file:
             json.dump(trace_events([(ts, tid, p.name, {l: j for l, _, j in v}) for ts, tid, p, v in hits], spans,
                                    args.pid or 0), file)
-    detach(bpf)
-    return 0
-
-
-def detach(bpf):
-    """BCC's atexit cleanup, now and without its traceback if it fails."""
-    import atexit
-
-    atexit.unregister(bpf.cleanup)
+    atexit.unregister(bpf.cleanup)  # BCC's cleanup, now and without its traceback if it fails
     try:
         bpf.cleanup()
     except Exception as exc:
         print("warning: %s (the probes detach when this process exits)" % exc, file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":
