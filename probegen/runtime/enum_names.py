@@ -36,10 +36,10 @@ def from_debug_info(catalog: Catalog, enums: list[str], files) -> dict:
 
 
 def for_process(catalog: Catalog, pid: int, holders: dict, enums: list[str],
-                deadline: float | None = None) -> tuple[dict[str, EnumTable], list[str]]:
+                deadline: float) -> tuple[dict[str, EnumTable], list[str]]:
     """(each enum's table from debug info, the lines saying where each of ``enums`` is named):
     from the executable and the files holding the traced probes, parsed in a child without root."""
-    from probegen.files.unprivileged import Unprivileged, deadline_in, run_unprivileged
+    from probegen.files.unprivileged import Unprivileged, run_unprivileged
     from probegen.runtime import trace
 
     if not enums:
@@ -49,7 +49,7 @@ def for_process(catalog: Catalog, pid: int, holders: dict, enums: list[str],
         with trace.opened(pid, files) as opened:
             named = [(trace.shown(mapped.name), path) for mapped, path in opened]
             found = run_unprivileged(from_debug_info, catalog, enums, named,
-                                     deadline=deadline or deadline_in(trace.STARTUP_SECONDS),
+                                     deadline=deadline,
                                      what=f"reading enum names from the debug info of process {pid}'s files",
                                      modules=_READER_MODULES)
         from_binary, why = _checked_sources(found, enums, {shown for shown, _ in named})

@@ -93,8 +93,7 @@ def _say(message: str) -> None:
 
 
 def regenerate(pid: int, scripts: list[trace.Script], groups: dict, catalog, debug_info: bool, big: bool,
-               holders: dict, notes: dict, deadline: float | None = None,
-               tids: bool = False) -> tuple[list[trace.Script], dict]:
+               holders: dict, notes: dict, deadline: float, tids: bool) -> tuple[list[trace.Script], dict]:
     """(the generated line scripts made again for this process, each such probe's labels).
     ``tids``: the lines name their thread too (``PROBE [tid TID] ...``), for trace's own reading."""
     from probegen.generators.bpftrace import render_lines

@@ -360,19 +360,11 @@ class Hits:
     """bpftrace's lines as trace prints them: split hits joined, in timestamp order; ``tap``
     sees them first, with the thread the lines of probes in ``tids`` print, then taken off."""
 
-    def __init__(self, tap=None, tids=frozenset()) -> None:
+    def __init__(self, tap, tids) -> None:
         self.joiner = HitJoiner(keep_tid=tids)
         self.ready: list[str] = []
         self.order = Reorder(lambda hit: self.ready.append(hit[1]))
         self.tap, self.tids = tap, tids
-
-    def _add(self, line: str) -> None:
-        match = STAMP.match(line)
-        if match is None:  # no hit (a banner, maps at exit): after every hit held
-            self.order.release()
-            self.ready.append(line)
-        else:
-            self.order.add(((int(match[1]) * 1000000 + int(match[2])) * 1000, line))
 
     def feed(self, line: str | None) -> list[str]:
         """Lines to print after ``line`` (None: none came, time passed)."""
@@ -383,7 +375,12 @@ class Hits:
 
     def _take(self, joined: list[str], release) -> list[str]:
         for line in joined:
-            self._add(line)
+            match = STAMP.match(line)
+            if match is None:  # no hit (a banner, maps at exit): after every hit held
+                self.order.release()
+                self.ready.append(line)
+            else:
+                self.order.add(((int(match[1]) * 1000000 + int(match[2])) * 1000, line))
         release()
         lines, self.ready = self.ready, []
         if self.tap is not None:
