@@ -200,8 +200,7 @@ def printable(value):
 
 
 class Field:
-    """One printed value: its label, note argument (0-based), format (see the
-    PROBES table) and, for a struct member, (struct, member path)."""
+    """A printed value: label, note argument (0-based), format (see PROBES), member: (struct, member path)."""
 
     def __init__(self, label, arg, fmt, member=None):
         self.label, self.arg, self.member = label, arg, member
@@ -457,16 +456,14 @@ SPAN_END_C = string.Template("""struct span_${ID}_start *begun = span_${ID}_star
 
 
 def note_types(readers):
-    """{(fn_name, argument 0-based): C type} from BCC's argument readers (the
-    widest of the probe's locations)."""
+    """{(fn_name, argument 0-based): C type} of BCC's argument readers (the widest of the probe's sites)."""
     found = re.findall(r"_bpf_readarg_(\w+?)_(\d+)\(struct pt_regs \*ctx, void \*dest, size_t len\) \{\s*"
                        r"if \(len != sizeof\((\w+)\)\)", readers)
     return {(fn, int(n) - 1): c_type for fn, n, c_type in found}
 
 
 def program_text(tool, args, probes, spans, types=None):
-    """The BPF C of the mode chosen. types: note_types() (None: --ebpf alone,
-    every argument at the catalog's width)."""
+    """The BPF C of the mode chosen; types: note_types() (None: --ebpf alone, the catalog's widths)."""
     parts = ["#include <uapi/linux/ptrace.h>", tool.structs]
     if args.count:
         parts.append("BPF_PERCPU_ARRAY(counts, u64, %d);  /* per CPU, added atomically */" % len(tool.probes))
@@ -845,8 +842,7 @@ def shown_names(enumerators, strip):
 
 
 def traced_files(args, holders):
-    """(shown name, path) of the executable (-p) or BINARY, then the files
-    holding the probes, each once."""
+    """(shown name, path) of the executable (-p) or BINARY, then the files holding the probes, each once."""
     files = [(args.binary, args.binary)] if args.binary is not None else []
     if args.pid is not None:
         exe = "/proc/%d/exe" % args.pid
