@@ -313,7 +313,8 @@ class Tool:
 
 # --- options -------------------------------------------------------------
 
-def parser_for(tool):
+def parse_args(tool, argv=None):
+    """The options, checked: a wrong one is a line on stderr and exit 2."""
     parser = argparse.ArgumentParser(description=tool.description)
     add = parser.add_argument
     add("-p", "--pid", type=int, help="trace this process (needed for probes with semaphores)")
@@ -338,24 +339,11 @@ def parser_for(tool):
     add("--ebpf", action="store_true", help="print the BPF C program of the mode chosen and exit")
     add("--no-debug-info", action="store_true",
         help="print enum names as the catalog has them, not from the traced binary's DWARF")
-    return parser
-
-
-def parse_args(tool, argv=None):
-    parser = parser_for(tool)
     args = parser.parse_args(argv)
-    wrong = check_args(tool, args)
-    if wrong:
-        parser.error(wrong)
-    return args
-
-
-def check_args(tool, args):
-    """What is wrong with the options, if anything."""
     unknown = [n for n in args.probe if n not in tool.by_name]
     unknown += [n for n in args.group if n not in {p.group for p in tool.probes}]
     unknown += [n for n in args.span if n not in {s.name for s in tool.spans}]
-    return next((message for wrong, message in [
+    for wrong, message in [
         (args.pid is None and args.binary is None and not (args.list or args.ebpf), "give -p PID or a BINARY"),
         (args.pid is not None and args.pid <= 0, "-p needs a process id above 0"),
         (args.duration is not None and not args.duration > 0, "--duration needs a number of seconds above 0"),
@@ -365,7 +353,10 @@ def check_args(tool, args):
         (args.timeline and (args.count or args.hist), "--timeline needs every hit: not with --count or --hist"),
         (args.hist and not tool.spans, "the catalog has no spans: --hist has nothing to measure"),
         (unknown, "no probe, group or span named %s (see --list)" % ", ".join(map(repr, unknown))),
-    ] if wrong), None)
+    ]:
+        if wrong:
+            parser.error(message)
+    return args
 
 
 def selection(tool, args):
