@@ -3,11 +3,8 @@ as drgn offers C's. drgn 0.3.0 leaves out base classes and raises
 BadDataError on references, member pointers and nullptr_t; here a base
 class's members are moved to where the base is (the derived class may use
 its tail padding, where no C member can overlap), references are pointers.
-
-Every unit's types, and those of its namespaces ("ns::S"), are indexed by
-name on first use. pyelftools inflates compressed sections whole, so each
-is first inflated within what it claims; it follows DW_AT_sibling wherever
-it points, so children are walked here, every step forward in the unit.
+pyelftools inflates compressed sections whole and follows DW_AT_sibling
+wherever it points: sections are checked first, children walked here.
 """
 
 from types import SimpleNamespace
@@ -61,6 +58,7 @@ class _Type(SimpleNamespace):
 
 
 _VOID = _Type(kind=K.VOID)
+
 
 def _name(die) -> str | None:
     attr = die.attributes.get("DW_AT_name")
@@ -213,10 +211,10 @@ class CxxTypes:
                 if count > 1 << 40:  # upper bound -1 stored unsigned: GNU zero-length array
                     count = 0
             counts.append(count)
-        t = _Type(kind=K.ARRAY, length=None, die_offset=die.offset, later={"type": lambda: self._target(die)})
-        for count in reversed(counts[1:]):
+        t = _Type(kind=K.ARRAY, length=counts.pop() if counts else None, die_offset=die.offset,
+                  later={"type": lambda: self._target(die)})
+        for count in reversed(counts):  # int a[2][3]: an array of 2 arrays of 3
             t = _Type(kind=K.ARRAY, length=count, type=t)
-        t.length = counts[0] if counts else None
         return t
 
     def _location(self, die) -> int | None:

@@ -11,7 +11,6 @@ import functools
 import math
 import re
 from dataclasses import dataclass
-from typing import NamedTuple
 
 
 @dataclass(frozen=True)
@@ -158,17 +157,12 @@ def _int(text: str) -> int | None:
     return -value if text[0] == "-" else value
 
 
-class _Displacement(NamedTuple):
-    offset: int = 0
-    symbol: str | None = None
-    relocation: str | None = None
-
-
-def _displacement(text: str) -> _Displacement | None:
+def _displacement(text: str) -> Address | None:
     """A sum of numbers and at most one symbol, in any order, as gcc prints
     address constants: '', '-8', 'sym+16', '40+sym', 'sym-8', '12+sym@GOTOFF',
-    'sym@toc@l', '%lo(sym)', '%tprel_lo(sym+8)'. None for anything else
-    (two symbols, a subtracted symbol, unknown characters)."""
+    'sym@toc@l', '%lo(sym)', '%tprel_lo(sym+8)'; its symbol None if it has
+    none. None for anything else (two symbols, a subtracted symbol, unknown
+    characters)."""
     offset, symbol, relocation, at = 0, None, None, 0
     while at < len(text):
         term = _TERM.match(text, at)
@@ -193,7 +187,7 @@ def _displacement(text: str) -> _Displacement | None:
         else:
             symbol = term["symbol"]
             relocation = term["relocations"][1:] or None
-    return _Displacement(offset, symbol, relocation)
+    return Address(symbol, offset, relocation)
 
 
 def _constant_or_address(text: str) -> Operand | None:
@@ -205,9 +199,7 @@ def _constant_or_address(text: str) -> Operand | None:
     if _FLOAT.match(text) and len(text) <= _MAX_DIGITS and math.isfinite(float(text)):
         return Constant(float(text))  # finite: JSON has no infinity
     disp = _displacement(text)
-    if disp is not None and disp.symbol is not None:
-        return Address(disp.symbol, disp.offset, disp.relocation)
-    return None
+    return disp if disp is not None and disp.symbol is not None else None
 
 
 # --- the machines ---------------------------------------------------------------
