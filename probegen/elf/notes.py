@@ -177,90 +177,74 @@ def _read(elf, shown: str, file_size: int) -> Binary:
         data = elf.stream.read(size)
         if len(data) != size:
             raise ElfError(f"section {NOTE_SECTION} could not be read in full", Location(shown))
-        grouped = _NoteReader(shown, elf.elfclass // 8, elf.little_endian, machine, stapsdt_base).read(data, start)
+        grouped = _sites(data, start, shown, elf.elfclass // 8, "<" if elf.little_endian else ">", machine,
+                         stapsdt_base)
     return Binary(shown, elf.elfclass, machine, _named(elf.header["e_type"], "ET_"), elf.little_endian,
                   notes is not None, stapsdt_base,
                   tuple(BinaryProbe(p, n, tuple(sites)) for (p, n), sites in grouped.items()))
 
 
-class _NoteReader:
-    """Walks the notes of one .note.stapsdt section with struct: pyelftools'
-    note walker alone takes 0.18 s for 20,000 notes, twice this whole
-    reader, and leaves the descriptor (SystemTap's) to parse. Sites repeat
-    their probe's strings: each distinct one is checked and decoded once,
-    and sites share the decoded tuple."""
-
-    def __init__(self, shown: str, width: int, little_endian: bool, machine: str, stapsdt_base: int | None):
-        self.shown, self.width, self.machine, self.stapsdt_base = shown, width, machine, stapsdt_base
-        order = "<" if little_endian else ">"
-        self.header = struct.Struct(order + "3I")
-        self.addresses = struct.Struct(order + ("3Q" if width == 8 else "3I"))
-        self.mask = (1 << (8 * width)) - 1
-        self.names: dict[tuple[bytes, bytes], tuple[str, str]] = {}
-        self.args: "dict[bytes, tuple[str, tuple[NoteArg, ...]]]" = {}  # raw string -> (text, decoded)
-
-    def read(self, data: bytes, section_offset: int) -> dict[tuple[str, str], list[ProbeSite]]:
-        """Sites by (provider, name); offsets in messages are the file's."""
-        shown, width, end = self.shown, self.width, len(data)
-        grouped: dict[tuple[str, str], list[ProbeSite]] = {}
-        offset = count = 0
-        while offset + _NOTE_HEADER < end:  # trailing padding is no note (as pyelftools reads it)
-            count += 1
-            if count > MAX_NOTES:
-                raise ElfError(f"section {NOTE_SECTION} holds more than {MAX_NOTES} notes; "
-                               "no real binary has that many probe sites", Location(shown))
-            namesz, descsz, note_type = self.header.unpack_from(data, offset)
-            name_at = offset + _NOTE_HEADER
-            desc_at = name_at + ((namesz + 3) & ~3)
-            note_at, offset = section_offset + offset, desc_at + ((descsz + 3) & ~3)
-            if offset > end:
-                raise ElfError(f"note at byte {note_at} of {NOTE_SECTION}: its sizes point past the section",
-                               Location(shown))
-            if note_type != NT_STAPSDT or not data.startswith(_OWNER, name_at, desc_at):
-                continue
-            if descsz < 3 * width:
-                raise ElfError(f"stapsdt note at byte {note_at}: descriptor of {descsz} bytes is too short "
-                               "for three addresses", Location(shown))
-            pc, base, semaphore = self.addresses.unpack_from(data, desc_at)
-            strings = data[desc_at + 3 * width:desc_at + descsz].split(b"\0", 3)
-            if len(strings) < 4:
-                raise ElfError(f"stapsdt note at byte {note_at}: provider, name and arguments are not "
-                               "three NUL-terminated strings", Location(shown))
-            key = self.names.get((strings[0], strings[1]))
-            decoded = self.args.get(strings[2])
-            if key is None or decoded is None:
-                key, decoded = self._check(*strings[:3], key, decoded, f"stapsdt note at byte {note_at}")
-            # Prelinking moves sections but not the addresses inside notes;
-            # tracers shift pc (and the semaphore) by how far .stapsdt.base moved.
-            if self.stapsdt_base and base:
-                delta = self.stapsdt_base - base
-                pc = (pc + delta) & self.mask
-                if semaphore:
-                    semaphore = (semaphore + delta) & self.mask
-            grouped.setdefault(key, []).append(ProbeSite(pc, semaphore, base, decoded[1], decoded[0]))
-        return grouped
-
-    def _check(self, raw_provider: bytes, raw_name: bytes, raw_args: bytes, key, decoded, where: str):
-        """(key, decoded) of a note with a string not seen before: checked, decoded and remembered."""
-        shown = self.shown
-        if key is None:
+def _sites(data: bytes, section_offset: int, shown: str, width: int, order: str, machine: str,
+           stapsdt_base: int | None) -> dict[tuple[str, str], list[ProbeSite]]:
+    """Sites by (provider, name); offsets in messages are the file's. Walked
+    with struct: pyelftools' note walker alone takes 0.18 s for 20,000 notes,
+    twice this whole reader. Sites repeat their probe's strings: each
+    distinct one is checked and decoded once, and sites share the result."""
+    header, addresses = struct.Struct(order + "3I"), struct.Struct(order + ("3Q" if width == 8 else "3I"))
+    mask = (1 << (8 * width)) - 1
+    names: dict[tuple[bytes, bytes], tuple[str, str]] = {}
+    decoded_args: "dict[bytes, tuple[str, tuple[NoteArg, ...]]]" = {}  # raw string -> (text, decoded)
+    grouped: dict[tuple[str, str], list[ProbeSite]] = {}
+    end, offset, count = len(data), 0, 0
+    while offset + _NOTE_HEADER < end:  # trailing padding is no note (as pyelftools reads it)
+        count += 1
+        if count > MAX_NOTES:
+            raise ElfError(f"section {NOTE_SECTION} holds more than {MAX_NOTES} notes; "
+                           "no real binary has that many probe sites", Location(shown))
+        namesz, descsz, note_type = header.unpack_from(data, offset)
+        name_at = offset + _NOTE_HEADER
+        desc_at = name_at + ((namesz + 3) & ~3)
+        note_at, offset = section_offset + offset, desc_at + ((descsz + 3) & ~3)
+        if offset > end:
+            raise ElfError(f"note at byte {note_at} of {NOTE_SECTION}: its sizes point past the section",
+                           Location(shown))
+        if note_type != NT_STAPSDT or not data.startswith(_OWNER, name_at, desc_at):
+            continue
+        if descsz < 3 * width:
+            raise ElfError(f"stapsdt note at byte {note_at}: descriptor of {descsz} bytes is too short "
+                           "for three addresses", Location(shown))
+        pc, base, semaphore = addresses.unpack_from(data, desc_at)
+        strings = data[desc_at + 3 * width:desc_at + descsz].split(b"\0", 3)
+        if len(strings) < 4:
+            raise ElfError(f"stapsdt note at byte {note_at}: provider, name and arguments are not "
+                           "three NUL-terminated strings", Location(shown))
+        key = names.get((strings[0], strings[1]))
+        decoded = decoded_args.get(strings[2])
+        if key is None or decoded is None:
+            where = f"stapsdt note at byte {note_at}"
             provider, name, args_text = (_text(raw, shown, where, what) for raw, what in
-                                         ((raw_provider, "provider"), (raw_name, "name"), (raw_args, "arguments")))
+                                         zip(strings, ("provider", "name", "arguments")))
             for value, what in ((provider, "provider"), (name, "name")):
                 if not _NAME.match(value):
                     raise ElfError(f"{where}: {what} {value!r} is not a C identifier", Location(shown))
-            key = self.names[raw_provider, raw_name] = (provider, name)
-        else:
-            args_text = _text(raw_args, shown, where, "arguments")
+            key = names[strings[0], strings[1]] = (provider, name)
         if decoded is None:
             from probegen.elf.argspec import ArgSpecError, parse_args
 
             try:
-                args = parse_args(args_text, self.machine)
+                args = parse_args(args_text, machine)
             except ArgSpecError as exc:
-                raise ElfError(f"{where} ({key[0]}:{key[1]}): {exc}", Location(shown)) from None
-            decoded = self.args[raw_args] = (args_text, args)
-        return key, decoded
+                raise ElfError(f"{where} ({provider}:{name}): {exc}", Location(shown)) from None
+            decoded = decoded_args[strings[2]] = (args_text, args)
+        # Prelinking moves sections but not the addresses inside notes;
+        # tracers shift pc (and the semaphore) by how far .stapsdt.base moved.
+        if stapsdt_base and base:
+            delta = stapsdt_base - base
+            pc = (pc + delta) & mask
+            if semaphore:
+                semaphore = (semaphore + delta) & mask
+        grouped.setdefault(key, []).append(ProbeSite(pc, semaphore, base, decoded[1], decoded[0]))
+    return grouped
 
 
 def _text(raw: bytes, shown: str, where: str, what: str) -> str:
