@@ -1,13 +1,10 @@
 """drgn's types (or cxx.py's, which read like them) as ``probegen.dwarf.model``
-types, with the names, bitfields and layouts C and bpftrace need.
-
-Only what is asked for is converted: a named struct reached through a
-pointer gets its members when they are first asked for (C needs only its
-name there). A type reached twice by name is one object, so
-``struct s { struct s *next; }`` ends. What the DWARF says is checked, as it
-may be damaged: sizes, bitfields, types no member can have, cycles other
-than through a struct, and nesting deeper than MAX_NESTING, so whatever
-walks the types, printing them, ends.
+types, with the names, bitfields and layouts C and bpftrace need. A named
+struct reached through a pointer gets its members when first asked for (C
+needs only its name there). What the DWARF says is checked, as it may be
+damaged (sizes, bitfields, types no member can have, cycles other than
+through a struct, nesting deeper than MAX_NESTING), so whatever walks the
+types ends.
 """
 
 import drgn
@@ -52,8 +49,7 @@ def _base(name: str | None, size: int, encoding: str) -> m.Type:
     return _bytes(size)
 
 
-def _bytes(size: int) -> m.Type:
-    """What a type C cannot name becomes: its bytes."""
+def _bytes(size: int) -> m.Type:  # what a type C cannot name becomes
     return m.Array(m.Base("unsigned char", 1, "unsigned_char"), [size])
 
 
@@ -168,15 +164,8 @@ class Converter:
             self._named[key] = result
         return result
 
-    def _name(self, t: drgn.Type) -> tuple[str | None, str | None]:
-        """(C name, DWARF's name where it differs) of a struct or enum."""
-        if t.tag is None:
-            return None, None
-        name = c_identifier(t.tag)
-        return name, (t.tag if name != t.tag else None)
-
     def _aggregate(self, t: drgn.Type, key, lazy: bool) -> m.Struct:
-        name, source = self._name(t)
+        name, source = _names(t)
         complete = t.is_complete()
         kind = "union" if t.kind == K.UNION else "struct"
         if name is None:
@@ -238,7 +227,7 @@ class Converter:
         return m.Member(name, type_, bit_offset // 8, bit_size, bit_offset if bit_size is not None else None)
 
     def _enum(self, t: drgn.Type) -> m.Enum:
-        name, source = self._name(t)
+        name, source = _names(t)
         complete = t.is_complete()
         enum = m.Enum(name, _size(t.type) if complete else 4, source_name=source)
         if complete:
@@ -273,6 +262,12 @@ class Converter:
             raise Damaged("a function type has a parameter of no object type")
         # cxx.py's say whether they are prototyped (C++'s are not, in DWARF: "()")
         return m.Function(returns, params, t.is_variadic, getattr(t, "prototyped", True))
+
+
+def _names(t: drgn.Type) -> tuple[str | None, str | None]:
+    """(C name, DWARF's name where it differs) of a struct or enum."""
+    name = None if t.tag is None else c_identifier(t.tag)
+    return name, (t.tag if name != t.tag else None)
 
 
 def _alignment(t) -> int:
