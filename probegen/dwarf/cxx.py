@@ -12,11 +12,13 @@ from types import SimpleNamespace
 import drgn
 from elftools.dwarf.die import DIE
 from elftools.dwarf.dwarf_expr import DWARFExprParser
+from elftools.elf.elffile import ELFFile
 
 from probegen.dwarf.cnames import SIGNED_INTS, c_identifier
 from probegen.dwarf.damage import Damaged
 from probegen.dwarf.fromdrgn import MAX_NESTING
 from probegen.dwarf.locate import inflate_within_claims
+from probegen.elf.notes import guard_elf
 
 K, Q = drgn.TypeKind, drgn.Qualifiers
 _INDEXED = {"DW_TAG_structure_type": "struct", "DW_TAG_class_type": "struct", "DW_TAG_union_type": "union",
@@ -116,7 +118,7 @@ class CxxTypes:
         inflate_within_claims(info.elf)
         self.pointer_size = pointer_size
         self.names: dict[str, list[tuple[str, object]]] = {}  # name -> [(kind, DIE)], first definition first
-        for cu in info.pyelftools().get_dwarf_info().iter_CUs():
+        for cu in guard_elf(str(info.path), lambda: ELFFile(info.stream)).get_dwarf_info().iter_CUs():
             pending = [(cu.get_top_DIE(), "")]
             while pending:
                 parent, prefix = pending.pop()
@@ -174,10 +176,9 @@ class CxxTypes:
             to_function = "DW_AT_type" in die.attributes and \
                 die.get_DIE_from_attribute("DW_AT_type").tag == "DW_TAG_subroutine_type"
             size = size or self.pointer_size * (2 if to_function else 1)
-            word = SIGNED_INTS[self.pointer_size]
             if to_function or size not in SIGNED_INTS:
-                return _Type(kind=K.ARRAY, length=size // self.pointer_size,
-                             type=_Type(kind=K.INT, name=word, size=self.pointer_size, is_signed=True))
+                word = _Type(kind=K.INT, name=SIGNED_INTS[self.pointer_size], size=self.pointer_size, is_signed=True)
+                return _Type(kind=K.ARRAY, length=size // self.pointer_size, type=word)
             return _Type(kind=K.INT, name=SIGNED_INTS[size], size=size, is_signed=True)
         if tag == "DW_TAG_array_type":
             return self._array(die)

@@ -10,7 +10,7 @@ import zlib
 from pathlib import Path
 
 from probegen.dwarf.damage import Damaged, reading
-from probegen.elf.notes import guard_elf, open_elf_file
+from probegen.elf.notes import open_elf_file
 from probegen.errors import InputError, NoDebugInfo
 
 DEFAULT_DEBUG_DIRS = ("/usr/lib/debug",)
@@ -62,12 +62,6 @@ class DebugInfo:
     def __init__(self, binary: Path, path: Path, elf: Elf, build_id: str | None):
         self.binary, self.path, self.elf, self.build_id = binary, path, elf, build_id
         self.stream = elf.stream  # kept open as long as the file is read
-
-    def pyelftools(self):
-        """The file as pyelftools' ELFFile (cxx.py)."""
-        from elftools.elf.elffile import ELFFile
-
-        return guard_elf(str(self.path), lambda: ELFFile(self.stream))
 
     def close(self) -> None:
         self.stream.close()
