@@ -31,9 +31,6 @@ import re
 from probegen.elf.argspec import NoteArg, Register, Unknown
 from probegen.elf.notes import Binary, ElfError
 
-JSON_VERSION = 1
-
-
 # The keys of each operand kind, in the order the JSON has always had.
 _KEYS = {"constant": ("value",), "address": ("symbol", "offset", "relocation"),
          "memory": ("base", "index", "scale", "offset", "symbol", "relocation", "segment")}
@@ -66,7 +63,7 @@ def binary_json(binary: Binary) -> dict:
 
 def listing_json(binaries: list[Binary], errors: list[ElfError]) -> dict:
     return {
-        "version": JSON_VERSION,
+        "version": 1,
         "binaries": [binary_json(b) for b in binaries],
         "errors": [{"path": e.location.path, "message": e.message} for e in errors],
     }
@@ -76,20 +73,15 @@ def listing_text(binary: Binary) -> str:
     """One block per probe: its sites, and each argument decoded."""
     unnamed = re.fullmatch(r"EM_([0-9]+)", binary.arch)
     what = f"[{f'unknown machine {unnamed[1]}' if unnamed else binary.arch}, ELF{binary.elf_class} {binary.elf_type}]"
-    lines = [f"{binary.path}: {len(binary.probes)} probe(s), {binary.site_count} site(s) {what}"]
-    if not binary.has_notes:
-        lines[0] = f"{binary.path}: no .note.stapsdt section (no USDT probes) {what}"
+    count = f"{len(binary.probes)} probe(s), {binary.site_count} site(s)"
+    lines = [f"{binary.path}: {count if binary.has_notes else 'no .note.stapsdt section (no USDT probes)'} {what}"]
     address = f"0{2 * binary.pointer_size}x"
     for probe in binary.probes:
         lines.append(f"  {probe.provider}:{probe.name}")
         for site in probe.sites:
             semaphore = "0x" + format(site.semaphore, address) if site.semaphore else "none"
             lines.append(f"    site 0x{format(site.address, address)}  semaphore {semaphore}")
-            lines.extend(_args_text(site.args))
+            width = max((len(arg.spec) for arg in site.args), default=0)
+            lines.extend(f"      arg{index:<2} {arg.spec:<{width}}  {arg.type_name:<4} {arg.operand.kind:<8} "
+                         f"{arg.operand.describe()}" for index, arg in enumerate(site.args))
     return "\n".join(lines) + "\n"
-
-
-def _args_text(args: tuple[NoteArg, ...]) -> list[str]:
-    specw = max((len(a.spec) for a in args), default=0)
-    return [f"      arg{index:<2} {arg.spec:<{specw}}  {arg.type_name:<4} {arg.operand.kind:<8} "
-            f"{arg.operand.describe()}" for index, arg in enumerate(args)]
