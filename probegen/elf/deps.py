@@ -10,7 +10,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from probegen.elf.notes import Binary, ElfError, guard_elf, open_elf, read_binary
+from probegen.elf.notes import Binary, ElfError, read_binary, read_elf
 
 # Where a library may be found without any search path of the project's.
 _SYSTEM_DIRS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64", "/usr/local/lib")
@@ -27,10 +27,7 @@ class DynamicInfo:
 
 def dynamic_info(path: str | os.PathLike) -> DynamicInfo:
     """DT_NEEDED, DT_RPATH and DT_RUNPATH of one ELF file."""
-    shown = str(path)
-    elf, stream, _ = open_elf(path)
-    with stream:
-        return guard_elf(shown, lambda: _dynamic(elf, Path(path)))
+    return read_elf(path, lambda elf, _: _dynamic(elf, Path(path)))
 
 
 def _dynamic(elf, path: Path) -> DynamicInfo:

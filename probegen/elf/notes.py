@@ -100,22 +100,19 @@ class Binary:
         return sum(len(p.sites) for p in self.probes)
 
 
-def open_elf(path: str | os.PathLike, *, pipe_ok: bool = False):
-    """(ELFFile, file object, size), the caller closing the file; ElfError
-    for anything that is not one. The one ELF opener (notes, dynamic section,
-    DWARF). Regular files only, unless ``pipe_ok``: a pipe is copied first."""
+def read_elf(path: str | os.PathLike, read, *, pipe_ok: bool = False):
+    """``read(ELFFile, file size)`` of the ELF file at ``path``; ElfError for
+    anything that is not one. Regular files only, unless ``pipe_ok``: a pipe
+    is copied first."""
     stream, size = open_elf_file(path, pipe_ok=pipe_ok)
-    try:
+    with stream:
         from elftools.elf.elffile import ELFFile
 
-        return guard_elf(str(path), lambda: ELFFile(stream)), stream, size
-    except BaseException:
-        stream.close()
-        raise
+        return guard_elf(str(path), lambda: read(ELFFile(stream), size))
 
 
 def open_elf_file(path: str | os.PathLike, *, pipe_ok: bool = False):
-    """open_elf's checks without pyelftools, for a reader that parses the
+    """read_elf's checks without pyelftools, for a reader that parses the
     file itself (probegen.dwarf.locate): (file object, size)."""
     shown = str(path)
     try:
@@ -153,11 +150,8 @@ def guard_elf(shown: str, action):
 
 def read_binary(path: str | os.PathLike, *, pipe_ok: bool = False) -> Binary:
     """Every USDT probe of one ELF file, sites grouped by provider and name
-    in the order of their first note. ``pipe_ok``: see open_elf."""
-    shown = str(path)
-    elf, stream, file_size = open_elf(path, pipe_ok=pipe_ok)
-    with stream:
-        return guard_elf(shown, lambda: _read(elf, shown, file_size))
+    in the order of their first note. ``pipe_ok``: see read_elf."""
+    return read_elf(path, lambda elf, file_size: _read(elf, str(path), file_size), pipe_ok=pipe_ok)
 
 
 def _read(elf, shown: str, file_size: int) -> Binary:
