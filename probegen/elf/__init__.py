@@ -13,8 +13,6 @@ _MODULE_OF = {
     **dict.fromkeys(("Binary", "BinaryProbe", "ElfError", "ProbeSite", "read_binary"), "notes"),
 }
 
-__all__ = sorted(_MODULE_OF)
-
 
 def __getattr__(name):
     if name not in _MODULE_OF:
