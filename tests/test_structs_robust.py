@@ -338,6 +338,7 @@ def test_cxx_types_are_c_with_their_names_in_comments(cxx_binary, capsys):
                  "int *ref;", "int *rref;",  # references: pointers
                  "long memptr;", "long memfn[2];",  # member pointers: offset; function and adjustment
                  "_Bool flag;", "int wide;", "unsigned short c16;", "unsigned int c32;", "void *nothing;",
+                 "short int grid[2][3];",  # arrays of arrays, outermost first
                  "unsigned char color;"):  # enum class of uint8_t: its size
         assert line in text, line
     code = "\n".join(line for line in text.splitlines() if not line.startswith("//"))

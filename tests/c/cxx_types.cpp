@@ -7,7 +7,7 @@
 
 template <class T> struct Box { T v; int tag; };
 
-struct S { int a; double b; int get() const { return a; } };
+struct S { int a; double b; short grid[2][3]; int get() const { return a; } };
 
 namespace ns {
 struct Inner { long x; short y; };
