@@ -17,8 +17,6 @@ _KINDS = ("struct", "union", "enum", "typedef")
 
 
 class DwarfTypes:
-    """Types of one binary."""
-
     def __init__(self, info: DebugInfo):
         self.info = info
         self.pointer_size = info.elf.elfclass // 8
