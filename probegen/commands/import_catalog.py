@@ -34,11 +34,11 @@ def run(args) -> int:
     from probegen.elf import ElfError, read_binary
     from probegen.errors import CommandError, printable, printable_lines
     from probegen.importers.binaries import import_catalog
-    from probegen.importers.dfile import import_provider_file, is_provider_file
+    from probegen.importers.dfile import import_provider_file
     from probegen.reports import emit
 
     provider_file = args.from_d
-    if provider_file is None and len(args.binaries) == 1 and is_provider_file(args.binaries[0]):
+    if provider_file is None and len(args.binaries) == 1 and Path(args.binaries[0]).suffix == ".d":
         provider_file, args.binaries = args.binaries[0], []
     if provider_file is None and not args.binaries:
         raise CommandError("give the binaries to import from, or a provider file (FILE.d)")
@@ -55,8 +55,7 @@ def run(args) -> int:
     if failed:
         return 2
     if provider_file is not None:
-        notes: list[str] = []
-        text = import_provider_file(provider_file, args.provider, name, binaries, notes)
+        text, notes = import_provider_file(provider_file, args.provider, name, binaries)
         for note in notes:
             print(printable(note), file=sys.stderr)
     else:

@@ -11,15 +11,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from probegen.catalog.ctype import CTypeError, floating_type, integer_type, is_identifier, parse_ctype
+from probegen.catalog.ctype import CTypeError, floating_type, integer_type, is_identifier, is_type_name, parse_ctype
 from probegen.errors import InputError, Location, printable
 
-# Words that are part of a type, never an argument's name.
-_TYPE_WORDS = frozenset(
-    "char short int long signed unsigned void float double _Bool bool const volatile restrict "
-    "struct union enum string".split()
-)
-_QUALIFIERS = frozenset(["const", "volatile", "restrict"])
 # A directive starts a line and ends with it, lines joined by backslashes.
 _TOKEN = re.compile(
     r"(?P<directive>^[ \t\r\f\v]*#(?:[^\n]*\\\n)*[^\n]*)|(?P<space>[ \t\r\f\v]+)|(?P<newline>\n)"
@@ -69,6 +63,7 @@ class ProviderFile:
     path: str
     providers: tuple[DProvider, ...]
     typedefs: tuple[tuple[str, str], ...]  # (name, C type) of the file's scalar typedefs
+    typedef_types: dict  # name -> CType of each
 
     def provider(self, name: str | None) -> DProvider:
         """The provider called ``name``, or the file's only one."""
@@ -273,17 +268,12 @@ class _Reader:
 
     def argument(self, probe: str, index: int, words: list[Token]) -> DArg:
         texts = [w.text for w in words]
-        stars = 0
-        if "[" in texts:  # an array parameter is a pointer, as in C
+        array = "[" in texts  # an array parameter is a pointer, as in C
+        if array:
             texts = texts[:texts.index("[")]
-            stars = 1
-        name = None
-        if (len(texts) > 1 and is_identifier(texts[-1]) and texts[-1] not in _TYPE_WORDS
-                and texts[-2] not in ("struct", "union", "enum")
-                and any(t not in _QUALIFIERS for t in texts[:-1])):
-            name = texts.pop()
-        texts = [("char *" if t == "string" else t) for t in texts] + ["*"] * stars
-        spelling = re.sub(r"\*\s+(?=\*)", "*", " ".join(texts))
+        # The words name the argument if the last one is a name the others are the type of.
+        name = texts.pop() if len(texts) > 1 and is_identifier(texts[-1]) and not is_type_name(texts) else None
+        spelling = _spelled([("char *" if t == "string" else t) for t in texts] + ["*"] * array)
         try:
             if not floating_type(spelling):  # float and double are for the header: a catalog refuses them
                 parse_ctype(spelling, self.typedef_types)
@@ -316,7 +306,7 @@ class _Reader:
         if len(words) < 2 or not is_identifier(words[-1].text):
             self.fail(start, "typedef: expected 'typedef TYPE NAME;'")
         name = words[-1].text
-        spelling = re.sub(r"\*\s+(?=\*)", "*", " ".join(w.text for w in words[:-1]))
+        spelling = _spelled(w.text for w in words[:-1])
         if words[-2].text in ("struct", "union") or spelling.split()[0] in ("struct", "union") and "*" not in spelling:
             return  # typedef struct x x_t: only a pointer can pass it, as with any name not declared
         try:
@@ -340,6 +330,10 @@ class _Reader:
             if token.kind == "eof":
                 self.fail(start, "no closing '}' before the end of the file")
             depth += {"{": 1, "}": -1}.get(token.text, 0)
+
+
+def _spelled(words) -> str:
+    return re.sub(r"\*\s+(?=\*)", "*", " ".join(words))
 
 
 def _shown(token: Token) -> str:
@@ -368,35 +362,29 @@ def _doc_comment(comment: str) -> tuple[str, tuple[tuple[str, str], ...]]:
 def parse_provider_file(text: str, path: str) -> ProviderFile:
     reader = _Reader(_Lexer(text, path).tokens(), path)
     providers = reader.file()
-    return ProviderFile(path, tuple(providers), tuple(reader.typedefs.items()))
+    return ProviderFile(path, tuple(providers), tuple(reader.typedefs.items()), reader.typedef_types)
 
 
-def read_provider_file(path) -> ProviderFile:
-    """The file's providers; InputError (exit 2) at file:line:column."""
-    from probegen.files.inputs import read_input
-
-    data = read_input(path, "provider file")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(f"the file is not UTF-8 (byte 0x{data[exc.start]:02x})", Location(str(path), line)) from None
-    if _CONDITIONAL.search(text):  # read as `dtrace -C` would: the branches cpp keeps
-        return preprocessed_provider_file(path, [])
-    return parse_provider_file(text, str(path))
-
-
-def preprocessed_provider_file(path, cpp_options: list[str]) -> ProviderFile:
-    """The file as `dtrace -C` reads it: through $CPP (else cpp) with these
-    -I and -D options; errors name the file's lines, by cpp's line markers."""
+def read_provider_file(path, cpp: list[str] | None = None) -> ProviderFile:
+    """The file's providers; InputError (exit 2) at file:line:column. With
+    ``cpp`` (-I and -D options), or when the file has #if, read as `dtrace
+    -C` reads it: through $CPP (else cpp), errors at the lines of cpp's line markers."""
     import os
     import shlex
     import subprocess
 
     from probegen.files.inputs import read_input
 
-    read_input(path, "provider file")  # the same checks and message as without -C
-    command = [*shlex.split(os.environ.get("CPP") or "cpp"), *cpp_options,
+    data = read_input(path, "provider file")
+    if cpp is None:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise InputError(f"the file is not UTF-8 (byte 0x{data[exc.start]:02x})", Location(str(path), line)) from None
+        if not _CONDITIONAL.search(text):
+            return parse_provider_file(text, str(path))
+    command = [*shlex.split(os.environ.get("CPP") or "cpp"), *(cpp or []),
                f"./{path}" if str(path).startswith("-") else str(path)]
     try:
         result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
@@ -406,11 +394,6 @@ def preprocessed_provider_file(path, cpp_options: list[str]) -> ProviderFile:
         why = result.stderr.decode("utf-8", "replace").strip().splitlines()
         raise InputError(f"the C preprocessor failed: {why[0] if why else result.returncode}", Location(str(path)))
     return parse_provider_file(result.stdout.decode("utf-8", "replace"), str(path))
-
-
-def is_provider_file(path) -> bool:
-    """Whether a path names a provider file rather than a binary."""
-    return Path(str(path)).suffix == ".d"
 
 
 def imported_catalog(source: ProviderFile, provider_name: str | None = None, floats: bool = False):
@@ -461,9 +444,6 @@ def merged_catalog(source: ProviderFile, provider_name, binaries) -> tuple:
     declared = imported_catalog(source, provider_name)
     found = infer_catalog(binaries, declared.provider)
     inferred = {p.name: p for p in found.probes}
-    typedefs: dict = {}
-    for name, spelling in source.typedefs:
-        typedefs[name] = parse_ctype(spelling, typedefs)
     notes, probes = [], []
     for probe, dprobe in zip(declared.probes, source.provider(provider_name).probes):
         where = f"{dprobe.location}: note: probe '{probe.name}'"
@@ -475,7 +455,7 @@ def merged_catalog(source: ProviderFile, provider_name, binaries) -> tuple:
             notes.append(f"{where}: the file gives {len(probe.args)} arguments, the binaries pass {len(site.args)}")
         args = []
         for index, (arg, darg, passed) in enumerate(zip(probe.args, dprobe.args, site.args)):
-            covered = _covers(arg.type, passed.type, typedefs)
+            covered = _covers(arg.type, passed.type, source.typedef_types)
             if not covered:
                 notes.append(f"{darg.location}: note: probe '{probe.name}' argument {index} '{arg.name}': the file "
                              f"says {arg.type}, the binaries pass {passed.type}"
@@ -506,23 +486,19 @@ def _covers(declared: str, passed: str, typedefs: dict) -> bool:
                or want.promotes_from(got.size_on(p), bool(got.signed), p) for p in sizes)
 
 
-def import_provider_file(path, provider_name: str | None = None, file_name: str = "probes.yaml",
-                         binaries=(), notes: list | None = None) -> str:
-    """The catalog YAML of a provider, checked by the loader; with binaries,
-    their types (merged_catalog's notes are added to ``notes``)."""
+def import_provider_file(path, provider_name: str | None, file_name: str, binaries) -> tuple[str, list[str]]:
+    """The catalog YAML of a provider, checked by the loader, and notes (with
+    binaries, their types and merged_catalog's notes)."""
     from probegen.importers.binaries import checked_text
 
-    if binaries:
-        imported, found = merged_catalog(read_provider_file(path), provider_name, binaries)
-        if notes is not None:
-            notes.extend(found)
-    else:
-        imported = imported_catalog(read_provider_file(path), provider_name)
-    return checked_text(imported, file_name, f"provider '{imported.provider}' cannot form a catalog",
-                        Location(str(path)))
+    source = read_provider_file(path)
+    imported, notes = (merged_catalog(source, provider_name, binaries) if binaries
+                       else (imported_catalog(source, provider_name), []))
+    failure = f"provider '{imported.provider}' cannot form a catalog"
+    return checked_text(imported, file_name, failure, Location(str(path))), notes
 
 
-def catalogs_of(path, header_output=None) -> list:
+def catalogs_of(path, header_output=None, cpp: list[str] | None = None) -> list:
     """A catalog (style dtrace) per provider, for a header made from the file
     (``header_output`` names the guards). float and double arguments stand
     as integers of their size while it loads, then are put back: the header
@@ -531,12 +507,11 @@ def catalogs_of(path, header_output=None) -> list:
 
     from probegen.importers.binaries import loaded, render_catalog
 
-    source = path if isinstance(path, ProviderFile) else read_provider_file(path)
+    source = read_provider_file(path, cpp)
     catalogs = []
     for provider in source.providers:
         catalog = loaded(render_catalog(imported_catalog(source, provider.name, floats=True)), source.path,
-                         f"provider '{provider.name}'", header_output,
-                         Location(str(source.path)))
+                         f"provider '{provider.name}'", header_output, Location(str(source.path)))
         probes = []
         for probe, dprobe in zip(catalog.probes, provider.probes):
             args = tuple(replace(arg, ctype=floating_type(darg.type)) if floating_type(darg.type) else arg

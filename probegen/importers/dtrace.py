@@ -11,12 +11,7 @@ from pathlib import Path
 from probegen.errors import InputError, Location
 from probegen.files.output import GeneratedFile, write_if_changed
 from probegen.generators.header import render_header, semaphore_source
-from probegen.importers.dfile import catalogs_of, preprocessed_provider_file, read_provider_file
-
-
-def _catalogs(source, output, cpp):
-    provider_file = read_provider_file(source) if cpp is None else preprocessed_provider_file(source, cpp)
-    return catalogs_of(provider_file, header_output=output)
+from probegen.importers.dfile import catalogs_of
 
 
 def default_output(source, suffix: str) -> str:
@@ -28,7 +23,7 @@ def write_header(source, output=None, cpp: list[str] | None = None) -> None:
     """The build names the file, so it is replaced whoever wrote it (as
     dtrace does); it is rewritten only when its text changes."""
     output = output or default_output(source, ".h")
-    text = "\n".join(render_header(c, extern_semaphores=True) for c in _catalogs(source, output, cpp))
+    text = "\n".join(render_header(c, extern_semaphores=True) for c in catalogs_of(source, output, cpp))
     write_if_changed(GeneratedFile(Path(output), text))
 
 
@@ -36,7 +31,7 @@ def write_object(source, output=None, cpp: list[str] | None = None) -> None:
     """Compiled with $CC and $CFLAGS (SystemTap's -G reads them too: a -m32
     build gets a 32-bit object); replaced only when its bytes change."""
     output = output or default_output(source, ".o")
-    code = semaphore_source(_catalogs(source, output, cpp))
+    code = semaphore_source(catalogs_of(source, output, cpp))
     compiler = shlex.split(os.environ.get("CC") or "gcc")
     flags = shlex.split(os.environ.get("CFLAGS", "").replace("\\\n", " "))
     # Built beside the output, so that it replaces it in one step; the
