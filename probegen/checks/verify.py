@@ -1,15 +1,9 @@
-"""Checking built binaries against the catalog.
-
-``verify_binaries`` returns every disagreement between a Catalog and the
-probes of ELF files as a Finding, at the catalog entry (or the binary) it
-is about: probes missing or undocumented, argument counts, each argument's
-size and sign as its C type's on that binary (a literal only has to be a
-value the type holds), SPDK's arg0, semaphores, and with DWARF the enums
-and member paths (probegen.checks.drift). ``verify_absent`` checks a build
-meant to have USDT off: no probe of the provider.
+"""Built binaries against the catalog: every disagreement between a Catalog
+and the probes of ELF files, as a Finding at the catalog entry (or the
+binary) it is about; with DWARF, enums and member paths too (checks.drift).
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from probegen.catalog.model import Arg, Catalog, Probe
 from probegen.elf.argspec import Constant, NoteArg
@@ -116,16 +110,10 @@ def _group(binaries: list[Binary], provider: str) -> dict[str, list[tuple[Binary
 def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bool = False,
                     followed: frozenset[str] = frozenset(), debug_infos=None,
                     allow_missing_semaphores: bool = False) -> Report:
-    """Compare the catalog with the binaries' probes.
-
-    ``followed`` names binaries that were found as libraries of the others:
-    their lack of notes is no finding, and a given binary without notes is
-    none either when its libraries carry the probes. ``debug_infos``
-    (probegen.checks.drift.open_debug_infos of the binaries): check the
-    catalog's enums and member paths in their DWARF too.
-    ``allow_missing_semaphores``: the binaries were built with a header
-    that has no semaphores (SPDK's own usdt.h): their absence is no finding.
-    """
+    """``followed``: binaries found as libraries of the others (a binary
+    without notes is no finding when they carry the probes); ``debug_infos``:
+    drift.open_debug_infos of the binaries, to check the catalog's enums and
+    member paths in."""
     report = Report(catalog, list(binaries), debug_info=debug_infos)
     found = _group(binaries, catalog.provider)
     add = report.findings.append
@@ -148,7 +136,7 @@ def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bo
             add(Finding(probe.location, f"probe '{probe.name}' has no site in {where}", "missing-probe", probe.name))
             continue
         report.sites_checked += sum(len(bprobe.sites) for _, bprobe in occurrences)
-        _check_probe(catalog, probe, occurrences, add)
+        _check_probe(probe, occurrences, add)
     if not allow_missing_semaphores:
         _check_semaphores(catalog, binaries, found, add)
 
@@ -172,8 +160,7 @@ def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bo
 
 
 def verify_absent(catalog: Catalog, binaries: list[Binary]) -> Report:
-    """Every probe of the catalog's provider found in the binaries, as a
-    finding: the build was meant to have USDT off."""
+    """A build meant to have USDT off: each probe of the provider is a finding."""
     report = Report(catalog, list(binaries), expect_none=True)
     for name, occurrences in _group(binaries, catalog.provider).items():
         for binary, bprobe in occurrences:
@@ -191,16 +178,16 @@ def verify_absent(catalog: Catalog, binaries: list[Binary]) -> Report:
     return report
 
 
-def _check_probe(catalog: Catalog, probe: Probe, occurrences, add) -> None:
+def _check_probe(probe: Probe, occurrences, add) -> None:
     """One finding per distinct problem, at its first site, saying how many
     more sites have it."""
-    problems: dict[tuple, list] = {}
+    problems: dict[tuple, tuple[Finding, list[int]]] = {}
     for binary, bprobe in occurrences:
         for site in bprobe.sites:
-            for key, location, check, message in _args_problems(catalog, probe, binary, site):
-                problems.setdefault(key, [location, check, binary, message, []])[4].append(site.address)
-    for location, check, binary, message, addresses in problems.values():
-        add(Finding(location, message.replace("{site}", _sites(addresses)), check, probe.name, binary.path))
+            for key, finding in _site_problems(probe, binary, site):
+                problems.setdefault(key, (finding, []))[1].append(site.address)
+    for finding, addresses in problems.values():
+        add(replace(finding, message=finding.message.replace("{site}", _sites(addresses))))
 
 
 def _sites(addresses: list[int]) -> str:
@@ -238,39 +225,35 @@ def _check_semaphores(catalog: Catalog, binaries: list[Binary], found, add) -> N
                         "--allow-missing-semaphores if that is expected", "semaphore", binary=binary.path))
             continue
         for probe, addresses in lacking:
-            add(Finding(probe.location,
-                        f"probe '{probe.name}': the catalog gives it a semaphore ({_semaphore_reason(catalog, probe)}) "
+            reason = ("a ticks probe" if probe.ticks else
+                      "enabled_check: true" if probe.enabled_check else "header style dtrace")
+            add(Finding(probe.location, f"probe '{probe.name}': the catalog gives it a semaphore ({reason}) "
                         f"but binary {binary.path} site {_sites(addresses)} has none", "semaphore",
                         probe.name, binary.path))
 
 
-def _semaphore_reason(catalog: Catalog, probe: Probe) -> str:
-    if probe.ticks:
-        return "a ticks probe"
-    return "enabled_check: true" if probe.enabled_check else "header style dtrace"
-
-
-def _args_problems(catalog: Catalog, probe: Probe, binary: Binary, site) -> list[tuple]:
-    """(key, location, check, message) of each problem of the site's
-    arguments; ``{site}`` in the message stands for the sites that have it."""
+def _site_problems(probe: Probe, binary: Binary, site) -> list[tuple[tuple, Finding]]:
+    """(key, Finding) of each problem of the site's arguments; ``{site}`` in
+    the message stands for the sites with the same key."""
     expected = len(probe.note_args)
     pointer_size = binary.pointer_size
-    found = []
     if len(site.args) != expected:
         extra = f" (arg0 plus {len(probe.args)})" if probe.arg0 else ""
-        found.append((("count", binary.path, len(site.args)), probe.location, "arg-count",
-                      f"probe '{probe.name}': catalog says {expected} argument{'s' if expected != 1 else ''}{extra}, "
-                      f"binary {binary.path} site {{site}} has {len(site.args)}: {site.args_text or '(none)'}"))
-        return found
+        return [(("count", binary.path, len(site.args)), Finding(
+            probe.location, f"probe '{probe.name}': catalog says {expected} argument{'s' if expected != 1 else ''}"
+            f"{extra}, binary {binary.path} site {{site}} has {len(site.args)}: {site.args_text or '(none)'}",
+            "arg-count", probe.name, binary.path))]
+    found = []
     for arg, got in zip(probe.note_args, site.args):
         if arg.passed:
             problem = _arg0_problem(probe, got)
             if problem:
-                found.append((("arg0", binary.path, got.spec), probe.location, "arg0",
-                              f"probe '{probe.name}': {problem} (binary {binary.path} site {{site}})"))
+                found.append((("arg0", binary.path, got.spec), Finding(
+                    probe.location, f"probe '{probe.name}': {problem} (binary {binary.path} site {{site}})", "arg0",
+                    probe.name, binary.path)))
         elif not _arg_matches(got, arg.ctype, pointer_size):
-            found.append((("arg", arg.index, binary.path, got.size, got.signed, got.floating), arg.location,
-                          "arg-type", f"probe '{probe.name}' argument {arg.index} '{arg.name}': catalog says "
-                          f"{_describe_type(arg, pointer_size)}, binary {binary.path} site {{site}} has "
-                          f"{got.describe()}"))
+            found.append((("arg", arg.index, binary.path, got.size, got.signed, got.floating), Finding(
+                arg.location, f"probe '{probe.name}' argument {arg.index} '{arg.name}': catalog says "
+                f"{_describe_type(arg, pointer_size)}, binary {binary.path} site {{site}} has {got.describe()}",
+                "arg-type", probe.name, binary.path)))
     return found

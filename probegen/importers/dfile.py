@@ -9,7 +9,6 @@ type reader, so the catalog made from the file loads.
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from probegen.catalog.ctype import CTypeError, floating_type, integer_type, is_identifier, is_type_name, parse_ctype
 from probegen.errors import InputError, Location, printable
