@@ -33,7 +33,7 @@ def run(args) -> int:
 
     from probegen.elf import ElfError, read_binary
     from probegen.errors import CommandError, printable, printable_lines
-    from probegen.importers.binaries import import_catalog
+    from probegen.importers.binaries import checked_text, infer_catalog
     from probegen.importers.dfile import import_provider_file
     from probegen.reports import emit
 
@@ -45,21 +45,21 @@ def run(args) -> int:
     if provider_file is None and args.provider is None:
         raise CommandError("--provider NAME is needed to import from binaries")
     name = Path(args.output).name if args.output not in (None, "-") else "probes.yaml"
-    binaries, failed = [], False
+    binaries = []
     for path in args.binaries:
         try:
             binaries.append(read_binary(path, pipe_ok=True))
         except ElfError as exc:
             print(printable_lines(str(exc)), file=sys.stderr)
-            failed = True
-    if failed:
+    if len(binaries) < len(args.binaries):
         return 2
     if provider_file is not None:
         text, notes = import_provider_file(provider_file, args.provider, name, binaries)
         for note in notes:
             print(printable(note), file=sys.stderr)
     else:
-        text = import_catalog(binaries, args.provider, name)
+        text = checked_text(infer_catalog(binaries, args.provider), name,
+                            f"the probes of '{args.provider}' cannot form a catalog")
     emit(text, args.output)
     return 0
 

@@ -52,11 +52,9 @@ class ImportedCatalog:
     semaphores: bool
     probes: tuple[ImportedProbe, ...]
     sources: tuple[str, ...]
-    # From a provider file (probegen.importers.dfile): its typedefs, as (name, C
-    # type), and the header style that keeps dtrace -h's macro names.
+    # From a provider file (importers.dfile; header style dtrace): its typedefs, as (name, C type).
     from_provider_file: bool = False
     typedefs: tuple[tuple[str, str], ...] = ()
-    header_style: str | None = None
 
 
 def _constant(arg: NoteArg) -> int | None:
@@ -225,9 +223,3 @@ def render_catalog(imported: ImportedCatalog) -> str:
     from probegen.generators.render import render
 
     return render(TEMPLATE, catalog=imported, any_ticks=any(p.ticks for p in imported.probes))
-
-
-def import_catalog(binaries: list[Binary], provider: str, file_name: str = "probes.yaml") -> str:
-    """The catalog YAML for one provider's probes, checked by the loader."""
-    return checked_text(infer_catalog(binaries, provider), file_name,
-                        f"the probes of '{provider}' cannot form a catalog")

@@ -425,11 +425,8 @@ def imported_catalog(source: ProviderFile, provider_name: str | None = None, flo
     # The typedefs the probes use, and those these are written with.
     used = {word for probe in provider.probes for arg in probe.args for word in arg.type.split()}
     used |= {word for name, spelling in source.typedefs if name in used for word in spelling.split()}
-    return ImportedCatalog(
-        provider=provider.name, arg0=False, semaphores=True, probes=tuple(probes), sources=(source.path,),
-        from_provider_file=True, header_style="dtrace",
-        typedefs=tuple((name, spelling) for name, spelling in source.typedefs if name in used),
-    )
+    return ImportedCatalog(provider.name, arg0=False, semaphores=True, probes=tuple(probes), sources=(source.path,),
+                           from_provider_file=True, typedefs=tuple(t for t in source.typedefs if t[0] in used))
 
 
 def merged_catalog(source: ProviderFile, provider_name, binaries) -> tuple:
