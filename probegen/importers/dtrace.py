@@ -14,15 +14,10 @@ from probegen.generators.header import render_header, semaphore_source
 from probegen.importers.dfile import catalogs_of
 
 
-def default_output(source, suffix: str) -> str:
-    """dtrace's default: the file's base name with the suffix, here."""
-    return Path(source).stem + suffix
-
-
 def write_header(source, output=None, cpp: list[str] | None = None) -> None:
     """The build names the file, so it is replaced whoever wrote it (as
     dtrace does); it is rewritten only when its text changes."""
-    output = output or default_output(source, ".h")
+    output = output or Path(source).stem + ".h"
     text = "\n".join(render_header(c, extern_semaphores=True) for c in catalogs_of(source, output, cpp))
     write_if_changed(GeneratedFile(Path(output), text))
 
@@ -30,7 +25,7 @@ def write_header(source, output=None, cpp: list[str] | None = None) -> None:
 def write_object(source, output=None, cpp: list[str] | None = None) -> None:
     """Compiled with $CC and $CFLAGS (SystemTap's -G reads them too: a -m32
     build gets a 32-bit object); replaced only when its bytes change."""
-    output = output or default_output(source, ".o")
+    output = output or Path(source).stem + ".o"
     code = semaphore_source(catalogs_of(source, output, cpp))
     compiler = shlex.split(os.environ.get("CC") or "gcc")
     flags = shlex.split(os.environ.get("CFLAGS", "").replace("\\\n", " "))
