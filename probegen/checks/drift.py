@@ -1,10 +1,9 @@
-"""Drift that a binary's debug info shows and its probe notes cannot: the
+"""Drift a binary's debug info shows and its probe notes cannot: the
 catalog's enums (names and values) and the struct member paths its
 arguments print, against the DWARF of the binaries ``verify`` reads (SPDK
 v25.09 numbers two nvmf_tgt_state states the other way round from master:
-scripts from a master catalog print them swapped). Each disagreement is a
-Finding at the catalog entry it contradicts. Probe arguments themselves are
-not typed here: DWARF describes no operand of an sdt.h asm statement.
+scripts from a master catalog print them swapped). DWARF describes no
+operand of an sdt.h asm statement, so probe arguments are not typed here.
 """
 
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ class DebugInfos:
     """The DWARF of each binary that has some (path, probegen.dwarf.DwarfTypes),
     and why the others' could not be used."""
 
+    catalog: Catalog
     types: list[tuple[str, object]] = field(default_factory=list)
     without: list[tuple[str, str]] = field(default_factory=list)  # (binary, why)
     enums_checked: int = 0
@@ -33,6 +33,19 @@ class DebugInfos:
         for _, types in self.types:
             types.close()
 
+    def summary(self) -> str:
+        """What verify's summary adds: what was checked in which DWARF."""
+        if not has_types_to_check(self.catalog):
+            return ""
+        if not self.types:
+            return "; enums and members not checked: no binary has debug info"
+        enums, members = self.enums_checked, self.members_checked
+        checked = (f"; {enums} enum{'s' if enums != 1 else ''} and {members} member path{'s' if members != 1 else ''}"
+                   " checked against debug info")
+        if self.without:
+            checked += f" (not in {', '.join(f'{path}: {why}' for path, why in self.without)})"
+        return checked
+
 
 def has_types_to_check(catalog: Catalog) -> bool:
     return bool(catalog.enums) or any(arg.members for probe in catalog.probes for arg in probe.args)
@@ -43,7 +56,7 @@ def open_debug_infos(catalog: Catalog, paths) -> DebugInfos:
     debug file found by build id), if the catalog has enums or member
     paths to check. A binary without is noted, not an error; damaged
     debug info is noted with its reason."""
-    infos = DebugInfos()
+    infos = DebugInfos(catalog)
     if not has_types_to_check(catalog):
         return infos  # and the DWARF reader is not even imported
     from probegen.dwarf import DwarfTypes
@@ -69,7 +82,7 @@ def check(catalog: Catalog, infos: DebugInfos) -> list[Finding]:
         found += _enum_drift(enum, infos)
     for probe in catalog.probes:
         for arg in probe.args:
-            if arg.members and arg.ctype.struct_name:
+            if arg.members:
                 infos.members_checked += len(arg.members)
                 found += _member_drift(probe.name, arg, infos)
     return found

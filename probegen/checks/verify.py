@@ -43,26 +43,11 @@ class Report:
         files = f"{nbin} binar{'y' if nbin == 1 else 'ies'}"
         if not count and self.expect_none:
             return f"verify: OK, no probe of provider '{self.catalog.provider}' in {files}, as expected"
+        debug_info = self.debug_info.summary() if self.debug_info else ""
         if not count:
-            return (f"verify: OK, {self.probes_checked} probes checked ({self.sites_checked} sites in {files})"
-                    f"{self._debug_info_summary()}")
+            return f"verify: OK, {self.probes_checked} probes checked ({self.sites_checked} sites in {files}){debug_info}"
         return (f"verify: {count} finding{'s' if count != 1 else ''} in {files} "
-                f"({self.probes_checked} probes checked){self._debug_info_summary()}")
-
-    def _debug_info_summary(self) -> str:
-        from probegen.checks.drift import has_types_to_check
-
-        infos = self.debug_info
-        if infos is None or not has_types_to_check(self.catalog):
-            return ""
-        if not infos.types:
-            return "; enums and members not checked: no binary has debug info"
-        checked = (f"; {infos.enums_checked} enum{'s' if infos.enums_checked != 1 else ''} and "
-                   f"{infos.members_checked} member path{'s' if infos.members_checked != 1 else ''} checked "
-                   "against debug info")
-        if infos.without:
-            checked += f" (not in {', '.join(f'{path}: {why}' for path, why in infos.without)})"
-        return checked
+                f"({self.probes_checked} probes checked){debug_info}")
 
 
 def _describe_type(arg: Arg, pointer_size: int) -> str:
