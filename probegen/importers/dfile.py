@@ -188,8 +188,7 @@ class _Reader:
 
     def file(self) -> list[DProvider]:
         providers = []
-        while self.peek().kind != "eof":
-            token = self.peek()
+        while (token := self.peek()).kind != "eof":
             if token.text == "provider":
                 providers.append(self.provider())
             elif token.text == "typedef":
@@ -211,8 +210,7 @@ class _Reader:
             self.fail(name, f"provider '{name.text}' is not a C identifier")
         self.expect("{", " after the provider's name")
         probes: dict[str, DProbe] = {}
-        while self.peek().text != "}":
-            token = self.peek()
+        while (token := self.peek()).text != "}":
             if token.kind == "eof":
                 self.fail(start, f"provider '{name.text}': no closing '}}'")
             if token.text != "probe":
