@@ -2,8 +2,6 @@
 (see probegen.cli); and what several commands share."""
 
 # The options several commands take, declared once: (flags, argparse keywords).
-# With --stamp, for make, an output keeps its mtime when unchanged (so nothing
-# recompiles) and the stamp, touched on every run, is what make compares with the catalog.
 OPTIONS = {
     "catalog": (("--catalog", "-c"), {"default": "probes.yaml", "metavar": "FILE",
                                       "help": "probe catalog (default: ./probes.yaml)"}),
@@ -37,9 +35,8 @@ def add_options(parser, *names: str, what: str = "findings") -> None:
 
 
 def write_output(args, output, render, source, template: str) -> int:
-    """``render(path)`` written to ``output`` ('-': ``render(None)`` on
-    stdout), then the depfile (made from ``source`` and ``template``; its
-    target the stamp, if any), then the stamp."""
+    """``render(path)`` written to ``output`` ('-': ``render(None)`` on stdout),
+    then the depfile of ``source`` and ``template``, then the stamp."""
     import sys
     from pathlib import Path
 

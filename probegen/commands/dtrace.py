@@ -22,8 +22,7 @@ _IGNORED = {"-k", "--types", "-32", "-64", "-fpic", "-fPIC"}
 
 
 def configure(parser):
-    """Only for --help: `probegen dtrace` is given dtrace's own command line
-    (cli hands it over unparsed)."""
+    """Nothing: cli hands `probegen dtrace` its command line unparsed (main)."""
 
 
 def main(argv: list[str]) -> int:

@@ -1,6 +1,5 @@
-"""What the bpftrace and bcc commands share: their options, the optional
-DWARF type source (also generate's and check's), picking the output
-directory, writing what changed."""
+"""What the bpftrace and bcc commands share, and the optional DWARF type
+source (also generate's, check's and lint's)."""
 
 import contextlib
 import os
@@ -18,8 +17,7 @@ def configure(parser, kind: str) -> None:
 
 @contextlib.contextmanager
 def binary_types(args):
-    """The DWARF of --binary (and --debug-file, for commands that have it)
-    as script generators and lint take it, or None."""
+    """The DWARF of --binary (and --debug-file) as script generators and lint take it, or None."""
     if not args.binary:
         yield None
         return
@@ -31,8 +29,7 @@ def binary_types(args):
 
 
 def run(args) -> int:
-    """The bpftrace or bcc command (``args.command``, the kind of output):
-    the generator's files written where they changed."""
+    """The bpftrace or bcc command (``args.command``, the kind of output)."""
     import importlib
 
     from probegen.catalog import load_catalog
