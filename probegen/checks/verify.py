@@ -130,12 +130,9 @@ def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bo
             if catalog.probe(name) is not None:
                 continue
             for binary, bprobe in occurrences:
-                add(Finding(
-                    Location(binary.path),
-                    f"probe '{catalog.provider}:{name}' (site {bprobe.sites[0].address:#x}) is not in "
-                    f"the catalog {catalog_path}: document it there (or pass --allow-extra)",
-                    "undocumented-probe", name, binary.path,
-                ))
+                add(Finding(Location(binary.path), f"probe '{catalog.provider}:{name}' (site "
+                            f"{bprobe.sites[0].address:#x}) is not in the catalog {catalog_path}: document it there "
+                            "(or pass --allow-extra)", "undocumented-probe", name, binary.path))
     if debug_infos is not None:
         from probegen.checks import drift
 
@@ -146,19 +143,17 @@ def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bo
 
 def verify_absent(catalog: Catalog, binaries: list[Binary]) -> Report:
     """A build meant to have USDT off: each probe of the provider is a finding."""
-    report = Report(catalog, list(binaries), expect_none=True)
+    report = Report(catalog, list(binaries), probes_checked=len(catalog.probes), expect_none=True)
+    macro = catalog.header.enable_macro
     for name, occurrences in _group(binaries, catalog.provider).items():
         for binary, bprobe in occurrences:
             report.sites_checked += len(bprobe.sites)
+            more = f" and {len(bprobe.sites) - 1} more" if len(bprobe.sites) > 1 else ""
             report.findings.append(Finding(
-                Location(binary.path),
-                f"probe '{catalog.provider}:{name}' is in the binary (site {bprobe.sites[0].address:#x}"
-                f"{f' and {len(bprobe.sites) - 1} more' if len(bprobe.sites) > 1 else ''}), but this build "
-                f"should have USDT off ({catalog.header.enable_macro or 'its disable_macro'} "
-                f"{'not ' if catalog.header.enable_macro else ''}defined)",
-                "unexpected-probe", name, binary.path,
-            ))
-    report.probes_checked = len(catalog.probes)
+                Location(binary.path), f"probe '{catalog.provider}:{name}' is in the binary (site "
+                f"{bprobe.sites[0].address:#x}{more}), but this build should have USDT off "
+                f"({macro or 'its disable_macro'} {'not ' if macro else ''}defined)", "unexpected-probe", name,
+                binary.path))
     report.findings.sort(key=lambda f: (f.location, f.message))
     return report
 
