@@ -43,11 +43,11 @@ class Report:
         files = f"{nbin} binar{'y' if nbin == 1 else 'ies'}"
         if not count and self.expect_none:
             return f"verify: OK, no probe of provider '{self.catalog.provider}' in {files}, as expected"
+        checked = f"{self.probes_checked} probes checked"
         debug_info = self.debug_info.summary() if self.debug_info else ""
         if not count:
-            return f"verify: OK, {self.probes_checked} probes checked ({self.sites_checked} sites in {files}){debug_info}"
-        return (f"verify: {count} finding{'s' if count != 1 else ''} in {files} "
-                f"({self.probes_checked} probes checked){debug_info}")
+            return f"verify: OK, {checked} ({self.sites_checked} sites in {files}){debug_info}"
+        return f"verify: {count} finding{'s' if count != 1 else ''} in {files} ({checked}){debug_info}"
 
 
 def _describe_type(arg: Arg, pointer_size: int) -> str:

@@ -377,8 +377,8 @@ def read_provider_file(path, cpp: list[str] | None = None) -> ProviderFile:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            line = data.count(b"\n", 0, exc.start) + 1
-            raise InputError(f"the file is not UTF-8 (byte 0x{data[exc.start]:02x})", Location(str(path), line)) from None
+            where = Location(str(path), data.count(b"\n", 0, exc.start) + 1)
+            raise InputError(f"the file is not UTF-8 (byte 0x{data[exc.start]:02x})", where) from None
         if not _CONDITIONAL.search(text):
             return parse_provider_file(text, str(path))
     command = [*shlex.split(os.environ.get("CPP") or "cpp"), *(cpp or []),
