@@ -1,8 +1,6 @@
 """A catalog from the probes found in binaries: how a project adopts probegen.
-
 A note records each argument's size and sign only, so types are exact-width
-integers (a pointer and a uint64_t look the same). The catalog is rendered
-through templates/catalog.yaml.j2 and loaded back, so verify accepts it.
+integers (a pointer and a uint64_t look the same).
 """
 
 import functools
