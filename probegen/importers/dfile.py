@@ -460,7 +460,7 @@ def merged_catalog(source: ProviderFile, provider_name, binaries) -> tuple:
         notes.append(f"{source.path}: note: probe '{site.name}' is in the binaries, not in the file: added with "
                      "the types they pass")
         probes.append(replace(site, enabled_check=False))
-    if declared.semaphores and not found.semaphores:
+    if not found.semaphores:  # the file's catalog has them
         notes.append(f"{source.path}: note: no site in the binaries names a semaphore (a header with "
                      "_SDT_HAS_SEMAPHORES undefined): the catalog says semaphores: false")
     imported = replace(declared, probes=tuple(probes), semaphores=found.semaphores,
