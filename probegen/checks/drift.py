@@ -6,6 +6,7 @@ scripts from a master catalog print them swapped). DWARF describes no
 operand of an sdt.h asm statement, so probe arguments are not typed here.
 """
 
+import contextlib
 from dataclasses import dataclass, field
 
 from probegen.catalog.model import Catalog, EnumDecl
@@ -26,13 +27,6 @@ class DebugInfos:
     enums_checked: int = 0
     members_checked: int = 0
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        for _, types in self.types:
-            types.close()
-
     def summary(self) -> str:
         """What verify's summary adds: what was checked in which DWARF."""
         if not has_types_to_check(self.catalog):
@@ -51,24 +45,28 @@ def has_types_to_check(catalog: Catalog) -> bool:
     return bool(catalog.enums) or any(arg.members for probe in catalog.probes for arg in probe.args)
 
 
-def open_debug_infos(catalog: Catalog, paths) -> DebugInfos:
+@contextlib.contextmanager
+def open_debug_infos(catalog: Catalog, paths):
     """Each binary's DWARF where it has some (in the file or a separate
     debug file found by build id), if the catalog has enums or member
     paths to check. A binary without is noted, not an error; damaged
     debug info is noted with its reason."""
     infos = DebugInfos(catalog)
-    if not has_types_to_check(catalog):
-        return infos  # and the DWARF reader is not even imported
-    from probegen.dwarf import DwarfTypes
+    try:
+        if has_types_to_check(catalog):  # else the DWARF reader is not even imported
+            from probegen.dwarf import DwarfTypes
 
-    for path in paths:
-        try:
-            infos.types.append((str(path), DwarfTypes.open(path)))
-        except NoDebugInfo:
-            infos.without.append((str(path), "no debug info"))
-        except InputError as exc:
-            infos.without.append((str(path), f"debug info unusable: {exc}"))
-    return infos
+            for path in paths:
+                try:
+                    infos.types.append((str(path), DwarfTypes.open(path)))
+                except NoDebugInfo:
+                    infos.without.append((str(path), "no debug info"))
+                except InputError as exc:
+                    infos.without.append((str(path), f"debug info unusable: {exc}"))
+        yield infos
+    finally:
+        for _, types in infos.types:
+            types.close()
 
 
 def check(catalog: Catalog, infos: DebugInfos) -> list[Finding]:
