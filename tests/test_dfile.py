@@ -65,6 +65,14 @@ def test_grammar(text, expected):
     assert probes_of(text) == expected
 
 
+def test_doc_comment_tags():
+    """A tag's text runs to the next tag: only @param text is kept, never in the probe's doc."""
+    text = ("provider p {\n/**\n * Fired on a get.\n * @param key the key,\n *   not NUL-terminated\n"
+            " * @return nothing,\n *   ever\n * @param n its length\n */\nprobe get(char *key, int n);\n};")
+    probe = parse_provider_file(text, "p.d").providers[0].probes[0]
+    assert probe.doc == "Fired on a get."
+    assert probe.param_docs == (("key", "the key, not NUL-terminated"), ("n", "its length"))
+
 def test_several_providers_need_a_choice():
     text = "provider one { probe a(int); };\nprovider two { probe b(long); };"
     assert probes_of(text, "two") == {"b": [("long", None)]}

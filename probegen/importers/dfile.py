@@ -339,7 +339,7 @@ def _shown(token: Token) -> str:
 
 def _doc_comment(comment: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     """A Javadoc-style comment's text and its '@param NAME text' lines,
-    each as one line of words."""
+    each as one line of words; a tag's text runs to the next tag."""
     lines = [re.sub(r"^\s*\*+ ?", "", line) for line in comment[3:-2].splitlines()]
     text, params, current = [], [], None
     for line in lines:
@@ -348,7 +348,7 @@ def _doc_comment(comment: str) -> tuple[str, tuple[tuple[str, str], ...]]:
             current = [match.group(1), match.group(2)]
             params.append(current)
         elif re.match(r"\s*@", line):
-            current = None  # another tag (@return, @since): not carried
+            current = [None, ""]  # another tag (@return, @since): not carried
         elif current is not None:
             current[1] += " " + line
         else:
