@@ -2,21 +2,28 @@
 unchanged file keeps its mtime, so builds do not recompile), relative to the
 descriptor of the directory probegen.files.place walked to (doc/security.md,
 "Writing, by descriptor"). A regular file is replaced by renaming a locked
-temporary over it; a character device or FIFO is written in place.
+temporary over it; a character device or FIFO is written in place. A file
+without the marker (probegen.files.marker) is neither replaced nor removed.
 """
 
 import contextlib
 import errno
+import fcntl
 import os
 import re
+import signal
 import stat
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from probegen.errors import InputError, Location
 from probegen.files.inputs import KINDS
-from probegen.files.marker import TEXT as MARKER, marked_at
-from probegen.files.place import READ_FLAGS, MakeDirectoryError, Place, Refused, holds_at, locate
+from probegen.files.marker import TEXT as MARKER, has_marker
+from probegen.files.place import READ_FLAGS, MakeDirectoryError, Place, Refused, locate
+
+_HEAD_BYTES = 4096  # room for a #! line and the marker line after it
+_CHUNK = 1 << 20  # how much of a file _is_current_at compares at a time
 
 
 @dataclass(frozen=True)
@@ -31,15 +38,11 @@ class GeneratedFile:
 
 
 class UnwritableOutput(InputError):
-    """An output that is refused or could not be written (exit 2)."""
-
     def __init__(self, path, problem: str):
         super().__init__(problem, Location(str(path)))
 
 
 class ForeignFile(UnwritableOutput):
-    """A file probegen did not write is where an output goes (exit 2)."""
-
     def __init__(self, path, others: int = 0):
         more = f" ({others} more output file(s) likewise)" if others else ""
         shown = path
@@ -49,8 +52,42 @@ class ForeignFile(UnwritableOutput):
                                 f"give --force to let probegen take it over{more}")
 
 
+def _regular_at(dir_fd, name, use):
+    """``use(status, stream)`` of ``name`` in the directory ``dir_fd``, or None
+    when it is no regular file (a link at the end is not followed) or cannot
+    be read."""
+    try:
+        with open(name, "rb", opener=lambda name, _: os.open(name, READ_FLAGS, dir_fd=dir_fd)) as stream:
+            info = os.fstat(stream.fileno())
+            return use(info, stream) if stat.S_ISREG(info.st_mode) else None
+    except OSError:
+        return None
+
+
+def _marked_at(dir_fd, name) -> bool | None:
+    return _regular_at(dir_fd, name, lambda info, stream: has_marker(stream.read(_HEAD_BYTES)))
+
+
+def _is_current_at(place: Place, data: bytes, executable: bool) -> bool:
+    """The file holds exactly ``data`` (and is executable if it should be),
+    compared a megabyte at a time, so a big output is never held twice. A
+    FIFO or a device is never current, nor opened (it could block)."""
+    def holds(info, stream) -> bool:
+        if info.st_size != len(data) or executable and not info.st_mode & stat.S_IXUSR:
+            return False
+        view = memoryview(data)
+        for start in range(0, len(data), _CHUNK):
+            if stream.read(_CHUNK) != view[start:start + _CHUNK]:
+                return False
+        return not stream.read(1)
+
+    if place.proc or place.info is None or not stat.S_ISREG(place.info.st_mode):
+        return False
+    return bool(_regular_at(place.dir_fd, place.name, holds))
+
+
 def _read_at(path, check) -> bool:
-    """``check(place)`` of a path walked for reading (no owner checked:
+    """``check(place)`` of a path walked for reading (owners unchecked:
     reading decides no write); False when it cannot be (the write says why)."""
     try:
         with locate(path, create=False, strict=False) as place:
@@ -59,22 +96,55 @@ def _read_at(path, check) -> bool:
         return False
 
 
-def _is_current_at(place: Place, data: bytes, executable: bool) -> bool:
-    """The file on disk has exactly this content (and mode). Only a regular
-    file can be current: a FIFO or a device is not read (it could block)."""
-    if place.proc or place.info is None or not stat.S_ISREG(place.info.st_mode):
-        return False
-    found = holds_at(place.dir_fd, place.name, data)
-    return found is not None and (not executable or bool(found.st_mode & stat.S_IXUSR))
-
-
 def refuse_foreign(files: list[GeneratedFile]) -> None:
     """ForeignFile for the first path holding a regular file without the
     marker, checked for every file before any is written (the write checks
     again, on the descriptor)."""
-    foreign = [f.path for f in files if _read_at(f.path, lambda place: marked_at(place.dir_fd, place.name) is False)]
+    foreign = [f.path for f in files if _read_at(f.path, lambda place: _marked_at(place.dir_fd, place.name) is False)]
     if foreign:
         raise ForeignFile(foreign[0], len(foreign) - 1)
+
+
+def stale(files: list[GeneratedFile]) -> list[Path]:
+    """Paths whose content on disk differs from what would be generated."""
+    return [f.path for f in files
+            if not _read_at(f.path, lambda place, f=f: _is_current_at(place, f.data, f.executable))]
+
+
+def leftovers(directories, produced) -> list[Path]:
+    """Files at the top of ``directories`` that carry the marker but are not
+    among the ``produced`` paths: generated by a catalog whose groups or
+    outputs have since changed. Links, devices and FIFOs are not opened."""
+    wanted = {os.path.abspath(p) for p in produced}
+    found: list[Path] = []
+    for directory in sorted({os.path.abspath(d) for d in directories}):
+        try:
+            entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.path in wanted or is_temporary_name(entry.name) or not entry.is_file(follow_symlinks=False):
+                continue
+            if _marked_at(None, entry.path):
+                found.append(Path(entry.path))
+    return found
+
+
+def remove_generated(path) -> bool:
+    """Remove a file that carries the marker, checked through the descriptor
+    of its directory right before; True if removed."""
+    try:
+        with locate(path, create=False) as place:
+            if place.proc or not _marked_at(place.dir_fd, place.name):
+                return False
+            os.unlink(place.name, dir_fd=place.dir_fd)
+    except FileNotFoundError:
+        return False
+    except Refused as exc:
+        raise UnwritableOutput(path, str(exc)) from None
+    except OSError as exc:
+        raise UnwritableOutput(path, f"cannot remove this file, no longer generated: {exc.strerror}") from None
+    return True
 
 
 @contextlib.contextmanager
@@ -105,7 +175,7 @@ def write_if_changed(file: GeneratedFile, keep_foreign: bool = False) -> bool:
         data = file.data
         if _is_current_at(place, data, file.executable):
             return False
-        if keep_foreign and marked_at(place.dir_fd, place.name) is False:
+        if keep_foreign and _marked_at(place.dir_fd, place.name) is False:
             raise ForeignFile(file.path)
         _replace(place, data, file.executable)
         return True
@@ -124,12 +194,6 @@ def write_all(files: list[GeneratedFile]) -> list[Path]:
     return [f.path for f in files if write_if_changed(f)]
 
 
-def stale(files: list[GeneratedFile]) -> list[Path]:
-    """Paths whose content on disk differs from what would be generated."""
-    return [f.path for f in files
-            if not _read_at(f.path, lambda place, f=f: _is_current_at(place, f.data, f.executable))]
-
-
 def _check_kind(place: Place, mode: int) -> None:
     if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
         raise UnwritableOutput(place.path, f"is {KINDS.get(stat.S_IFMT(mode), 'a special file')}; "
@@ -144,9 +208,12 @@ def _open_target(place: Place, create: bool) -> int:
     hanging. A /proc link is followed: it names one of our open files."""
     if place.info is not None:
         _check_kind(place, place.info.st_mode)
-        fd = _standard_stream(place.info)
-        if fd is not None:
-            return os.dup(fd)
+        for fd, stream in ((1, sys.stdout), (2, sys.stderr)):
+            with contextlib.suppress(OSError, ValueError):
+                if os.path.samestat(os.fstat(fd), place.info):
+                    if stream is not None:
+                        stream.flush()
+                    return os.dup(fd)
     flags = os.O_WRONLY | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_CREAT if create else 0)
     try:
         fd = os.open(place.name, flags | (0 if place.proc else os.O_NOFOLLOW), 0o666, dir_fd=place.dir_fd)
@@ -166,21 +233,6 @@ def _open_target(place: Place, create: bool) -> int:
         os.close(fd)
         raise
     return fd
-
-
-def _standard_stream(info: os.stat_result) -> int | None:
-    """1 or 2 if the target is what stdout or stderr already has open."""
-    import sys
-
-    for fd, stream in ((1, sys.stdout), (2, sys.stderr)):
-        try:
-            if os.path.samestat(os.fstat(fd), info):
-                if stream is not None:
-                    stream.flush()
-                return fd
-        except (OSError, ValueError):
-            continue
-    return None
 
 
 def _write_fully(fd: int, data: bytes) -> None:
@@ -215,18 +267,16 @@ def _replace(place: Place, data: bytes, executable: bool) -> None:
 
 # (directory descriptor, name): the descriptor stays open while its temporary lives.
 _live_temporaries: set[tuple[int, str]] = set()
-_TEMPORARY_TAG = ".probegen-"
 _NAME_ROOM = 120  # keeps ".NAME.probegen-PID-RANDOM.tmp" within a name's 255 bytes
+_TEMPORARY_NAME = re.compile(r"\..+\.probegen-[0-9]+-[0-9a-f]{12}\.tmp", re.DOTALL)
 
 
 def _create_temporary(place: Place) -> tuple[int, str]:
     """A new temporary beside the target, open and locked; registered for
     removal on a signal before it exists, so no instant leaves it out."""
-    import fcntl
-
     stem = place.name.encode()[:_NAME_ROOM].decode(errors="ignore")
     while True:
-        temporary = f".{stem}{_TEMPORARY_TAG}{os.getpid()}-{os.urandom(6).hex()}.tmp"
+        temporary = f".{stem}.probegen-{os.getpid()}-{os.urandom(6).hex()}.tmp"
         _live_temporaries.add((place.dir_fd, temporary))
         try:
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
@@ -239,10 +289,8 @@ def _create_temporary(place: Place) -> tuple[int, str]:
         except BaseException:
             _live_temporaries.discard((place.dir_fd, temporary))
             raise
-        try:
+        with contextlib.suppress(OSError):  # a filesystem without locks: the temporary is never swept as stale
             fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:
-            pass  # a filesystem without locks: the temporary is never swept as stale
         if os.fstat(fd).st_nlink:
             return fd, temporary
         # Another run swept it in the instant before it was locked: start again.
@@ -251,12 +299,10 @@ def _create_temporary(place: Place) -> tuple[int, str]:
 
 
 _swept: set[tuple[int, int]] = set()
-_TEMPORARY_NAME = re.compile(r"\..+\.probegen-[0-9]+-[0-9a-f]{12}\.tmp", re.DOTALL)
 
 
 def is_temporary_name(name: str) -> bool:
-    """Whether a file name is one of our temporaries'."""
-    return _TEMPORARY_TAG in name and _TEMPORARY_NAME.fullmatch(name) is not None
+    return _TEMPORARY_NAME.fullmatch(name) is not None
 
 
 def _sweep(place: Place) -> None:
@@ -267,15 +313,11 @@ def _sweep(place: Place) -> None:
     if (here.st_dev, here.st_ino) in _swept:
         return
     _swept.add((here.st_dev, here.st_ino))
-    import fcntl
-
     try:
         names = os.listdir(place.dir_fd)
     except OSError:
         return
-    for name in names:
-        if not is_temporary_name(name):
-            continue
+    for name in filter(is_temporary_name, names):
         try:
             fd = os.open(name, READ_FLAGS, dir_fd=place.dir_fd)
         except OSError:
@@ -298,8 +340,6 @@ def _removed_on_signal():
     """While writing, SIGINT, SIGTERM and SIGHUP first remove the live
     temporaries, then take their usual course (KeyboardInterrupt, or death
     by the signal). Ignored signals stay ignored."""
-    import signal
-
     previous = {}
 
     def on_signal(signum, frame):

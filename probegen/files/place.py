@@ -17,7 +17,6 @@ from dataclasses import dataclass
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _MAX_LINKS = 40
-_CHUNK = 1 << 20  # how much of a file holds_at compares at a time
 
 
 class Refused(Exception):
@@ -132,46 +131,3 @@ def _who(info: os.stat_result) -> str:
     if info.st_uid not in (0, os.geteuid()):
         return f"its owner (uid {info.st_uid})"
     return "every user" if info.st_mode & stat.S_IWOTH else f"group {info.st_gid}"
-
-
-class _NotRegular(Exception):
-    pass
-
-
-@contextlib.contextmanager
-def _open_regular_at(dir_fd, name):
-    """The file opened for reading, and its status; _NotRegular when it is no
-    regular file (a link at the end is not followed; a device or a FIFO is not
-    read: it could block)."""
-    with open(name, "rb", opener=lambda name, _: os.open(name, READ_FLAGS, dir_fd=dir_fd)) as stream:
-        info = os.fstat(stream.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise _NotRegular
-        yield info, stream
-
-
-def read_at(dir_fd, name, limit: int) -> tuple[os.stat_result, bytes] | None:
-    """The status and first ``limit`` bytes of ``name`` in ``dir_fd``, or None
-    when it is no regular file."""
-    try:
-        with _open_regular_at(dir_fd, name) as (info, stream):
-            return info, stream.read(limit)
-    except (OSError, _NotRegular):
-        return None
-
-
-def holds_at(dir_fd, name, data: bytes) -> os.stat_result | None:
-    """The status of ``name`` in ``dir_fd`` when it is a regular file holding
-    exactly ``data``, else None: compared a megabyte at a time, so a big
-    output is never held twice in memory."""
-    try:
-        with _open_regular_at(dir_fd, name) as (info, stream):
-            if info.st_size != len(data):
-                return None
-            view = memoryview(data)
-            for start in range(0, len(data), _CHUNK):
-                if stream.read(_CHUNK) != view[start:start + _CHUNK]:
-                    return None
-            return info if not stream.read(1) else None
-    except (OSError, _NotRegular):
-        return None

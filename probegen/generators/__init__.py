@@ -54,7 +54,7 @@ def require_types_for_members(catalog: "Catalog", types) -> None:
 def leftover_files(catalog: "Catalog", files: "list[GeneratedFile]") -> list[Path]:
     """Files probegen generated into the catalog's output directories that
     are not among ``files`` (a group renamed or removed)."""
-    from probegen.files.marker import leftovers
+    from probegen.files.output import leftovers
 
     directories = [Path(path) for kind, path in catalog.outputs.items() if outputs()[kind].WRITES_DIRECTORY]
     return leftovers(directories, [f.path for f in files])
@@ -65,8 +65,7 @@ def sync_outputs(catalog: "Catalog", types=None, force: bool = False) -> list[tu
     files it no longer produces: ("wrote" | "unchanged" | "removed", path)
     each. Nothing is written or removed where an output path holds a file
     probegen did not generate, unless ``force``."""
-    from probegen.files.marker import remove_generated
-    from probegen.files.output import refuse_foreign, write_if_changed
+    from probegen.files.output import refuse_foreign, remove_generated, write_if_changed
 
     files = render_outputs(catalog, types)
     if not force:
