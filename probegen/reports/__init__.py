@@ -8,9 +8,11 @@ of its own for the last two: probegen.reports.plain).
 """
 
 import os
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from probegen.errors import Diagnostic, Location, printable
+from probegen.errors import CatalogError, Diagnostic, InputError, Location, printable
 
 
 @dataclass
@@ -37,50 +39,36 @@ def relative_to_cwd(path: str) -> str | None:
 
 
 def shown_path(path: str) -> str:
-    """A path relative to the working directory when it is inside it, else as given."""
     return relative_to_cwd(path) or str(path)
 
 
 def problem_of(path: str, exc) -> Diagnostic:
-    """The problem an InputError about ``path`` is, at the error's Location
-    when it has one."""
+    """An InputError about ``path`` as a problem, at its Location if it has one."""
     return Diagnostic(exc.location or Location(str(path)), exc.message)
 
 
 def render(outcome: Outcome, form: str) -> str:
-    """The outcome in ``form``: one of the CI formats, or text (each result's
-    line, then the summary)."""
+    """The outcome as text (each result's line, then the summary) or in a CI format."""
     import json
 
     if form == "text":
         return "".join(f"{result}\n" for result in outcome.results) + printable(outcome.summary) + "\n"
+    from probegen.reports import github, plain, sarif
+
     if form == "sarif":
-        from probegen.reports.sarif import sarif_log
-
-        return json.dumps(sarif_log(outcome), indent=1, ensure_ascii=False) + "\n"
+        return json.dumps(sarif.sarif_log(outcome), indent=1, ensure_ascii=False) + "\n"
     if form == "github":
-        from probegen.reports.github import annotations
-
-        return annotations(outcome)
-    from probegen.reports import plain
-
-    if outcome.report is not None:  # verify keeps shapes of its own
-        if form == "json":
-            return json.dumps(plain.verify_json(outcome.report, outcome.problems), indent=1) + "\n"
-        return plain.verify_junit(outcome.report, outcome.problems)
+        return github.annotations(outcome)
+    report, problems = outcome.report, outcome.problems  # verify keeps shapes of its own
     if form == "json":
-        return json.dumps(plain.outcome_json(outcome), indent=1) + "\n"
-    return plain.outcome_junit(outcome)
+        data = plain.outcome_json(outcome) if report is None else plain.verify_json(report, problems)
+        return json.dumps(data, indent=1) + "\n"
+    return plain.outcome_junit(outcome) if report is None else plain.verify_junit(report, problems)
 
 
 def emit(text: str, output: str | None) -> None:
-    """The report on stdout, or in the file -o names (rewritten only when
-    it changes, like every file probegen writes)."""
-    import sys
-
+    """The report on stdout, or in the file -o names (written if changed)."""
     if output and output != "-":
-        from pathlib import Path
-
         from probegen.files.output import GeneratedFile, write_if_changed
 
         write_if_changed(GeneratedFile(Path(output), text))
@@ -94,7 +82,6 @@ def load_catalog_reported(args, command: str):
     step expects, annotations at the catalog's errors) before the error
     propagates to its usual message on stderr and exit 2."""
     from probegen.catalog import load_catalog
-    from probegen.errors import CatalogError, InputError
 
     try:
         return load_catalog(args.catalog)
@@ -108,4 +95,3 @@ def load_catalog_reported(args, command: str):
                 outcome.problems = [problem_of(args.catalog, exc)]
             emit(render(outcome, args.format), args.output)
         raise
-

@@ -14,10 +14,7 @@ def _place(location) -> dict:
 
 
 def verify_json(report, errors=()) -> dict:
-    """``{"version", "ok", "catalog", "binaries", "probes_checked",
-    "sites_checked", "findings": [{"check", "probe", "binary", "file",
-    "line", "column", "location", "message"}], "errors": [{"path", "message"}],
-    "summary"}`` for a probegen.checks.verify.Report."""
+    """For a probegen.checks.verify.Report."""
     return {
         "version": JSON_VERSION,
         "ok": report.ok and not errors,
@@ -53,9 +50,6 @@ def verify_junit(report, errors=()) -> str:
 
 
 def outcome_json(outcome: Outcome) -> dict:
-    """``{"version", "command", "ok", "catalog", "checked", "findings":
-    [{"rule", "level", "file", "line", "column", "location", "message"}],
-    "errors": [{"path", "line", "column", "message"}], "summary"}``"""
     return {
         "version": JSON_VERSION,
         "command": outcome.command,
@@ -71,8 +65,7 @@ def outcome_json(outcome: Outcome) -> dict:
 
 
 def outcome_junit(outcome: Outcome) -> str:
-    """One test case per checked file, failed by its findings; an errored
-    case per file that could not be read."""
+    """A test case per checked file, failed by its findings; an errored one per unreadable file."""
     by_file: dict[str, list] = {subject: [] for subject in outcome.subjects}
     for result in outcome.results:
         by_file.setdefault(result.location.path, []).append((result.message, result.rule, str(result)))

@@ -18,26 +18,16 @@ SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SOURCE_ROOT = "%SRCROOT%"
 
 
-def artifact_location(path: str) -> dict:
-    relative = relative_to_cwd(path)
-    if relative is None:
-        return {"uri": Path(os.path.abspath(path)).as_uri()}
-    # quote() also escapes ':' so that no first segment reads as a scheme.
-    return {"uri": quote(relative, safe="/"), "uriBaseId": SOURCE_ROOT}
-
-
-def directory_uri(directory: str) -> str:
-    uri = Path(directory).as_uri()
-    return uri if uri.endswith("/") else uri + "/"  # a base URI names a directory by its final slash
-
-
 def physical_location(location: Location) -> dict:
-    place: dict = {"artifactLocation": artifact_location(location.path)}
+    relative = relative_to_cwd(location.path)
+    if relative is None:
+        place: dict = {"artifactLocation": {"uri": Path(os.path.abspath(location.path)).as_uri()}}
+    else:  # quote() also escapes ':' so that no first segment reads as a scheme
+        place = {"artifactLocation": {"uri": quote(relative, safe="/"), "uriBaseId": SOURCE_ROOT}}
     if location.line > 0:
-        region = {"startLine": location.line}
+        place["region"] = {"startLine": location.line}
         if location.column > 0:
-            region["startColumn"] = location.column
-        place["region"] = region
+            place["region"]["startColumn"] = location.column
     return {"physicalLocation": place}
 
 
@@ -55,6 +45,7 @@ def sarif_log(outcome: Outcome) -> dict:
         {"level": "error", "message": {"text": problem.message}, "locations": [physical_location(problem.location)]}
         for problem in outcome.problems
     ]
+    base = Path(os.getcwd()).as_uri()  # a base URI names a directory by its final slash
     invocation = {"executionSuccessful": not outcome.problems and not outcome.aborted}
     if notifications:
         invocation["toolExecutionNotifications"] = notifications
@@ -71,7 +62,7 @@ def sarif_log(outcome: Outcome) -> dict:
         # One category per command, so that code scanning keeps verify's,
         # lint's and check's results apart when all three are uploaded.
         "automationDetails": {"id": f"probegen/{outcome.command}/"},
-        "originalUriBaseIds": {SOURCE_ROOT: {"uri": directory_uri(os.getcwd())}},
+        "originalUriBaseIds": {SOURCE_ROOT: {"uri": base if base.endswith("/") else base + "/"}},
         "columnKind": "unicodeCodePoints",
         "invocations": [invocation],
         "results": results,
