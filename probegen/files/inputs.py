@@ -15,13 +15,12 @@ from typing import BinaryIO, Callable
 
 from probegen.errors import InputError, Location
 
-MIB = 1 << 20
 # A catalog of 2,000 probes is ~0.3 MB and its generated scripts a few MB:
 # 16 MiB is far above any real catalog or script, and still parses in seconds.
-TEXT_LIMIT = 16 * MIB
+TEXT_LIMIT = 16 << 20
 # A binary read through a pipe is copied to an unnamed temporary file (pyelftools
 # needs to seek). SPDK's binaries with debug info are 100-300 MB.
-PIPE_LIMIT = 1024 * MIB
+PIPE_LIMIT = 1 << 30
 
 _CHUNK = 1 << 16
 # What each kind of file that is not a regular one is called (for outputs too).
@@ -30,8 +29,6 @@ KINDS = {stat.S_IFDIR: "a directory", stat.S_IFCHR: "a character device", stat.S
 
 
 class UnreadableInput(InputError):
-    """A named input that is refused or cannot be read."""
-
     def __init__(self, path, problem: str):
         super().__init__(problem, Location(str(path)))
 
@@ -49,10 +46,8 @@ def _check_kind(path, mode: int, what: str, pipe_ok: bool) -> None:
 
 
 def _open(path, what: str, pipe_ok: bool, missing: str | None = None) -> tuple[BinaryIO, int | None, bytes]:
-    """Open a named input for reading: (binary stream, size, first bytes).
-    For a regular file the size is known and nothing is read yet; for a
-    pipe the size is None and the first bytes, already taken from the
-    pipe, come before what the stream still holds."""
+    """(binary stream, size, first bytes): a regular file's size, nothing
+    read yet; a pipe's size is None, its first bytes read already."""
     held = _held_descriptor(path)
     if held is not None:
         return held, os.fstat(held.fileno()).st_size, b""
@@ -84,11 +79,9 @@ _HELD = re.compile(r"/proc/self/fd/([0-9]+)")
 
 
 def _held_descriptor(path):
-    """A regular file this process holds open, named /proc/self/fd/N, read
-    through that descriptor rather than opened again: a process that gave
-    up root (probegen.files.unprivileged) could not open a root-only file
-    its parent opened for it. Reads are positional, so that several streams
-    over one descriptor keep their own offsets."""
+    """A regular file held open as /proc/self/fd/N, read through that
+    descriptor (nobody, in probegen.files.unprivileged, could not open a
+    root-only file again), positionally: each stream keeps its offset."""
     match = _HELD.fullmatch(str(path))
     if match is None:
         return None
@@ -102,8 +95,7 @@ def _held_descriptor(path):
 
 
 class _PositionalReader(io.RawIOBase):
-    """A descriptor read with pread, at an offset of its own (tell() is
-    IOBase's: seek(0, 1))."""
+    """A descriptor read with pread, at an offset of its own."""
 
     def __init__(self, fd: int):
         self.fd, self.position = fd, 0
@@ -135,8 +127,8 @@ class _PositionalReader(io.RawIOBase):
 
 
 def _first_bytes(path, fd: int) -> bytes:
-    """One non-blocking read of a pipe: data, or nothing yet from a live
-    writer (b""); end of file means that no process writes to it."""
+    """One non-blocking read of a pipe: b"" when its writer has written
+    nothing yet; end of file means that no process writes to it."""
     try:
         data = os.read(fd, _CHUNK)
     except BlockingIOError:
@@ -149,8 +141,7 @@ def _first_bytes(path, fd: int) -> bytes:
 
 
 def read_input(path, what: str) -> bytes:
-    """All bytes of a named text input (a regular file or a pipe), at most
-    TEXT_LIMIT of them; UnreadableInput says what is wrong."""
+    """All bytes of a text input (a regular file or a pipe), at most TEXT_LIMIT."""
     stream, size, first = _open(path, what, pipe_ok=True)
     with stream:
         if size is not None and size > TEXT_LIMIT:
@@ -167,42 +158,35 @@ def read_input(path, what: str) -> bytes:
 def open_seekable(path, what: str, *, pipe_ok: bool = False, limit: int = PIPE_LIMIT, head: int = 0,
                   check_head: Callable[[bytes], None] | None = None,
                   missing: str | None = None) -> tuple[BinaryIO, int]:
-    """A named input as a seekable stream and its size, for readers that
-    seek (pyelftools). A regular file is read in place; a pipe (if
-    ``pipe_ok``) is copied to an unnamed temporary file, at most ``limit``
-    bytes, after ``check_head`` has accepted its first ``head`` bytes (so
-    a pipe of the wrong kind of data is refused before it is copied).
-    ``missing`` replaces the message for a path that does not exist."""
+    """A seekable stream and its size, for readers that seek (pyelftools).
+    A pipe (if ``pipe_ok``) is copied to an unnamed temporary file, at most
+    ``limit`` bytes, once ``check_head`` has accepted its first ``head``
+    bytes; ``missing``: the message for a path that does not exist."""
+    import tempfile
+
     stream, size, first = _open(path, what, pipe_ok, missing)
     if size is not None:
         return stream, size
     with stream:
-        return _spool(path, what, stream, first, limit, head, check_head)
-
-
-def _spool(path, what, stream: BinaryIO, first: bytes, limit: int, head: int, check_head) -> tuple[BinaryIO, int]:
-    import tempfile
-
-    try:
-        first += stream.read(max(0, head - len(first)))  # a buffered read: up to end of file
-        if check_head is not None:
-            check_head(first[:head])
-        copy = tempfile.TemporaryFile()
-    except OSError as exc:
-        raise UnreadableInput(path, f"cannot read: {exc.strerror}") from None
-    try:
-        copy.write(first)
-        size = len(first)
-        while size <= limit and (chunk := stream.read(min(_CHUNK, limit + 1 - size))):
-            copy.write(chunk)
-            size += len(chunk)
-        if size > limit:
-            raise UnreadableInput(path, f"more than {_size_text(limit)} through a pipe; give the {what} as a file")
-        copy.seek(0)
-        return copy, size
-    except OSError as exc:
-        copy.close()
-        raise UnreadableInput(path, f"cannot read: {exc.strerror}") from None
-    except BaseException:
-        copy.close()
-        raise
+        try:
+            first += stream.read(max(0, head - len(first)))  # a buffered read: up to end of file
+            if check_head is not None:
+                check_head(first[:head])
+            copy = tempfile.TemporaryFile()
+        except OSError as exc:
+            raise UnreadableInput(path, f"cannot read: {exc.strerror}") from None
+        try:
+            copy.write(first)
+            size = len(first)
+            while size <= limit and (chunk := stream.read(min(_CHUNK, limit + 1 - size))):
+                copy.write(chunk)
+                size += len(chunk)
+            if size > limit:
+                raise UnreadableInput(path, f"more than {_size_text(limit)} through a pipe; give the {what} as a file")
+            copy.seek(0)
+            return copy, size
+        except BaseException as exc:
+            copy.close()
+            if isinstance(exc, OSError):
+                raise UnreadableInput(path, f"cannot read: {exc.strerror}") from None
+            raise

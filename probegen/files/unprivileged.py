@@ -26,42 +26,41 @@ _PR_SET_NO_NEW_PRIVS = 38
 
 
 class Unprivileged(InputError):
-    """The unprivileged child failed, timed out or returned no plain data."""
+    pass
 
 
 def deadline_in(seconds: float) -> float:
     return time.monotonic() + seconds
 
 
-def run_unprivileged(function, *args, deadline: float, uid: int | None = None, memory: int = MEMORY,
-                     output: int = OUTPUT, what: str = "parsing", modules=()):
-    """``function(*args)`` in a child without root, its result through JSON
-    (tuples come back as lists). ``uid``: whom to become (default nobody);
-    ``what`` names the work in messages. The ``modules`` the function uses
-    (packages with all their modules) are imported before the fork: the
-    child may be unable to read Python's own files (a Python under /root),
-    and pyelftools imports some only on the way to an error."""
+def run_unprivileged(function, *args, deadline: float, what: str = "parsing", modules=()):
+    """``function(*args)`` in a child running as nobody, its result through
+    JSON (tuples come back as lists); ``what`` names the work in messages.
+    The ``modules`` the function uses (packages with all their modules) are
+    imported before the fork: the child may be unable to read Python's own
+    files (a Python under /root), and pyelftools imports some only on the
+    way to an error."""
     _import_all(("zlib", "pprint", *modules))
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns
         os.close(read_end)
-        _child(write_end, function, args, uid, memory, deadline, what)
+        _child(write_end, function, args, deadline, what)
     os.close(write_end)
     data = None
     try:
-        data = _read_until(read_end, deadline, output)
+        data = _read_until(read_end, deadline, OUTPUT)
     finally:
         os.close(read_end)
-        if data is None or len(data) > output:
+        if data is None or len(data) > OUTPUT:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         status = os.waitpid(pid, 0)[1]
     if data is None:
         raise Unprivileged(f"probegen: error: {what} took too long (the time limit is shared by every file "
                            "read at start-up); the process's files may be built to make a reader loop")
-    if len(data) > output:
-        raise Unprivileged(f"probegen: error: {what} gave more than {output >> 20} MiB of results")
+    if len(data) > OUTPUT:
+        raise Unprivileged(f"probegen: error: {what} gave more than {OUTPUT >> 20} MiB of results")
     if not data:
         raise Unprivileged(f"probegen: error: {what} ended without a result ({_status(status)})")
     try:
@@ -95,8 +94,8 @@ def _import_all(names) -> None:
 
 
 def _read_until(fd: int, deadline: float, limit: int) -> bytes | None:
-    """Everything the child writes before it closes the pipe, or None at
-    the deadline; stops after ``limit`` + 1 bytes."""
+    """What the child writes before it closes the pipe (``limit`` + 1 bytes
+    at most), or None at the deadline."""
     chunks, size = [], 0
     while size <= limit:
         remaining = deadline - time.monotonic()
@@ -119,16 +118,16 @@ def _status(status: int) -> str:
     return f"exit code {os.WEXITSTATUS(status)}"
 
 
-def _child(write_end: int, function, args, uid, memory: int, deadline: float, what: str):
+def _child(write_end: int, function, args, deadline: float, what: str):
     try:
         try:
-            _give_up_root(uid)
-            _limit(memory, deadline)
+            _give_up_root()
+            _limit(deadline)
             reply = {"result": function(*args)}
         except InputError as exc:
             reply = {"error": str(exc).split("\n", 1)[0]}
         except MemoryError:
-            reply = {"error": f"probegen: error: {what} needed more than the {memory >> 20} MiB memory limit"}
+            reply = {"error": f"probegen: error: {what} needed more than the {MEMORY >> 20} MiB memory limit"}
         except Exception as exc:  # a reader's bug on hostile data: one line, no traceback
             reply = {"error": f"probegen: error: {what} failed: {type(exc).__name__}: {exc}"}
         with os.fdopen(write_end, "wb") as pipe:  # a buffered write: all of it
@@ -138,23 +137,23 @@ def _child(write_end: int, function, args, uid, memory: int, deadline: float, wh
         os._exit(1)
 
 
-def _give_up_root(uid: int | None) -> None:
+def _give_up_root() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.geteuid() == 0:
-        entry = pwd.getpwnam("nobody") if uid is None else pwd.getpwuid(uid)
+        nobody = pwd.getpwnam("nobody")
         os.setgroups([])
-        os.setresgid(entry.pw_gid, entry.pw_gid, entry.pw_gid)
-        os.setresuid(entry.pw_uid, entry.pw_uid, entry.pw_uid)
-        if entry.pw_uid == 0 or 0 in os.getresuid():
+        os.setresgid(nobody.pw_gid, nobody.pw_gid, nobody.pw_gid)
+        os.setresuid(nobody.pw_uid, nobody.pw_uid, nobody.pw_uid)
+        if nobody.pw_uid == 0 or 0 in os.getresuid():
             raise OSError("still root")
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS")
 
 
-def _limit(memory: int, deadline: float) -> None:
+def _limit(deadline: float) -> None:
     cpu = max(1, min(CPU_SECONDS, int(deadline - time.monotonic()) + 1))
-    for limit, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_CPU, cpu),
+    for limit, value in ((resource.RLIMIT_AS, MEMORY), (resource.RLIMIT_CPU, cpu),
                          (resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_CORE, 0)):
         resource.setrlimit(limit, (value, value))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write fails (EFBIG) instead of killing
