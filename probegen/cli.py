@@ -1,7 +1,7 @@
-"""Command line: parse arguments, run one command module of
-probegen.commands, and turn an InputError into its message and exit code.
-Only the module of the command being run is imported, and it imports its
-heavy dependencies (jinja2, DWARF) inside ``run``, so fast commands start fast.
+"""Command line: run one command module of probegen.commands, and turn an
+InputError into its message and exit code. Only the module of the command
+being run is imported (it imports jinja2 or DWARF inside ``run``), so fast
+commands start fast.
 """
 
 import argparse
@@ -18,8 +18,8 @@ COMMANDS = {name: f"probegen.commands.{'import_catalog' if name == 'import' else
     "dtrace", "paths", "schema")}
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The parser; given the command being run, the others get bare entries."""
+def build_parser(command: str | None) -> argparse.ArgumentParser:
+    """The parser; commands other than ``command`` (if given) get bare entries."""
     parser = argparse.ArgumentParser(
         prog="probegen",
         description="USDT probes from one YAML catalog: C header, bpftrace and BCC scripts, "
@@ -71,7 +71,7 @@ def _run(argv: list[str]) -> int:
         return args.run(args)
     except InputError as exc:
         print(printable_lines(str(exc)), file=sys.stderr)
-        return exc.exit_code
+        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

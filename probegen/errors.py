@@ -1,9 +1,6 @@
-"""Errors that reach the user as messages, never as tracebacks.
-
-One base, InputError (bad input or usage: exit code 2), whose instances
-carry a message and, when there is one, the Location it is about; the
-command line and probegen.reports format them. Named tuples, not
-dataclasses: every command imports this module, so it stays cheap.
+"""Errors that reach the user as messages, never as tracebacks: InputError
+(exit code 2), a message and the Location it is about, if any. Named tuples,
+not dataclasses: every command imports this module, so it stays cheap.
 """
 
 from collections import namedtuple
@@ -23,8 +20,7 @@ class Location(namedtuple("Location", "path line column", defaults=(0, 0))):
 
 
 class Diagnostic(namedtuple("Diagnostic", "location message severity rule", defaults=("error", ""))):
-    """One problem at one place; sorts by place. ``rule`` names the kind of
-    problem for reports that group findings (SARIF rule ids)."""
+    """One problem at one place; sorts by place. ``rule``: its kind, for reports (SARIF rule ids)."""
 
     __slots__ = ()
 
@@ -46,8 +42,7 @@ def printable(text: str) -> str:
 
 
 def escape_controls(text: str) -> str:
-    """Every character that is not printable as an escape: text inside a
-    line (printable() is for a whole line)."""
+    """Each character that is not printable as an escape (printable() is for a whole line)."""
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
@@ -55,15 +50,11 @@ def escape_controls(text: str) -> str:
 
 
 def printable_lines(text: str) -> str:
-    """printable() for each line of a message of several lines."""
     return "\n".join(map(printable, text.split("\n")))
 
 
 class InputError(Exception):
-    """Bad input or usage: exit code 2. ``message`` says what is wrong,
-    ``location`` (or None) where; str() is the line shown, compiler style."""
-
-    exit_code = 2
+    """Bad input or usage (exit code 2); str() is the line shown, compiler style."""
 
     def __init__(self, message: str, location: Location | None = None):
         super().__init__(message)
@@ -75,9 +66,8 @@ class InputError(Exception):
 
 
 class CommandError(InputError):
-    """A wrong use of the command being run, at no place in a file: shown
-    after the command's name (``probegen trace: error: ...``), which the
-    command line sets as ``program``."""
+    """A wrong use of the command being run, shown after its name (``probegen
+    trace: error: ...``), which the command line sets as ``program``."""
 
     program = "probegen"
 
@@ -86,7 +76,7 @@ class CommandError(InputError):
 
 
 class CatalogError(InputError):
-    """A catalog with one or more problems, all of them reported at once."""
+    """A catalog's problems, all of them reported at once."""
 
     def __init__(self, diagnostics: list[Diagnostic]):
         self.diagnostics = sorted(diagnostics)
@@ -104,10 +94,8 @@ class ScriptError(InputError):
 
 
 class NoDebugInfo(BinaryError):
-    """A binary without DWARF (and no separate debug file found): what
-    may use the debug info when there is some goes on without it."""
+    """A binary without DWARF (and no separate debug file): what may use it goes on without."""
 
 
 class NoSuchMember(InputError):
-    """A struct or union has no member of the name asked for: a script's
-    mistake, where a missing struct or an unprintable member may not be."""
+    """A script's mistake, where a missing struct or an unprintable member may not be."""

@@ -1,10 +1,7 @@
 """What probegen knows about bpftrace, in one place: printf conversions,
-string and literal sizes, what each version can do, attach-point strings,
-and the lexemes of a script that markers are looked for in.
-
-Two generations are in use: Debian 12's 0.17 keeps strings on the 512-byte
-BPF stack (64 bytes each by default, 200 at most); 0.21 and later (Debian
-13: 0.23.2) keep them off it, up to 1024 bytes by default.
+string and literal sizes, what each version can do (Debian 12's 0.17 and
+13's 0.23.2 are in use), attach-point strings, and the lexemes of a script
+that markers are looked for in.
 """
 
 import itertools
@@ -12,7 +9,8 @@ import re
 import subprocess
 
 # bpftrace 0.17's default BPFTRACE_STRLEN: the bytes of a str() buffer and
-# of a string literal, its NUL included; it refuses more than STRLEN_LIMIT.
+# of a string literal, its NUL included, on the 512-byte BPF stack; it
+# refuses more than STRLEN_LIMIT.
 DEFAULT_STRLEN = 64
 DEFAULT_MAX_LEN = DEFAULT_STRLEN - 1
 STRLEN_LIMIT = 200
