@@ -54,8 +54,7 @@ class ForeignFile(UnwritableOutput):
 
 def _regular_at(dir_fd, name, use):
     """``use(status, stream)`` of ``name`` in the directory ``dir_fd``, or None
-    when it is no regular file (a link at the end is not followed) or cannot
-    be read."""
+    if it is no regular file (a link is not followed) or cannot be read."""
     try:
         with open(name, "rb", opener=lambda name, _: os.open(name, READ_FLAGS, dir_fd=dir_fd)) as stream:
             info = os.fstat(stream.fileno())
@@ -88,7 +87,7 @@ def _is_current_at(place: Place, data: bytes, executable: bool) -> bool:
 
 def _read_at(path, check) -> bool:
     """``check(place)`` of a path walked for reading (owners unchecked:
-    reading decides no write); False when it cannot be (the write says why)."""
+    reading decides no write), or False (the write says why)."""
     try:
         with locate(path, create=False, strict=False) as place:
             return check(place)
@@ -149,7 +148,6 @@ def remove_generated(path) -> bool:
 
 @contextlib.contextmanager
 def _writable(path):
-    """The checked place for writing ``path``; every failure as UnwritableOutput."""
     try:
         with locate(path, create=True) as place:
             yield place
@@ -190,7 +188,7 @@ def open_stream(path) -> int:
 
 
 def write_all(files: list[GeneratedFile]) -> list[Path]:
-    """Write every file that changed; the paths written."""
+    """The paths written (those that changed)."""
     return [f.path for f in files if write_if_changed(f)]
 
 
@@ -201,11 +199,9 @@ def _check_kind(place: Place, mode: int) -> None:
 
 
 def _open_target(place: Place, create: bool) -> int:
-    """A descriptor to write ``place`` in place, a regular file truncated:
-    stdout's or stderr's own when the target is what they have open (so
-    ``-o /dev/stdout >> log`` appends, at the shell's offset). Opened
-    non-blocking: a FIFO without a reader fails (ENXIO) instead of
-    hanging. A /proc link is followed: it names one of our open files."""
+    """A descriptor to write ``place`` in place, a regular file truncated, or
+    stdout's or stderr's own if they have it open (``-o /dev/stdout >> log``
+    appends). A FIFO without a reader fails (ENXIO) instead of hanging."""
     if place.info is not None:
         _check_kind(place, place.info.st_mode)
         for fd, stream in ((1, sys.stdout), (2, sys.stderr)):
@@ -247,21 +243,19 @@ def _replace(place: Place, data: bytes, executable: bool) -> None:
     mode = (0o777 if executable else 0o666) & ~umask | stat.S_IRUSR
     with _removed_on_signal():
         fd, temporary = _create_temporary(place)
+        # The descriptor, and so the lock, is kept until the rename: a
+        # sweeping run takes an unlocked temporary for a killed run's.
         try:
-            # The descriptor, and so the lock, is kept until the rename: a
-            # sweeping run takes an unlocked temporary for a killed run's.
-            try:
-                _write_fully(fd, data)
-                os.fsync(fd)
-                os.fchmod(fd, mode)
-                os.rename(temporary, place.name, src_dir_fd=place.dir_fd, dst_dir_fd=place.dir_fd)
-            finally:
-                os.close(fd)
+            _write_fully(fd, data)
+            os.fsync(fd)
+            os.fchmod(fd, mode)
+            os.rename(temporary, place.name, src_dir_fd=place.dir_fd, dst_dir_fd=place.dir_fd)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(temporary, dir_fd=place.dir_fd)
             raise
         finally:
+            os.close(fd)
             _live_temporaries.discard((place.dir_fd, temporary))
 
 

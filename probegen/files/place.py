@@ -1,11 +1,7 @@
-"""Where an output lands: a directory descriptor and a name in it.
-
-The path is walked from ``/`` one component at a time, each directory
-opened with O_NOFOLLOW relative to the one before; links owned by another
-user and directories another user can change are refused (doc/security.md,
-"Writing, by descriptor"); missing directories are made when writing. A
-link inside /proc at the end (/dev/stdout, /dev/fd/N) names an open file:
-``proc`` is set, and it is written in place.
+"""Where an output lands: a directory descriptor and a name in it, the path
+walked from ``/`` a directory at a time (doc/security.md, "Writing, by
+descriptor"). A link inside /proc at the end (/dev/stdout, /dev/fd/N) names
+an open file: ``proc`` is set, and it is written in place.
 """
 
 import contextlib
@@ -30,7 +26,7 @@ class MakeDirectoryError(OSError):
 @dataclass
 class Place(contextlib.AbstractContextManager):
     dir_fd: int                     # the final directory, checked
-    directory: str                  # its path, for messages and sweeping
+    directory: str                  # its path, for messages
     name: str                       # the last component
     info: os.stat_result | None     # lstat of dir/name, None when missing
     proc: bool = False              # a /proc link to an open file: written in place
@@ -50,13 +46,11 @@ def locate(path, create: bool, strict: bool = True) -> Place:
     fd, current, links = os.open("/", DIR_FLAGS), "/", 0
     try:
         while True:
-            if not pending:
+            if pending in ([], [".."]):
                 raise Refused("is a directory; not writing to it")
             part = pending.pop()
             last = not pending
             if part == "..":
-                if last:
-                    raise Refused("is a directory; not writing to it")
                 fd, current = _enter(fd, "..", os.path.dirname(current), strict), os.path.dirname(current)
                 continue
             candidate = os.path.join(current, part)
@@ -106,8 +100,9 @@ def _enter(fd: int, part: str, path: str, strict: bool) -> int:
     inner = os.open(part, DIR_FLAGS, dir_fd=fd)
     try:
         info = os.fstat(inner)
-        if strict and others_can_write(info) and not info.st_mode & stat.S_ISVTX:
-            raise Refused(f"passes through {path}, which {_who(info)} can write; not writing through it")
+        who = _who_can_write(info)
+        if strict and who and not info.st_mode & stat.S_ISVTX:
+            raise Refused(f"passes through {path}, which {who} can write; not writing through it")
     except BaseException:
         os.close(inner)
         raise
@@ -122,12 +117,10 @@ def _final(fd: int, directory: str, name: str, info, strict: bool, shown: str, p
     return Place(fd, directory, name, info, proc, shown)
 
 
-def others_can_write(info: os.stat_result) -> bool:
-    return (info.st_uid not in (0, os.geteuid()) or bool(info.st_mode & stat.S_IWOTH)
-            or bool(info.st_mode & stat.S_IWGRP) and info.st_gid != os.getegid())
-
-
-def _who(info: os.stat_result) -> str:
+def _who_can_write(info: os.stat_result) -> str | None:
+    """Who, besides this user and root, can change the directory's entries."""
     if info.st_uid not in (0, os.geteuid()):
         return f"its owner (uid {info.st_uid})"
-    return "every user" if info.st_mode & stat.S_IWOTH else f"group {info.st_gid}"
+    if info.st_mode & stat.S_IWOTH:
+        return "every user"
+    return f"group {info.st_gid}" if info.st_mode & stat.S_IWGRP and info.st_gid != os.getegid() else None

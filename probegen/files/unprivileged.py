@@ -1,9 +1,7 @@
-"""Parsing what another user chose, without root and within bounds.
-
-``run_unprivileged`` runs a parsing function in a forked child that gives
-up root for good, runs under limits and answers with plain JSON data; the
-parent kills it at the deadline (doc/security.md, "Privilege separation").
-Every failure is one ``Unprivileged`` error line (exit 2, unless caught).
+"""Parsing what another user chose in a forked child that gives up root for
+good, runs under limits, answers with plain JSON data and is killed at the
+deadline (doc/security.md, "Privilege separation"). Every failure is one
+``Unprivileged`` error line.
 """
 
 import contextlib
@@ -49,7 +47,7 @@ def run_unprivileged(function, *args, deadline: float, what: str = "parsing", mo
     os.close(write_end)
     data = None
     try:
-        data = _read_until(read_end, deadline, OUTPUT)
+        data = _read_until(read_end, deadline)
     finally:
         os.close(read_end)
         if data is None or len(data) > OUTPUT:
@@ -74,17 +72,11 @@ def run_unprivileged(function, *args, deadline: float, what: str = "parsing", mo
     return reply["result"]
 
 
-_imported: set[str] = set()
-
-
 def _import_all(names) -> None:
     import importlib
     import pkgutil
 
     for name in names:
-        if name in _imported:
-            continue
-        _imported.add(name)
         module = importlib.import_module(name)
         for found in pkgutil.walk_packages(getattr(module, "__path__", ()), f"{name}."):
             try:
@@ -93,11 +85,11 @@ def _import_all(names) -> None:
                 pass
 
 
-def _read_until(fd: int, deadline: float, limit: int) -> bytes | None:
-    """What the child writes before it closes the pipe (``limit`` + 1 bytes
-    at most), or None at the deadline."""
+def _read_until(fd: int, deadline: float) -> bytes | None:
+    """What the child writes before it closes the pipe (OUTPUT + 1 bytes at
+    most), or None at the deadline."""
     chunks, size = [], 0
-    while size <= limit:
+    while size <= OUTPUT:
         remaining = deadline - time.monotonic()
         if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
             return None
