@@ -19,21 +19,18 @@ class Location(namedtuple("Location", "path line column", defaults=(0, 0))):
         return f"{self.path}:{self.line}:{self.column}"
 
 
-class Diagnostic(namedtuple("Diagnostic", "location message severity rule", defaults=("error", ""))):
-    """One problem at one place; sorts by place. ``rule``: its kind, for reports (SARIF rule ids)."""
+class Diagnostic(namedtuple("Diagnostic", "location message rule", defaults=("",))):
+    """One error at one place; sorts by place. ``rule``: its kind, for reports (SARIF rule ids)."""
 
     __slots__ = ()
 
     def __str__(self) -> str:
-        return printable(f"{self.location}: {self.severity}: {self.message}")
+        return printable(f"{self.location}: error: {self.message}")
 
 
 def printable(text: str) -> str:
-    """Text for one line of a terminal or a CI log: messages quote catalog
-    strings and file names, whose newlines or escape sequences would forge
-    lines or drive the terminal; those are shown as escapes. So is the
-    first ':' of a line starting '::', which GitHub Actions would run as a
-    workflow command (a file named '::error::x')."""
+    """Text for one line of a terminal or a CI log: control characters as
+    escapes, and the first ':' of a line starting '::' (doc/security.md)."""
     text = escape_controls(text)
     start = len(text) - len(text.lstrip(" "))
     if text.startswith("::", start):

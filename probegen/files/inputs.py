@@ -47,7 +47,8 @@ def _check_kind(path, mode: int, what: str, pipe_ok: bool) -> None:
 
 def _open(path, what: str, pipe_ok: bool, missing: str | None = None) -> tuple[BinaryIO, int | None, bytes]:
     """(binary stream, size, first bytes): a regular file's size, nothing
-    read yet; a pipe's size is None, its first bytes read already."""
+    read yet; a pipe's size is None, its first bytes read already, in one
+    non-blocking read (the end at once: no process writes to it)."""
     held = _held_descriptor(path)
     if held is not None:
         return held, os.fstat(held.fileno()).st_size, b""
@@ -67,9 +68,16 @@ def _open(path, what: str, pipe_ok: bool, missing: str | None = None) -> tuple[B
         _check_kind(path, info.st_mode, what, pipe_ok)
         if stat.S_ISREG(info.st_mode):
             return os.fdopen(fd, "rb"), info.st_size, b""
-        first = _first_bytes(path, fd)
+        try:
+            first = os.read(fd, _CHUNK)
+        except BlockingIOError:
+            first = None  # a writer that has written nothing yet
+        except OSError as exc:
+            raise UnreadableInput(path, f"cannot read: {exc.strerror}") from None
+        if first == b"":
+            raise UnreadableInput(path, "nothing to read: no process writes to this FIFO or pipe")
         os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb"), None, first
+        return os.fdopen(fd, "rb"), None, first or b""
     except BaseException:
         os.close(fd)
         raise
@@ -110,10 +118,9 @@ class _PositionalReader(io.RawIOBase):
         return self.fd
 
     def readinto(self, buffer) -> int:
-        data = os.pread(self.fd, len(buffer), self.position)
-        buffer[:len(data)] = data
-        self.position += len(data)
-        return len(data)
+        count = os.preadv(self.fd, [buffer], self.position)
+        self.position += count
+        return count
 
     def seek(self, offset: int, whence: int = 0) -> int:
         base = {0: 0, 1: self.position, 2: os.fstat(self.fd).st_size}[whence]
@@ -124,20 +131,6 @@ class _PositionalReader(io.RawIOBase):
         if not self.closed:
             os.close(self.fd)
         super().close()
-
-
-def _first_bytes(path, fd: int) -> bytes:
-    """One non-blocking read of a pipe: b"" when its writer has written
-    nothing yet; end of file means that no process writes to it."""
-    try:
-        data = os.read(fd, _CHUNK)
-    except BlockingIOError:
-        return b""
-    except OSError as exc:
-        raise UnreadableInput(path, f"cannot read: {exc.strerror}") from None
-    if not data:
-        raise UnreadableInput(path, "nothing to read: no process writes to this FIFO or pipe")
-    return data
 
 
 def read_input(path, what: str) -> bytes:

@@ -1,6 +1,5 @@
-"""An Outcome as GitHub Actions workflow commands: one ``::error`` (or
-``::warning``, ``::notice``) line per finding, which the runner shows as an
-annotation on the file and line, in the log and on the pull request.
+"""An Outcome as GitHub Actions workflow commands: one ``::error`` line per
+finding, which the runner shows as an annotation on the file and line.
 
 The runner reads commands line by line and splits properties at ',' and
 '::', so messages and paths are escaped as it unescapes them: '%', CR and
@@ -11,8 +10,6 @@ line and cannot start a command of its own.
 
 from probegen.errors import Location, escape_controls, printable
 from probegen.reports import Outcome, shown_path
-
-COMMANDS = {"error": "error", "warning": "warning", "note": "notice"}
 
 
 def escape_data(text: str) -> str:
@@ -26,20 +23,19 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def annotation(level: str, location: Location, title: str, message: str) -> str:
+def annotation(location: Location, title: str, message: str) -> str:
     properties = [f"file={escape_property(shown_path(location.path))}"]
     if location.line > 0:
         properties.append(f"line={location.line}")
         if location.column > 0:
             properties.append(f"col={location.column}")
     properties.append(f"title={escape_property(title)}")
-    return f"::{COMMANDS[level]} {','.join(properties)}::{escape_data(message)}"
+    return f"::error {','.join(properties)}::{escape_data(message)}"
 
 
 def annotations(outcome: Outcome) -> str:
-    lines = [annotation(r.severity, r.location, f"probegen {outcome.command}: {r.rule}", r.message)
-             for r in outcome.results]
-    lines += [annotation("error", p.location, f"probegen {outcome.command}: input error", p.message)
-              for p in outcome.problems]
+    title = f"probegen {outcome.command}"
+    lines = [annotation(r.location, f"{title}: {r.rule}", r.message) for r in outcome.results]
+    lines += [annotation(p.location, f"{title}: input error", p.message) for p in outcome.problems]
     lines.append(printable(outcome.summary))
     return "\n".join(lines) + "\n"

@@ -56,7 +56,7 @@ def outcome_json(outcome: Outcome) -> dict:
         "ok": outcome.ok,
         "catalog": outcome.catalog,
         "checked": list(outcome.subjects),
-        "findings": [{"rule": r.rule, "level": r.severity, **_place(r.location), "message": r.message}
+        "findings": [{"rule": r.rule, "level": "error", **_place(r.location), "message": r.message}
                      for r in outcome.results],
         "errors": [{"path": p.location.path, "line": p.location.line or None, "column": p.location.column or None,
                     "message": p.message} for p in outcome.problems],

@@ -36,7 +36,7 @@ def sarif_log(outcome: Outcome) -> dict:
     index = {rule: number for number, rule in enumerate(rules)}
     results = []
     for result in outcome.results:
-        entry = {"ruleId": result.rule, "level": result.severity, "message": {"text": result.message},
+        entry = {"ruleId": result.rule, "level": "error", "message": {"text": result.message},
                  "locations": [physical_location(result.location)]}
         if result.rule in index:
             entry["ruleIndex"] = index[result.rule]
