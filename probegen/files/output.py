@@ -163,11 +163,8 @@ def write_if_changed(file: GeneratedFile, keep_foreign: bool = False) -> bool:
     """Write the file unless it is current; True if written."""
     with _writable(file.path) as place:
         if place.proc or (place.info is not None and not stat.S_ISREG(place.info.st_mode)):
-            fd = _open_target(place, create=False)  # a device, a FIFO, a file through /proc
-            try:
-                _write_fully(fd, file.data)
-            finally:
-                os.close(fd)
+            with open(_open_target(place, create=False), "wb") as stream:  # a device, a FIFO, a file through /proc
+                stream.write(file.data)
             return True
         _sweep(place)
         data = file.data
@@ -231,12 +228,6 @@ def _open_target(place: Place, create: bool) -> int:
     return fd
 
 
-def _write_fully(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
 def _replace(place: Place, data: bytes, executable: bool) -> None:
     umask = os.umask(0)
     os.umask(umask)
@@ -246,7 +237,9 @@ def _replace(place: Place, data: bytes, executable: bool) -> None:
         # The descriptor, and so the lock, is kept until the rename: a
         # sweeping run takes an unlocked temporary for a killed run's.
         try:
-            _write_fully(fd, data)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
             os.fsync(fd)
             os.fchmod(fd, mode)
             os.rename(temporary, place.name, src_dir_fd=place.dir_fd, dst_dir_fd=place.dir_fd)

@@ -26,10 +26,6 @@ class Outcome:
     aborted: bool = False  # stopped before checking anything (the catalog could not be loaded)
     report: object = None  # verify's Report, for its own JSON and JUnit shapes
 
-    @property
-    def ok(self) -> bool:
-        return not self.results and not self.problems
-
 
 def relative_to_cwd(path: str) -> str | None:
     """``path`` relative to the working directory (the repository root in

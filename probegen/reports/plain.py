@@ -53,7 +53,7 @@ def outcome_json(outcome: Outcome) -> dict:
     return {
         "version": JSON_VERSION,
         "command": outcome.command,
-        "ok": outcome.ok,
+        "ok": not outcome.results and not outcome.problems,
         "catalog": outcome.catalog,
         "checked": list(outcome.subjects),
         "findings": [{"rule": r.rule, "level": "error", **_place(r.location), "message": r.message}
