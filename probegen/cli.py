@@ -1,7 +1,5 @@
-"""Command line: run one command module of probegen.commands, and turn an
-InputError into its message and exit code. Only the module of the command
-being run is imported (it imports jinja2 or DWARF inside ``run``), so fast
-commands start fast.
+"""Command line: run one command module of probegen.commands (only that one is
+imported, so fast commands start fast), and turn an InputError into its line.
 """
 
 import argparse

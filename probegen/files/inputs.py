@@ -1,10 +1,7 @@
 """Opening the files a user names: catalogs, scripts, binaries, debug files.
-
-Nothing named may block, read without end or be opened for its side
-effects (doc/security.md, "Not trusted: binaries and input files"): a path
-is looked at before it is opened, and only regular files, and pipes where
-the caller takes one, are read, non-blocking and within a size bound.
-Every refusal is one ``UnreadableInput`` naming the path (exit 2).
+Nothing named may block, read without end or be opened for its side effects
+(doc/security.md): a path is looked at before it is opened, and only regular
+files, and pipes where the caller takes one, are read, within a size bound.
 """
 
 import io

@@ -1,9 +1,8 @@
-"""Writing generated files: atomically, only when their content changed (an
-unchanged file keeps its mtime, so builds do not recompile), relative to the
-descriptor of the directory probegen.files.place walked to (doc/security.md,
-"Writing, by descriptor"). A regular file is replaced by renaming a locked
-temporary over it; a character device or FIFO is written in place. A file
-without the marker (probegen.files.marker) is neither replaced nor removed.
+"""Writing generated files: atomically, only when their content changed (so
+builds do not recompile), by the descriptor of the directory probegen.files.place
+walked to (doc/security.md). A regular file is replaced by renaming a locked
+temporary over it, a device or FIFO written in place; a file without the
+marker (probegen.files.marker) is neither replaced nor removed.
 """
 
 import contextlib
@@ -178,8 +177,7 @@ def write_if_changed(file: GeneratedFile, keep_foreign: bool = False) -> bool:
 
 def open_stream(path) -> int:
     """A descriptor for output another program streams (bpftrace -o), the
-    path checked as for write_if_changed; a regular file is created or
-    truncated in place. The program is given the descriptor, never the path."""
+    path checked as for write_if_changed; a regular file truncated in place."""
     with _writable(path) as place:
         return _open_target(place, create=True)
 

@@ -33,11 +33,9 @@ def deadline_in(seconds: float) -> float:
 
 def run_unprivileged(function, *args, deadline: float, what: str = "parsing", modules=()):
     """``function(*args)`` in a child running as nobody, its result through
-    JSON (tuples come back as lists); ``what`` names the work in messages.
-    The ``modules`` the function uses (packages with all their modules) are
-    imported before the fork: the child may be unable to read Python's own
-    files (a Python under /root), and pyelftools imports some only on the
-    way to an error."""
+    JSON (tuples come back as lists). The ``modules`` it uses are imported
+    whole before the fork: the child may be unable to read Python's files
+    (a Python under /root), and pyelftools imports some on the way to an error."""
     _import_all(("zlib", "pprint", *modules))
     read_end, write_end = os.pipe()
     pid = os.fork()

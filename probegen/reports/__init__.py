@@ -1,10 +1,7 @@
-"""Findings of ``verify``, ``lint`` and ``check`` in the formats CI reads.
-
-Each command turns what it found into an ``Outcome``: results (Diagnostics
-whose ``rule`` is one of probegen.reports.rules') and problems (inputs that
-could not be read, exit 2), which ``render`` writes as text, SARIF 2.1.0,
-GitHub workflow-command annotations, JSON or JUnit XML (verify keeps shapes
-of its own for the last two: probegen.reports.plain).
+"""Findings of ``verify``, ``lint`` and ``check`` as an ``Outcome``: results
+(Diagnostics, their ``rule`` one of probegen.reports.rules') and problems
+(unreadable inputs), rendered as text, SARIF 2.1.0, GitHub annotations,
+JSON or JUnit XML.
 """
 
 import os

@@ -1,11 +1,7 @@
 """An Outcome as GitHub Actions workflow commands: one ``::error`` line per
-finding, which the runner shows as an annotation on the file and line.
-
-The runner reads commands line by line and splits properties at ',' and
-'::', so messages and paths are escaped as it unescapes them: '%', CR and
-LF as %25, %0D, %0A everywhere, and ':' and ',' as %3A, %2C in properties.
-A path or message with a newline (a hostile catalog) thus stays on its
-line and cannot start a command of its own.
+finding, an annotation on its file and line. Messages and paths are escaped
+as the runner unescapes them, so a newline in a hostile catalog's text stays
+on its line and cannot start a command of its own.
 """
 
 from probegen.errors import Location, escape_controls, printable

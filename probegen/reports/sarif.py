@@ -1,8 +1,6 @@
-"""An Outcome as a SARIF 2.1.0 log: one run of the tool "probegen", its
-rules, one result per finding. Paths inside the working directory (the
-checkout, in CI) are relative to %SRCROOT%, which code scanning resolves
-to the repository root. Unreadable inputs are tool execution
-notifications: no finding about the code.
+"""An Outcome as a SARIF 2.1.0 log. Paths inside the working directory (the
+checkout, in CI) are relative to %SRCROOT%, which code scanning resolves to
+the repository root; unreadable inputs are tool execution notifications.
 """
 
 import os
