@@ -16,10 +16,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from probegen.errors import InputError, Location
 from probegen.files.inputs import KINDS
 from probegen.files.marker import TEXT as MARKER, has_marker
-from probegen.files.place import READ_FLAGS, MakeDirectoryError, Place, Refused, locate
+from probegen.files.place import READ_FLAGS, Place, UnwritableOutput, locate
 
 _HEAD_BYTES = 4096  # room for a #! line and the marker line after it
 _CHUNK = 1 << 20  # how much of a file _is_current_at compares at a time
@@ -34,11 +33,6 @@ class GeneratedFile:
     @property
     def data(self) -> bytes:
         return self.text.encode("utf-8")
-
-
-class UnwritableOutput(InputError):
-    def __init__(self, path, problem: str):
-        super().__init__(problem, Location(str(path)))
 
 
 class ForeignFile(UnwritableOutput):
@@ -90,7 +84,7 @@ def _read_at(path, check) -> bool:
     try:
         with locate(path, create=False, strict=False) as place:
             return check(place)
-    except (Refused, OSError):
+    except (UnwritableOutput, OSError):
         return False
 
 
@@ -138,8 +132,6 @@ def remove_generated(path) -> bool:
             os.unlink(place.name, dir_fd=place.dir_fd)
     except FileNotFoundError:
         return False
-    except Refused as exc:
-        raise UnwritableOutput(path, str(exc)) from None
     except OSError as exc:
         raise UnwritableOutput(path, f"cannot remove this file, no longer generated: {exc.strerror}") from None
     return True
@@ -150,10 +142,6 @@ def _writable(path):
     try:
         with locate(path, create=True) as place:
             yield place
-    except Refused as exc:
-        raise UnwritableOutput(path, str(exc)) from None
-    except MakeDirectoryError as exc:
-        raise UnwritableOutput(path, f"cannot create directory {exc.filename}: {exc.strerror}") from None
     except OSError as exc:
         raise UnwritableOutput(path, f"cannot write: {exc.strerror or exc}") from None
 

@@ -10,17 +10,18 @@ import os
 import stat
 from dataclasses import dataclass
 
+from probegen.errors import InputError, Location
+
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _MAX_LINKS = 40
 
 
-class Refused(Exception):
-    """The path may not be written; the message says why."""
+class UnwritableOutput(InputError):
+    """An output path that is refused or could not be written."""
 
-
-class MakeDirectoryError(OSError):
-    pass
+    def __init__(self, path, problem: str):
+        super().__init__(problem, Location(str(path)))
 
 
 @dataclass
@@ -37,9 +38,9 @@ class Place(contextlib.AbstractContextManager):
 
 
 def locate(path, create: bool, strict: bool = True) -> Place:
-    """The checked place for ``path``: Refused, FileNotFoundError (a missing
-    directory, not ``create``), MakeDirectoryError or OSError. Not
-    ``strict``: for reading only (is a file current?), owners go unchecked."""
+    """The checked place for ``path``, or UnwritableOutput, FileNotFoundError (a
+    missing directory, not ``create``) or OSError. Not ``strict``: for
+    reading only (is a file current?), owners go unchecked."""
     shown = os.fspath(path)
     absolute = shown if shown.startswith("/") else os.path.join(os.getcwd(), shown)
     pending = [part for part in reversed(absolute.split("/")) if part not in ("", ".")]  # to walk, next last
@@ -47,11 +48,11 @@ def locate(path, create: bool, strict: bool = True) -> Place:
     try:
         while True:
             if pending in ([], [".."]):
-                raise Refused("is a directory; not writing to it")
+                raise UnwritableOutput(shown, "is a directory; not writing to it")
             part = pending.pop()
             last = not pending
             if part == "..":
-                fd, current = _enter(fd, "..", os.path.dirname(current), strict), os.path.dirname(current)
+                fd, current = _enter(fd, "..", os.path.dirname(current), strict, shown), os.path.dirname(current)
                 continue
             candidate = os.path.join(current, part)
             try:
@@ -66,18 +67,18 @@ def locate(path, create: bool, strict: bool = True) -> Place:
                 except FileExistsError:
                     pass  # made meanwhile: opened and checked like any other
                 except OSError as exc:
-                    raise MakeDirectoryError(exc.errno, exc.strerror, candidate) from None
+                    raise UnwritableOutput(shown, f"cannot create directory {candidate}: {exc.strerror}") from None
                 info = os.stat(part, dir_fd=fd, follow_symlinks=False)
             if stat.S_ISLNK(info.st_mode):
                 if strict and info.st_uid not in (0, os.geteuid()):
                     which = "is" if candidate == os.path.normpath(absolute) else f"leads to {candidate}, which is"
-                    raise Refused(f"{which} a symbolic link owned by another user (uid {info.st_uid}); "
-                                  "not writing through it")
+                    raise UnwritableOutput(shown, f"{which} a symbolic link owned by another user (uid {info.st_uid}); "
+                                                  "not writing through it")
                 if last and current.startswith("/proc/"):
                     return _final(fd, current, part, os.stat(part, dir_fd=fd), strict, shown, proc=True)
                 links += 1
                 if links > _MAX_LINKS:
-                    raise Refused("too many levels of symbolic links")
+                    raise UnwritableOutput(shown, "too many levels of symbolic links")
                 target = os.readlink(part, dir_fd=fd)
                 if target.startswith("/"):
                     os.close(fd)
@@ -88,13 +89,13 @@ def locate(path, create: bool, strict: bool = True) -> Place:
                 return _final(fd, current, part, info, strict, shown)
             if not stat.S_ISDIR(info.st_mode):
                 raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), candidate)
-            fd, current = _enter(fd, part, candidate, strict), candidate
+            fd, current = _enter(fd, part, candidate, strict, shown), candidate
     except BaseException:
         os.close(fd)
         raise
 
 
-def _enter(fd: int, part: str, path: str, strict: bool) -> int:
+def _enter(fd: int, part: str, path: str, strict: bool, shown: str) -> int:
     """Open ``part`` of the directory ``fd`` and check that no other user
     can change what is in it; ``fd`` is closed once that succeeds."""
     inner = os.open(part, DIR_FLAGS, dir_fd=fd)
@@ -102,7 +103,7 @@ def _enter(fd: int, part: str, path: str, strict: bool) -> int:
         info = os.fstat(inner)
         who = _who_can_write(info)
         if strict and who and not info.st_mode & stat.S_ISVTX:
-            raise Refused(f"passes through {path}, which {who} can write; not writing through it")
+            raise UnwritableOutput(shown, f"passes through {path}, which {who} can write; not writing through it")
     except BaseException:
         os.close(inner)
         raise
@@ -113,7 +114,8 @@ def _enter(fd: int, part: str, path: str, strict: bool) -> int:
 def _final(fd: int, directory: str, name: str, info, strict: bool, shown: str, proc: bool = False) -> Place:
     here = os.fstat(fd)
     if strict and here.st_uid not in (0, os.geteuid()):
-        raise Refused(f"would be written in {directory}, which belongs to uid {here.st_uid}; not writing there")
+        raise UnwritableOutput(shown, f"would be written in {directory}, which belongs to uid {here.st_uid}; "
+                                      "not writing there")
     return Place(fd, directory, name, info, proc, shown)
 
 
