@@ -14,9 +14,7 @@ class Location(namedtuple("Location", "path line column", defaults=(0, 0))):
     def __str__(self) -> str:
         if self.line <= 0:
             return self.path
-        if self.column <= 0:
-            return f"{self.path}:{self.line}"
-        return f"{self.path}:{self.line}:{self.column}"
+        return f"{self.path}:{self.line}:{self.column}" if self.column > 0 else f"{self.path}:{self.line}"
 
 
 class Diagnostic(namedtuple("Diagnostic", "location message rule", defaults=("",))):

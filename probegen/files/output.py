@@ -114,11 +114,9 @@ def leftovers(directories, produced) -> list[Path]:
             entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
         except OSError:
             continue
-        for entry in entries:
-            if entry.path in wanted or is_temporary_name(entry.name) or not entry.is_file(follow_symlinks=False):
-                continue
-            if _marked_at(None, entry.path):
-                found.append(Path(entry.path))
+        found += [Path(entry.path) for entry in entries
+                  if entry.path not in wanted and not is_temporary_name(entry.name)
+                  and entry.is_file(follow_symlinks=False) and _marked_at(None, entry.path)]
     return found
 
 
