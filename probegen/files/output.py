@@ -284,26 +284,19 @@ def _sweep(place: Place) -> None:
     if (here.st_dev, here.st_ino) in _swept:
         return
     _swept.add((here.st_dev, here.st_ino))
+
+    def remove_if_dead(name, info, stream) -> None:
+        if info.st_uid == os.geteuid():
+            fcntl.flock(stream.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: a live run is writing it
+            if os.path.samestat(info, os.stat(name, dir_fd=place.dir_fd, follow_symlinks=False)):
+                os.unlink(name, dir_fd=place.dir_fd)
+
     try:
         names = os.listdir(place.dir_fd)
     except OSError:
         return
     for name in filter(is_temporary_name, names):
-        try:
-            fd = os.open(name, READ_FLAGS, dir_fd=place.dir_fd)
-        except OSError:
-            continue
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
-                continue
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: a live run is writing it
-            if os.path.samestat(info, os.stat(name, dir_fd=place.dir_fd, follow_symlinks=False)):
-                os.unlink(name, dir_fd=place.dir_fd)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
+        _regular_at(place.dir_fd, name, lambda info, stream, name=name: remove_if_dead(name, info, stream))
 
 
 @contextlib.contextmanager
