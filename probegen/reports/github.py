@@ -1,7 +1,5 @@
-"""An Outcome as GitHub Actions workflow commands: one ``::error`` line per
-finding, an annotation on its file and line. Messages and paths are escaped
-as the runner unescapes them, so a newline in a hostile catalog's text stays
-on its line and cannot start a command of its own.
+"""An Outcome as GitHub Actions workflow commands: one ``::error`` annotation
+per finding, its text escaped as the runner unescapes it (doc/security.md).
 """
 
 from probegen.errors import Location, escape_controls, printable
@@ -9,10 +7,7 @@ from probegen.reports import Outcome, shown_path
 
 
 def escape_data(text: str) -> str:
-    escaped = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    # Other control characters would reach the log as they are (escape
-    # sequences drive the terminals logs are read in).
-    return escape_controls(escaped)
+    return escape_controls(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(text: str) -> str:
