@@ -38,9 +38,8 @@ class GeneratedFile:
 class ForeignFile(UnwritableOutput):
     def __init__(self, path, others: int = 0):
         more = f" ({others} more output file(s) likewise)" if others else ""
-        shown = path
-        if os.path.isabs(path) and not os.path.relpath(path).startswith(".."):
-            shown = os.path.relpath(path)  # a catalog's outputs are absolute: shown as generate lists them
+        relative = os.path.relpath(path)  # a catalog's outputs are absolute: shown as generate lists them
+        shown = relative if os.path.isabs(path) and not relative.startswith("..") else path
         super().__init__(shown, f"not written by probegen (no '{MARKER}' line), not replacing it: "
                                 f"give --force to let probegen take it over{more}")
 
