@@ -70,10 +70,8 @@ def emit(text: str, output: str | None) -> None:
 
 
 def load_catalog_reported(args, command: str):
-    """The catalog of ``args.catalog``. When it cannot be loaded and a CI
-    format was asked for, the report still appears (a SARIF file the upload
-    step expects, annotations at the catalog's errors) before the error
-    propagates to its usual message on stderr and exit 2."""
+    """The catalog of ``args.catalog``; if it cannot be loaded, a SARIF or GitHub
+    report still appears (the upload step expects it) before the error propagates."""
     from probegen.catalog import load_catalog
 
     try:
