@@ -18,8 +18,7 @@ STRLEN_LIMIT = 200
 # 1024; a longer str() is shortened, with a warning).
 BIG_STRINGS = (0, 21)
 BIG_STRLEN = 1024
-# A probe's stack.
-BPF_STACK = 512
+BPF_STACK = 512  # a probe's stack, in bytes
 # 0.17 reads USDT arguments arg0..arg5 only on x86_64 ("x86_64 doesn't
 # support arg6"); later ones print as UNREADABLE.
 MAX_ARG_INDEX = 5
