@@ -159,6 +159,23 @@ def test_fifo_without_a_reader_is_refused_at_once(project):
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
+def test_foreign_check_does_not_open_a_fifo(tmp_path):
+    """Before writing, outputs are checked for foreign files: a FIFO (or a
+    device) there is not opened for it (a writer waiting on it stays waiting)."""
+    from probegen.files.output import GeneratedFile, refuse_foreign
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: os.close(os.open(fifo, os.O_WRONLY)), daemon=True)
+    writer.start()
+    time.sleep(0.2)  # the writer waits in open()
+    refuse_foreign([GeneratedFile(fifo, "text")])
+    writer.join(timeout=0.5)
+    opened = not writer.is_alive()
+    os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))  # lets the writer go
+    writer.join(timeout=5)
+    assert not opened
+
 @root_only
 def test_real_dev_stdout_to_a_pipe(project, header_text, real_devices_checked):
     result = probegen("header", "-o", "/dev/stdout", cwd=project)

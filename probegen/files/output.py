@@ -46,8 +46,11 @@ class ForeignFile(UnwritableOutput):
 
 def _regular_at(dir_fd, name, use):
     """``use(status, stream)`` of ``name`` in the directory ``dir_fd``, or None
-    if it is no regular file (a link is not followed) or cannot be read."""
+    if it is no regular file (a link is not followed) or cannot be read. A
+    device is not opened (opening one can act on it): fstat checks again."""
     try:
+        if not stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+            return None
         with open(name, "rb", opener=lambda name, _: os.open(name, READ_FLAGS, dir_fd=dir_fd)) as stream:
             info = os.fstat(stream.fileno())
             return use(info, stream) if stat.S_ISREG(info.st_mode) else None
