@@ -14,7 +14,7 @@ import probegen.runtime.timeline
 from probegen.catalog import Catalog
 from probegen.catalog.model import Arg
 from probegen.files.output import GeneratedFile
-from probegen.generators.lines import Field, Style, arg_fields, enum_tables, probe_line, struct_definitions
+from probegen.generators.lines import Field, Style, arg_fields, probe_line, struct_definitions
 from probegen.generators.render import render
 
 if TYPE_CHECKING:  # it loads drgn, which only --binary needs
@@ -84,7 +84,7 @@ def render_tool(catalog: Catalog, types: "TypeSource | None" = None) -> str:
                    "[%s]" % ", ".join(field_row(f, line.probe.note_args[f.index]) for f in line.fields))
               for line in lines]
     enums = []
-    for table in enum_tables(lines):
+    for table in {f.enum.name: f.enum for line in lines for f in line.fields if f.enum is not None}.values():
         decl = catalog.enum(table.name)
         enums.append((repr(table.name), repr((decl.strip_prefix if decl else "", dict(table.names)))))
     return render(

@@ -1,12 +1,9 @@
-"""bpftrace scripts from the catalog: one per group, ``all``, ``counts``
-(and ``spans``: generators.spans); render_lines makes them again for the
-process `probegen trace` traces. Probes are written ``usdt:*:PROVIDER:NAME``
-and scripts have no BEGIN or END block, so one script runs under ``bpftrace
--p PID``, its shebang, SPDK's ``scripts/bpftrace.sh`` (which appends its own)
-and probegen trace. A probe's block takes one of two forms: whole_body (a hit
-in one printf) or, for bpftrace 0.17's 512-byte stack, pieces_body (strings
-read PIECE characters at a time; a hit one printf cannot hold printed as
-several lines, ``PROBE [tid TID K/N]``, which trace joins: runtime/hitlines.py).
+"""bpftrace scripts: one per group, ``all``, ``counts`` (and ``spans``: generators.spans);
+render_lines makes them again for the process `probegen trace` traces. No BEGIN or END
+block, so SPDK's ``scripts/bpftrace.sh`` can append its own. A probe's block is
+whole_body (a hit in one printf) or, for bpftrace 0.17's 512-byte stack, pieces_body
+(strings read PIECE characters at a time; a hit one printf cannot hold printed as several
+lines, ``PROBE [tid TID K/N]``, which trace joins: runtime/hitlines.py).
 """
 
 import itertools
@@ -19,9 +16,9 @@ from typing import TYPE_CHECKING
 from probegen.catalog import Catalog
 from probegen.generators.escape import printf_literal
 from probegen.bpftrace import BIG_STRLEN, BPF_STACK, DEFAULT_STRLEN, MAX_ARG_INDEX, UNREADABLE, conversion
+from probegen.errors import InputError, Location
 from probegen.generators.lines import (
-    UNKNOWN_ENUM, Field, ProbeLine, Style, enum_chain, enum_lookup, probe_line, script_groups,
-    struct_definitions,
+    UNKNOWN_ENUM, Field, ProbeLine, Style, enum_chain, enum_lookup, probe_line, struct_definitions,
 )
 from probegen.files.output import GeneratedFile
 from probegen.generators.render import render
@@ -30,8 +27,7 @@ from probegen.generators.spans import SPAN_SCRIPT, render_files as render_span_f
 if TYPE_CHECKING:  # it loads drgn, which only --binary needs
     from probegen.generators.typesource import TypeSource
 
-KIND, WRITES_DIRECTORY = "bpftrace", True  # the output it is (generators.outputs)
-TEMPLATE = "bpftrace.bt.j2"
+KIND, WRITES_DIRECTORY = "bpftrace", True
 COUNT_SCRIPT = "counts"
 # Characters one str() reads at bpftrace 0.17's default BPFTRACE_STRLEN (one
 # byte is the NUL); every str() takes those 64 bytes of stack.
@@ -53,8 +49,8 @@ TIME = ("$t / 1000000000", "$t % 1000000000 / 1000")
 
 @dataclass(frozen=True)
 class Item:
-    """A run of a printf: format text, arguments, and their stack bytes
-    (``copy``: the extra buffer the largest argument's read needs)."""
+    """A run of a printf: format text, arguments, their stack bytes and ``copy``, the
+    extra buffer the largest argument's read needs."""
 
     format: str
     args: tuple[str, ...] = ()
@@ -67,27 +63,25 @@ def _readable(field: Field) -> bool:
 
 
 def _reads_string(field: Field) -> bool:
-    """A string read by str(): a char pointer, argument or member (a char
-    array member prints as it is; a string with a length is read by buf())."""
+    """Read by str(): a char pointer (a char array member prints as it is; a string with a
+    length is read by buf())."""
     pointer = not field.is_member or field.ctype.pointer_sized
     return field.style is Style.STRING and field.length is None and pointer and _readable(field)
 
 
 def _value(field: Field, pointers: dict[int, str] | None = None) -> str:
-    """bpftrace expression of the field's value; ``pointers``: the variable
-    holding each struct pointer, by argument (default ``$pg_argN``)."""
+    """``pointers``: the variable holding each struct pointer, by argument (default ``$pg_argN``)."""
     if not field.is_member:
         return f"arg{field.index}"
     value = f"{(pointers or {}).get(field.index, f'$pg_arg{field.index}')}->{field.member}"
-    if field.style is Style.ENUM and field.signed and field.size < 8:
+    if field.style is Style.ENUM and field.enum.signed and field.size < 8:
         # bpftrace 0.17 reads an enum member as unsigned: -2 would be 4294967294.
         return f"(int{field.size * 8}){value}"
     return value
 
 
 def _buf_length(field: Field) -> str:
-    """The length of a string with a length, as read: a negative one (or one
-    past 2**63) 0, a longer one max_len."""
+    """A negative length (or one past 2**63) as 0, a longer one as max_len."""
     length, most = f"arg{field.length}", min(field.max_len, BIG_STRLEN - 1)
     return f"(int64){length} < 0 ? 0 : ({length} > {most} ? {most} : {length})"
 
@@ -97,10 +91,9 @@ def _round(size: int) -> int:
 
 
 def _pointers(line: ProbeLine, name) -> tuple[dict[int, str], list[str]]:
-    """A variable for each struct pointer whose members the line prints (by
-    argument) and the rows setting them. Read once: reading the argument in
-    every access lets LLVM share a ctx + offset address bpftrace 0.17's
-    verifier refuses."""
+    """A variable for each struct pointer whose members the line prints (by argument) and the
+    rows setting them. Read once: reading the argument in every access lets LLVM share a
+    ctx + offset address bpftrace 0.17's verifier refuses."""
     pointers, rows = {}, []
     for field in line.fields:
         if field.is_member and _readable(field) and field.index not in pointers:
@@ -125,8 +118,7 @@ def _join(items: list[Item]) -> Item:
 # The whole form.
 
 def _variable(label: str, taken: set[str]) -> str:
-    """A variable named for a field (``qpair->conn.state``:
-    ``$qpair_conn_state``), unlike any other of the probe."""
+    """``qpair->conn.state``: ``$qpair_conn_state``, unlike any other of the probe."""
     name = "$" + re.sub(r"\W", "_", label)
     while name in taken:
         name += "_"
@@ -135,10 +127,9 @@ def _variable(label: str, taken: set[str]) -> str:
 
 
 def whole_body(line: ProbeLine, small_stack: bool = True) -> list[str] | None:
-    """A probe's statements printing each hit in one printf: enum names
-    looked up once into a variable, one printf per combination of names
-    known or not. None, when ``small_stack`` (bpftrace 0.17 may run it), if
-    0.17's stack could not hold it (its strings take 64 bytes whatever
+    """A probe's statements printing each hit in one printf: enum names looked up once into a
+    variable, one printf per combination of names known or not. None, when ``small_stack``
+    (0.17 may run it), if 0.17's stack could not hold it (its strings take 64 bytes whatever
     str() asks)."""
     taken = {"$t"}
     pointers, rows = _pointers(line, lambda f: _variable(f.label.split("->")[0], taken))
@@ -171,13 +162,13 @@ def whole_body(line: ProbeLine, small_stack: bool = True) -> list[str] | None:
 # The pieces form.
 
 def pieces(field: Field) -> int:
-    """str() reads that print the string field whole, up to its max_len."""
+    """str() reads that print the string whole, up to its max_len."""
     return -(-field.max_len // PIECE)
 
 
 def read_pieces(line: ProbeLine) -> dict[int, int]:
-    """Pieces read of each string field: all, unless their product passes
-    VERIFIER_PIECES; then the longest strings are cut (one alone never is)."""
+    """Pieces read of each string field: all, unless their product passes VERIFIER_PIECES;
+    then the longest strings are cut (one alone never is)."""
     counts = {n: pieces(f) for n, f in enumerate(line.fields) if _reads_string(f)}
     while len(counts) > 1 and math.prod(counts.values()) > VERIFIER_PIECES:
         longest = max(counts, key=lambda n: (counts[n], -n))
@@ -186,17 +177,15 @@ def read_pieces(line: ProbeLine) -> dict[int, int]:
 
 
 def cut_strings(line: ProbeLine) -> list[str]:
-    """'LABEL at N' for each string field the probe cuts."""
     return [f"{line.fields[n].label} at {count * PIECE}" for n, count in read_pieces(line).items()
             if count < pieces(line.fields[n])]
 
 
 def _full_pieces(address: str, full: str, count: int) -> list[str]:
-    """Statements counting into ``full`` the leading pieces of the string at
-    ``address`` that hold no NUL, up to ``count`` - 1: a piece past the
-    string's end is not read. A piece and the byte after it are tested as
-    words; a failed read gives zeros, which end the count. A loop, as 0.17
-    gives every unrolled read 8 bytes of stack. (w - 0x0101...) & ~w &
+    """Statements counting into ``full`` the leading pieces of the string at ``address`` that
+    hold no NUL, up to ``count`` - 1: a piece past the string's end is not read. A piece and
+    the byte after it are tested as words; a failed read gives zeros, which end the count. A
+    loop, as 0.17 gives every unrolled read 8 bytes of stack. (w - 0x0101...) & ~w &
     0x8080... is non-zero exactly when a byte of the word w is 0."""
     words = _round(PIECE) // WORD_BYTES
     return [
@@ -220,9 +209,9 @@ def _full_pieces(address: str, full: str, count: int) -> list[str]:
 
 def _field_items(field: Field, number: int, known: bool | None, shown: int | None = None,
                  pointers: dict[int, str] | None = None, enum: str | None = None) -> list[Item]:
-    """Items of one ``name=value``. The pieces form reads ``shown`` pieces of
-    a string field; the whole form (``pointers`` given) reads it by one
-    str(), a string with a length by one buf(), an enum's name from ``enum``."""
+    """Items of one ``name=value``. The pieces form reads ``shown`` pieces of a string; the
+    whole form (``pointers`` given) reads it by one str(), a string with a length by one
+    buf(), an enum's name from ``enum``."""
     label = " " + printf_literal(field.label) + "="
     value = _value(field, pointers)
     if not _readable(field):
@@ -258,7 +247,7 @@ def _field_items(field: Field, number: int, known: bool | None, shown: int | Non
 
 
 def _line_items(line: ProbeLine, known: dict, shown: dict) -> list[Item]:
-    """The line's items, ``shown`` (or all read_pieces) pieces of each string."""
+    """``shown`` (or all read_pieces) pieces of each string."""
     shown = {**read_pieces(line), **shown}
     items = [_head(line)]
     for number, field in enumerate(line.fields):
@@ -271,9 +260,8 @@ def _stack(items: list[Item]) -> int:
 
 
 def _limit(line: ProbeLine) -> int:
-    """Stack bytes left for one printf: BPF_STACK less the probe's variables
-    (bpftrace 0.17 keeps each on the stack: 8 bytes, an enum name 64) and
-    STACK_MARGIN."""
+    """Stack bytes left for one printf: BPF_STACK less the probe's variables (0.17 keeps each
+    on the stack: 8 bytes, an enum name 64) and STACK_MARGIN."""
     strings = sum(1 for f in line.fields if _reads_string(f))
     enums = sum(1 for f in line.fields if f.style is Style.ENUM and _readable(f))
     bufs = sum(1 for f in line.fields if f.length is not None and _readable(f))
@@ -284,16 +272,15 @@ def _limit(line: ProbeLine) -> int:
 
 
 def _tag(line: ProbeLine, part: int, parts: int) -> Item:
-    """The start of line ``part`` of a hit printed in ``parts`` lines; a line
-    after the first continues the one before it after its ``+``."""
+    """The start of line ``part`` of ``parts``; a line after the first continues the one
+    before it after its ``+``."""
     text = f"%llu.%06llu: {printf_literal(line.probe.name)} [tid %d {part}/{parts}]" + (" +" if part > 1 else "")
     return Item(text, TIME + ("tid",), 3 * WORD_BYTES)
 
 
 def _records(line: ProbeLine, known: dict, limit: int) -> list[Item]:
-    """The hit as one printf if it fits ``limit``, else as several: whole
-    fields while they fit, a field too long for a line split between its
-    pieces."""
+    """The hit as one printf if it fits ``limit``, else as several: whole fields while they
+    fit, a field too long for a line split between its pieces."""
     items = _line_items(line, known, {})
     if _stack(items) <= limit:
         return [_join(items)]
@@ -312,25 +299,25 @@ def _records(line: ProbeLine, known: dict, limit: int) -> list[Item]:
 
 
 def _one_record_layout(line: ProbeLine, known: dict) -> dict[int, int] | None:
-    """Pieces per string field for a hit in one printf when its strings
-    are short enough: as many as fit, shared out in turn."""
-    read = read_pieces(line)
+    """Pieces per string field for a hit in one printf when its strings are short enough: as
+    many as fit, shared out in turn."""
+    read, limit = read_pieces(line), _limit(line)
     shown = {n: 0 for n in read}
-    if not read or _stack(_line_items(line, known, shown)) > _limit(line):
+    if not read or _stack(_line_items(line, known, shown)) > limit:
         return None
     grown = True
     while grown:
         grown = False
         for n in read:
             trial = {**shown, n: shown[n] + 1}
-            if shown[n] < read[n] and _stack(_line_items(line, known, trial)) <= _limit(line):
+            if shown[n] < read[n] and _stack(_line_items(line, known, trial)) <= limit:
                 shown, grown = trial, True
     return shown if all(shown.values()) else None
 
 
 def statements(line: ProbeLine) -> list[str]:
-    """What a probe computes before printing: struct pointers, string
-    addresses and their full pieces, lengths, enum names."""
+    """What a probe computes before printing: struct pointers, string addresses and their
+    full pieces, lengths, enum names."""
     rows = ["$t = nsecs;", *_pointers(line, lambda f: f"$pg_arg{f.index}")[1]]
     read = read_pieces(line)
     for number, field in enumerate(line.fields):
@@ -346,11 +333,10 @@ def statements(line: ProbeLine) -> list[str]:
 
 
 def pieces_body(line: ProbeLine) -> tuple[list[str], bool]:
-    """A probe's statements in the form for bpftrace before 0.21, and whether
-    a hit may take more than one printf. A branch for each combination of
-    enum values known or not (0.17 cannot make a string of a number) and,
-    where a hit needs more than one printf, first one for hits whose strings
-    are short enough for one."""
+    """A probe's statements for bpftrace before 0.21, and whether a hit may take more than one
+    printf. A branch for each combination of enum values known or not (0.17 cannot make a
+    string of a number) and, where a hit needs more than one printf, first one for hits
+    whose strings are short enough for one."""
     enums = [n for n, f in enumerate(line.fields) if f.style is Style.ENUM and _readable(f)]
     options = []  # (conditions, printfs)
     for combination in itertools.product((True, False), repeat=len(enums)):
@@ -376,9 +362,8 @@ def pieces_body(line: ProbeLine) -> tuple[list[str], bool]:
 
 def render_lines(catalog: Catalog, group: str, lines: list[ProbeLine], definitions: str = "",
                  big_strings: bool | None = None) -> str:
-    """The script of these probe lines. ``big_strings``: True, for a
-    bpftrace that holds big strings (0.21 and later); False, for an older
-    one (the pieces form); None, a script for either."""
+    """``big_strings``: True for a bpftrace that holds big strings (0.21 and later), False for
+    an older one (the pieces form), None for either."""
     blocks = []
     for line in lines:
         whole = None if big_strings is False else whole_body(line, small_stack=not big_strings)
@@ -386,7 +371,7 @@ def render_lines(catalog: Catalog, group: str, lines: list[ProbeLine], definitio
         blocks.append({"line": line, "body": body, "split": split, "cut": [] if whole else cut_strings(line),
                        "unreadable": [f.label for f in line.fields if not _readable(f)]})
     strings = [f for l in lines for f in l.fields if _reads_string(f)]
-    return render(TEMPLATE, catalog=catalog, group=group, blocks=blocks, definitions=definitions,
+    return render("bpftrace.bt.j2", catalog=catalog, group=group, blocks=blocks, definitions=definitions,
                   split=[b["line"].probe.name for b in blocks if b["split"]], strings=bool(strings),
                   long_strings=any(f.max_len >= BIG_STRLEN for f in strings), big_strlen=BIG_STRLEN - 1,
                   piece=PIECE, max_arg=MAX_ARG_INDEX, for_process=big_strings is not None)
@@ -398,11 +383,13 @@ def render_script(catalog: Catalog, group: str, probes, types: "TypeSource | Non
 
 
 def render_files(catalog: Catalog, output: Path, types: "TypeSource | None" = None) -> list[GeneratedFile]:
-    """``GROUP.bt`` per group, ``all.bt``, ``counts.bt``, and ``spans.bt``
-    when the catalog declares spans (generators.spans), in ``output``."""
+    for group in catalog.groups:
+        if group in ("all", COUNT_SCRIPT, SPAN_SCRIPT):
+            raise InputError(f"group '{group}' would overwrite the generated '{group}' script; rename the group",
+                             Location(str(catalog.path)))
     output = Path(output)
     files = [GeneratedFile(output / f"{stem}.bt", render_script(catalog, stem, probes, types), executable=True)
-             for stem, probes in script_groups(catalog, reserved=("all", COUNT_SCRIPT, SPAN_SCRIPT))]
+             for stem, probes in [*((g, catalog.probes_in(g)) for g in catalog.groups), ("all", catalog.probes)]]
     counts = render("bpftrace_count.bt.j2", catalog=catalog, probes=catalog.probes)
     return files + [GeneratedFile(output / f"{COUNT_SCRIPT}.bt", counts, executable=True),
                     *render_span_files(catalog, output)]

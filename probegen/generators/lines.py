@@ -1,7 +1,6 @@
-"""The line a hit prints, ``SECONDS.MICROSECONDS: PROBE name=value ...``,
-decided once for bpftrace scripts and BCC tools alike: which fields, in
-which order, each styled how. The generators only translate the fields, so
-the two tools cannot drift apart.
+"""The line a hit prints, ``SECONDS.MICROSECONDS: PROBE name=value ...``, decided
+once for bpftrace scripts and BCC tools alike: which fields, in which order, each
+styled how, so the two tools cannot drift apart.
 """
 
 import enum
@@ -11,14 +10,13 @@ from typing import TYPE_CHECKING
 from probegen.bpftrace import DEFAULT_MAX_LEN, cut_literal
 from probegen.catalog.model import MAX_NAMED_ENUMS, Arg, Catalog, Probe
 from probegen.catalog.ctype import CType, Kind
-from probegen.errors import InputError, Location
+from probegen.errors import InputError
 from probegen.generators.escape import c_string
 
 if TYPE_CHECKING:  # importing it loads the DWARF reader, which lint without a binary does not need
     from probegen.generators.typesource import TypeSource
 
-# Printed for an enum value the enum has no name for, with the number.
-UNKNOWN_ENUM = "UNKNOWN"
+UNKNOWN_ENUM = "UNKNOWN"  # printed, with the number, for a value its enum has no name for
 
 
 class Style(enum.Enum):
@@ -52,19 +50,12 @@ class Field:
     length: int | None = None  # a string that is not NUL-terminated: N of argN holding its length
 
     @property
-    def size(self) -> int:
-        """Bytes of the value as the note (or the struct) carries it."""
+    def size(self) -> int:  # as the note (or the struct) carries it
         return self.ctype.size_on(8)
 
     @property
     def is_member(self) -> bool:
         return self.member is not None
-
-    @property
-    def signed(self) -> bool:
-        if self.style is Style.ENUM:
-            return self.enum.signed
-        return self.style is Style.SIGNED
 
 
 @dataclass(frozen=True)
@@ -154,40 +145,17 @@ def struct_definitions(lines: list[ProbeLine], types: "TypeSource | None") -> st
 
 
 def enum_chain(table: EnumTable, value: str, name: str) -> list[str]:
-    """bpftrace ``if`` rows setting ``name`` to the name of ``value``, one per value."""
-    return [f'if ({value} == {number}) {{ {name} = "{name_literal(shown)}"; }}' for number, shown in table.names]
+    """bpftrace ``if`` rows setting ``name`` to the name of ``value``, one per value; a name
+    is cut to what a literal holds (names may come from a traced binary's DWARF)."""
+    return [f'if ({value} == {number}) {{ {name} = "{c_string(cut_literal(shown))}"; }}'
+            for number, shown in table.names]
 
 
 def enum_lookup(table: EnumTable, value: str, name: str, known: str, unnamed: str = "") -> list[str]:
-    """bpftrace statements setting the string variable ``name`` to the name
-    of ``value`` and ``known`` to 1, or ``name`` to ``unnamed`` and ``known``
-    to 0. Rows where the name is used, not a map filled in BEGIN: SPDK's
-    bpftrace.sh appends its own BEGIN and END, and bpftrace takes one of
-    each; a chain of conditional literals inside a printf fails 0.17's
-    verifier in some probes."""
+    """bpftrace statements setting ``name`` to the name of ``value`` and ``known`` to 1, or
+    ``name`` to ``unnamed`` and ``known`` to 0. Rows, not a map filled in BEGIN: SPDK's
+    bpftrace.sh appends its own BEGIN; a chain of conditional literals inside a printf
+    fails 0.17's verifier in some probes."""
     chain = enum_chain(table, value, name)
-    return [f"// names of enum {table.name}", f'{name} = "{name_literal(unnamed)}";', f"{known} = 1;",
+    return [f"// names of enum {table.name}", f'{name} = "{unnamed}";', f"{known} = 1;",
             *chain[:1], *("else " + row for row in chain[1:]), f"else {{ {known} = 0; }}"]
-
-
-def name_literal(shown: str) -> str:
-    """An enumerator's name as the body of a bpftrace string literal, cut
-    to what a literal holds (names may come from a traced binary's DWARF)."""
-    return c_string(cut_literal(shown))
-
-
-def enum_tables(lines: list[ProbeLine]) -> list[EnumTable]:
-    """The enum tables these lines use, each once, in first-use order."""
-    return list({f.enum.name: f.enum for line in lines for f in line.fields if f.enum is not None}.values())
-
-
-def script_groups(catalog: Catalog, reserved: tuple[str, ...]) -> list[tuple[str, tuple[Probe, ...]]]:
-    """(file stem, probes) for one script per group plus ``all``; a group
-    named like a file the generator writes anyway is an error."""
-    for group in catalog.groups:
-        if group in reserved:
-            raise InputError(
-                f"group '{group}' would overwrite the generated "
-                f"'{group}' script; rename the group", Location(str(catalog.path))
-            )
-    return [(g, catalog.probes_in(g)) for g in catalog.groups] + [("all", catalog.probes)]
