@@ -1,11 +1,8 @@
-"""Plans (``Plan``, ``Item``) of C definitions that bpftrace 0.17 loads and
-that lay out exactly as DWARF says; probegen.generators.structs writes them.
-
-bpftrace's parser takes no typedefs and no ``__attribute__`` after a closing
-brace: typedefs are resolved, and the layout is forced with padding members
-and ``__attribute__((packed))`` on members. The planner follows the SysV
-layout rules to know where a compiler would put each member, and pads or
-packs only where that differs from DWARF.
+"""Plans of C definitions that bpftrace 0.17 loads and that lay out exactly as DWARF says;
+probegen.generators.structs writes them. bpftrace takes no typedefs and no
+``__attribute__`` after a closing brace: typedefs are resolved, and the planner follows
+the SysV layout rules to pad, or pack members, only where a compiler would not put a
+member where DWARF does.
 """
 
 import itertools
@@ -18,9 +15,7 @@ from probegen.errors import InputError
 
 
 @dataclass
-class Item:
-    """One member line of a struct or union body."""
-
+class Item:  # one member line of a struct or union body
     head: str  # type text before the declarator ("unsigned int", "struct foo", "char")
     declarator: str  # "x", "*p", "(*fn)(int)", "a[2][3]", "flags : 3", "" for anonymous
     nested: "Plan | None" = None  # inline definition of an anonymous struct/union/enum
@@ -29,9 +24,7 @@ class Item:
 
 
 @dataclass
-class Plan:
-    """How one struct, union or enum is written."""
-
+class Plan:  # how one struct, union or enum is written
     kind: str  # "struct", "union", "enum"
     name: str | None  # None: anonymous, written inline
     items: list[Item] = field(default_factory=list)
@@ -46,10 +39,23 @@ def _align_up(value: int, align: int) -> int:
     return (value + align - 1) // align * align
 
 
-def natural_enum_size(enum: m.Enum) -> int:
+def _size(t: m.Type) -> int:
+    return m.unqualified(t).size or 0
+
+
+def _natural_enum_size(enum: m.Enum) -> int:
     """sizeof the enum as a C compiler makes it from its enumerators."""
     values = [e.value for e in enum.enumerators]
     return 4 if all(-(1 << 31) <= v < 1 << 31 for v in values) or all(0 <= v < 1 << 32 for v in values) else 8
+
+
+def _enum_size(enum: m.Enum) -> int:
+    return _natural_enum_size(enum) if enum.size is None else enum.size
+
+
+def _place_bits(cur: int, unit: int, width: int) -> int:
+    # SysV: a bitfield does not cross a boundary of its type's alignment.
+    return _align_up(cur, unit) if cur // unit != (cur + width - 1) // unit else cur
 
 
 _PAD = re.compile(r"__pad\d+")
@@ -70,7 +76,7 @@ class Planner:
         if isinstance(t, m.Base):
             return max(1, min(t.size, 16))
         if isinstance(t, m.Enum):
-            return self._enum_written_size(t)
+            return _enum_size(t)
         if isinstance(t, m.Pointer):
             return t.size
         if isinstance(t, m.Array):
@@ -78,14 +84,6 @@ class Planner:
         if isinstance(t, m.Struct):
             return self.plan(t).align
         return 1
-
-    def _enum_written_size(self, enum: m.Enum) -> int:
-        natural = natural_enum_size(enum)
-        return natural if enum.size in (None, natural) else enum.size
-
-    @staticmethod
-    def size_of(t: m.Type) -> int:
-        return m.unqualified(t).size or 0
 
     def declarator(self, t: m.Type, inner: str) -> tuple[str, str, Plan | None]:
         """(head, declarator, nested plan) declaring ``inner`` as type ``t``."""
@@ -127,7 +125,7 @@ class Planner:
         if isinstance(t, m.Base):
             return t.name, None
         if isinstance(t, m.Enum):
-            if t.size not in (None, natural_enum_size(t)) or not t.enumerators:
+            if t.size not in (None, _natural_enum_size(t)) or not t.enumerators:
                 # A compiler would not make this enum this size (packed or
                 # -fshort-enums), or it has no enumerators to define it
                 # with: bpftrace cannot be told, so use an integer.
@@ -145,12 +143,11 @@ class Planner:
         return "void", None
 
     def plan(self, t: m.Struct | m.Enum) -> Plan:
-        known = self._plans.get(id(t))
-        if known is not None:
-            return known
+        if id(t) in self._plans:
+            return self._plans[id(t)]
         plan = self._plans[id(t)] = Plan(t.kind if isinstance(t, m.Struct) else "enum", t.name)
         if isinstance(t, m.Enum):
-            plan.size, plan.align = t.size, self._enum_written_size(t)
+            plan.size, plan.align = t.size, _enum_size(t)
             plan.enumerators = [(e.name, f"{e.value}ULL" if e.value > 0x7FFFFFFFFFFFFFFF else str(e.value))
                                 for e in t.enumerators]
             for e in t.enumerators:  # C has one namespace for all enumerators
@@ -178,7 +175,7 @@ class Planner:
         item = Item(head, decl, nested, " __attribute__((packed))" if packed else "")
         if self.annotate:
             bits = f":{member.bit_offset - member.offset * 8:2}" if member.bit_size is not None else ""
-            item.comment = f"{member.offset:5}{bits} {self.size_of(member.type):4}"
+            item.comment = f"{member.offset:5}{bits} {_size(member.type):4}"
         return item
 
     def _pad(self, names: set[str], size: int) -> Item:
@@ -210,17 +207,17 @@ class Planner:
         align = 1
         for member in members:
             a = self.align_of(member.type)
-            size = self.size_of(member.type)
+            size = _size(member.type)
             if member.bit_size is not None:
                 target = member.bit_offset
                 unit = max(size, 1) * 8
-                natural = self._place_bits(cur, unit, member.bit_size) if member.bit_size else _align_up(cur, unit)
+                natural = _place_bits(cur, unit, member.bit_size) if member.bit_size else _align_up(cur, unit)
                 # Packing a member of alignment 1 changes nothing (gcc warns).
                 packed = force_packed and a > 1
                 if natural != target or force_packed:
                     items.extend(self._pad_bits(names, cur, target, struct))
                     cur = target
-                    if self._place_bits(cur, unit, member.bit_size) != cur:
+                    if _place_bits(cur, unit, member.bit_size) != cur:
                         packed = True
                 items.append(self._item(member, packed))
                 cur = target + member.bit_size
@@ -255,11 +252,6 @@ class Planner:
             items.extend(self._pad_bits(names, cur, size * 8, struct))
         plan.items, plan.size, plan.align = items, size, align
 
-    @staticmethod
-    def _place_bits(cur: int, unit: int, width: int) -> int:
-        # SysV: a bitfield does not cross a boundary of its type's alignment.
-        return _align_up(cur, unit) if cur // unit != (cur + width - 1) // unit else cur
-
     def _pad_bits(self, names: set[str], cur: int, target: int, struct: m.Struct) -> list[Item]:
         if target < cur:
             raise _unlike(struct, "overlapping bitfields")
@@ -283,7 +275,7 @@ class Planner:
             items.append(self._item(member, packed))
             if not packed and (member.name or member.bit_size is None):
                 align = max(align, self.align_of(member.type))
-            biggest = max(biggest, self.size_of(member.type) if member.bit_size is None else (member.bit_size + 7) // 8)
+            biggest = max(biggest, _size(member.type) if member.bit_size is None else (member.bit_size + 7) // 8)
         size = union.size if union.size is not None else _align_up(biggest, align)
         if size % align != 0 and not force_packed:
             return self._plan_union(union, plan, force_packed=True)
