@@ -1,16 +1,11 @@
-"""The bpftrace span script: how long each catalog span takes, as log2
-histograms in microseconds; and `probegen trace`'s summary programs (--hist,
---count, --interval), which also have a banner in BEGIN and clear the spans
-still open in END (``spans.bt`` has neither, so SPDK's bpftrace.sh can add its
-own).
+"""The bpftrace span script (how long each catalog span takes, as log2 histograms in
+microseconds) and `probegen trace`'s summary programs (--hist, --count, --interval),
+which also have a banner in BEGIN and clear the spans still open in END.
 
-A start probe stores ``nsecs`` under the span's key (its key arguments, or
-the thread); the end probe looks it up, deletes it and adds the time to
-``@SPAN_us[BY...]``, or counts ``@SPAN_unmatched``. A ``by`` value only the
-start probe has is kept in ``@SPAN_byN`` until the end. Each probe has one
-block however many spans use it. Strings are read with ``str(argN, LEN)``:
-LEN is the longer max_len of a key's two arguments plus one (bpftrace's 64
-without one), within what the stack allows.
+A start probe stores ``nsecs`` under the span's key (its key arguments, or the thread);
+the end probe looks it up, deletes it and adds the time to ``@SPAN_us[BY...]``, or counts
+``@SPAN_unmatched``. A ``by`` value only the start probe has is kept in ``@SPAN_byN``
+until the end. Each probe has one block however many spans use it.
 """
 
 from dataclasses import dataclass, field
@@ -38,14 +33,8 @@ def unmatched_map(span: Span) -> str:
     return f"@{span.name}_unmatched"
 
 
-def start_map(span: Span) -> str:
-    return f"@{span.name}_start"
-
-
 @dataclass
-class _Block:
-    """What one probe does for every span using it."""
-
+class _Block:  # what one probe does for every span using it
     probe: Probe
     count: bool = False  # --count: @hits[PROBE] = count()
     ends: list[dict] = field(default_factory=list)
@@ -54,7 +43,7 @@ class _Block:
 
 
 def _wanted(*args: Arg) -> int:
-    """LEN of str(arg, LEN) for these arguments' max_len."""
+    """LEN of str(arg, LEN): the longest max_len plus one (bpftrace's 64 without one)."""
     return max((a.max_len + 1 for a in args if a.max_len), default=DEFAULT_STRLEN)
 
 
@@ -98,10 +87,10 @@ def _span_parts(catalog: Catalog, span: Span, blocks: dict[str, _Block], strlen:
             parts.append(f"{var}_n{i}" if table is not None else f"{var}_b{i}")
         else:
             parts.append(value)
-    start_block.starts.append({"span": span, "map": start_map(span), "key": ", ".join(start_keys),
+    start_block.starts.append({"span": span, "map": f"@{span.name}_start", "key": ", ".join(start_keys),
                                "stored": stored})
     end_block.ends.append({
-        "span": span, "var": var, "setup": end_setup, "key": ", ".join(end_keys), "map": start_map(span),
+        "span": span, "var": var, "setup": end_setup, "key": ", ".join(end_keys), "map": f"@{span.name}_start",
         "by_reads": by_reads, "by_setup": by_setup, "by_keys": ", ".join(parts), "hist": hist_map(span),
         "unmatched": unmatched_map(span), "stored": [s["map"] for s in stored],
     })
@@ -133,7 +122,7 @@ def render_program(catalog: Catalog, spans=None, counted=(), interval: int | Non
         spans=spans, blocks=_plan(catalog, spans, counted, strlen), whole=whole,
         counted=bool(counted), interval=interval, strlen=strlen, default_strlen=DEFAULT_STRLEN,
         cut=wanted > strlen, hist_map=hist_map, unmatched_map=unmatched_map, hits_map=HITS_MAP,
-        open_maps=[start_map(s) for s in spans] + [f"@{s.name}_by{i}" for s in spans
+        open_maps=[f"@{s.name}_start" for s in spans] + [f"@{s.name}_by{i}" for s in spans
                                                    for i, b in enumerate(s.by) if b.at_start],
     )
 
