@@ -1,8 +1,8 @@
 """The C header of USDT probe macros, backed by <sys/sdt.h>."""
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 from probegen.catalog import Catalog
 from probegen.catalog.names import (
@@ -13,31 +13,16 @@ from probegen.files import marker
 from probegen.files.output import GeneratedFile
 from probegen.generators.render import render
 
-KIND, WRITES_DIRECTORY = "header", False  # the output it is (generators.outputs)
+KIND, WRITES_DIRECTORY = "header", False
 TEMPLATE = "usdt.h.j2"
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-@dataclass
-class ProbeMacros:
-    """What the template writes for one probe. An object, not a dict, and
-    lists joined here, not in the template: a 2,000-probe header renders in
-    half the time."""
-
-    probe: object
-    macro: str
-    params: str  # the macro's parameter list, "a, b"
-    locals: list  # (declaration of the typed local, parameter, local name)
-    semaphore: str
-    has_semaphore: bool  # the header defines it; else a weak 0 for the note
-    sdt_call: str  # the sdt.h macro call with its arguments
-    guarded: bool  # the probe reads the clock only when enabled
-    passed_as_written: list  # style dtrace: the parameters, passed uncast (none in style probegen)
-
-
 def context(catalog: Catalog, extern_semaphores: bool = False) -> dict:
-    """``extern_semaphores``: the object `probegen dtrace -G` writes defines
-    the semaphores (else each object file carries a weak copy)."""
+    """``extern_semaphores``: the object `probegen dtrace -G` writes defines the semaphores
+    (else each object file carries a weak copy). Each probe's macros are an object, not a
+    dict, with lists joined here, not in the template: a 2,000-probe header renders in half
+    the time."""
     header, provider = catalog.header, catalog.provider
     # Style dtrace passes the arguments uncast, as dtrace -h's header does,
     # so a call site's notes are the same with either header.
@@ -62,17 +47,16 @@ def context(catalog: Catalog, extern_semaphores: bool = False) -> dict:
             params[i] = param
         if dtrace:
             passed = passed[:len(passed) - len(params)] + params
-        probes.append(ProbeMacros(
-            probe=probe,
-            macro=macro,
-            params=", ".join(params),
+        probes.append(SimpleNamespace(
+            probe=probe, macro=macro, params=", ".join(params), semaphore=semaphore,
+            has_semaphore=catalog.has_semaphore(probe),  # else a weak 0 for the note
+            # (declaration of the typed local, parameter, local name); style dtrace passes
+            # the parameters as written (passed_as_written), uncast
             locals=[] if dtrace else [(arg.ctype.declare(local), param, local)
                                       for arg, local, param in zip(probe.args, locals_, params)],
-            semaphore=semaphore,
-            has_semaphore=catalog.has_semaphore(probe),
-            sdt_call=f"{sdt_macro}({', '.join([provider, probe.name, *passed])})",
-            guarded=probe.ticks and catalog.has_semaphore(probe),
             passed_as_written=params if dtrace else [],
+            sdt_call=f"{sdt_macro}({', '.join([provider, probe.name, *passed])})",
+            guarded=probe.ticks and catalog.has_semaphore(probe),  # reads the clock only when enabled
         ))
     return {
         "catalog": catalog,
@@ -93,9 +77,8 @@ def render_header(catalog: Catalog, extern_semaphores: bool = False) -> str:
 
 
 def semaphore_source(catalogs: list[Catalog]) -> str:
-    """C defining each semaphore of the catalogs once (what `dtrace -G`'s
-    object holds): hidden, so each binary or library keeps its own, in
-    .probes as <sys/sdt.h> expects. Names are checked C identifiers."""
+    """C defining each semaphore of the catalogs once (what `dtrace -G`'s object holds):
+    hidden, so each binary or library keeps its own, in .probes as <sys/sdt.h> expects."""
     lines = [marker.LINES["c"]]
     for catalog in catalogs:
         for probe in catalog.probes:
