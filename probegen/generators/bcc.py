@@ -1,7 +1,6 @@
-"""The BCC tool of a catalog: one Python program with every probe and span,
-the catalog's tables then probegen's BCC runtime (runtime/bcc.py and
-runtime/timeline.py, copied in: the tool runs under the system's python3,
-where BCC lives and probegen need not be installed)."""
+"""The BCC tool of a catalog: the catalog's probes, spans and enums as tables, then
+probegen's BCC runtime (runtime/bcc.py and runtime/timeline.py, copied in: the tool runs
+under the system's python3, where BCC lives and probegen need not be installed)."""
 
 import ast
 import re
@@ -20,8 +19,7 @@ from probegen.generators.render import render
 if TYPE_CHECKING:  # it loads drgn, which only --binary needs
     from probegen.generators.typesource import TypeSource
 
-KIND, WRITES_DIRECTORY = "bcc", True  # the output it is (generators.outputs)
-TEMPLATE = "bcc_tool.py.j2"
+KIND, WRITES_DIRECTORY = "bcc", True
 
 # Characters read of a string without max_len (bpftrace's default is 63; BCC
 # reads into per-CPU memory): SPDK's NQNs (char[224]) whole.
@@ -31,7 +29,7 @@ TIMELINE_IMPORT = "from probegen.runtime.timeline import trace_events  # a tool 
 
 
 def field_format(field: Field, arg: Arg) -> str:
-    """The runtime's format of a value (probegen.runtime.bcc.Field)."""
+    """As probegen.runtime.bcc.Field reads it."""
     bits = field.size * 8
     if field.style is Style.STRING:
         if field.length is not None:  # exactly that many bytes, up to max_len
@@ -66,16 +64,10 @@ def _span_rows(catalog: Catalog, types: "TypeSource | None") -> list[str]:
 
 
 def _row(values: tuple, rest: str) -> str:
-    """A table row, the values then rest, on one line if it fits, else on two."""
+    """The values then rest, on one line if it fits, else on two."""
     head = repr(values)[1:-1]
     row = f"({head}, {rest})"
     return row if len(row) <= ROW_WIDTH else f"({head},\n     {rest})"
-
-
-def _python_raw_text(c_text: str) -> str:
-    """C text for the tool's raw triple-quoted string, which three quotes would end
-    (only a comment quoting a DWARF name could hold any: a space there is harmless)."""
-    return re.sub(r'"(?=")', '" ', c_text)
 
 
 def render_tool(catalog: Catalog, types: "TypeSource | None" = None) -> str:
@@ -88,7 +80,7 @@ def render_tool(catalog: Catalog, types: "TypeSource | None" = None) -> str:
         decl = catalog.enum(table.name)
         enums.append((repr(table.name), repr((decl.strip_prefix if decl else "", dict(table.names)))))
     return render(
-        TEMPLATE,
+        "bcc_tool.py.j2",
         catalog=catalog,
         provider=repr(catalog.provider),
         description=repr(f"Trace the USDT probes of provider {catalog.provider}: "
@@ -96,7 +88,9 @@ def render_tool(catalog: Catalog, types: "TypeSource | None" = None) -> str:
         probes=probes,
         spans=_span_rows(catalog, types),
         enums=enums,
-        definitions=_python_raw_text(struct_definitions(lines, types)),
+        # in a raw triple-quoted string, which three quotes would end (only a comment
+        # quoting a DWARF name could hold any: a space there is harmless)
+        definitions=re.sub(r'"(?=")', '" ', struct_definitions(lines, types)),
         runtime=runtime_source(),
     )
 
@@ -115,12 +109,11 @@ def runtime_source() -> str:
 
 
 def tool_name(catalog: Catalog) -> str:
-    """PROVIDER.py, or PROVIDER_usdt.py where it would shadow a module the tool
-    imports (a script's directory is first on sys.path)."""
+    """PROVIDER.py, or PROVIDER_usdt.py where it would shadow a module the tool imports (a
+    script's directory is first on sys.path)."""
     shadowed = catalog.provider in sys.stdlib_module_names or catalog.provider == "bcc"
     return f"{catalog.provider}{'_usdt' if shadowed else ''}.py"
 
 
 def render_files(catalog: Catalog, output: Path, types: "TypeSource | None" = None) -> list[GeneratedFile]:
-    """The catalog's one tool, ``PROVIDER.py`` in ``output``."""
     return [GeneratedFile(Path(output) / tool_name(catalog), render_tool(catalog, types), executable=True)]

@@ -1,7 +1,6 @@
-"""The Markdown reference of every probe: what it means, what it carries,
-and a bpftrace one-liner to try it. Catalog text goes through md_text or
-md_cell, so a ``|``, ``*`` or ``<`` in it cannot break a table or become
-markup.
+"""The Markdown reference of every probe: what it means, what it carries, and a bpftrace
+one-liner to try it. Catalog text goes through md_text or md_cell, so a ``|``, ``*`` or
+``<`` in it cannot break a table or become markup.
 """
 
 import html
@@ -16,7 +15,7 @@ from probegen.generators.lines import Style, style_of
 from probegen.files.output import GeneratedFile
 from probegen.generators.render import render
 
-KIND, WRITES_DIRECTORY = "docs", False  # the output it is (generators.outputs)
+KIND, WRITES_DIRECTORY = "docs", False
 TEMPLATE = "docs.md.j2"
 
 # Characters that start inline markup anywhere in a line. Underscores only
@@ -52,7 +51,7 @@ def md_code(text: str) -> str:
 
 
 def _one_liner_value(arg: Arg, probe: Probe) -> tuple[str, str]:
-    """printf conversion and expression for one argument in a one-liner."""
+    """printf conversion and expression."""
     index, style = f"arg{arg.index}", style_of(arg.ctype, arg.hex)
     if style is Style.STRING and arg.length:  # exactly its length in bytes, unprintable ones escaped
         return "%r", f"buf({index}, arg{next(a.index for a in probe.args if a.name == arg.length)})"
