@@ -1,9 +1,7 @@
-"""Generators: the catalog model as files, through templates.
-
-An output is one module here declaring ``KIND`` (its key under the catalog's
-``outputs:``), ``WRITES_DIRECTORY`` (scripts) or not (one file), and
-``render_files(catalog, output, types=None) -> list[GeneratedFile]``
-(``types``: a binary's DWARF, which scripts print struct members from).
+"""Generators: the catalog model as files, through templates. An output is one module here
+declaring ``KIND`` (its key under the catalog's ``outputs:``), ``WRITES_DIRECTORY``
+(scripts) or not (one file), and ``render_files(catalog, output, types=None)`` (``types``:
+a binary's DWARF, which scripts print struct members from).
 """
 
 import functools
@@ -21,14 +19,13 @@ if TYPE_CHECKING:  # the struct writer imports this package without any catalog
 
 @functools.cache
 def outputs() -> dict:
-    """Every output module of this package, by kind (a test keeps the schema's
-    ``outputs`` equal to it). drgn loads only when a binary is read."""
+    """Every output module of this package, by kind (a test keeps the schema's ``outputs``
+    equal to it)."""
     modules = (importlib.import_module(f"{__name__}.{info.name}") for info in pkgutil.iter_modules(__path__))
     return {module.KIND: module for module in modules if hasattr(module, "KIND")}
 
 
 def render_outputs(catalog: "Catalog", types=None) -> "list[GeneratedFile]":
-    """Every file the catalog's ``outputs:`` asks for."""
     files: "list[GeneratedFile]" = []
     for kind, path in catalog.outputs.items():
         if outputs()[kind].WRITES_DIRECTORY:
@@ -38,8 +35,8 @@ def render_outputs(catalog: "Catalog", types=None) -> "list[GeneratedFile]":
 
 
 def require_types_for_members(catalog: "Catalog", types) -> None:
-    """Scripts print an argument's ``members:`` only at the offsets a
-    binary's DWARF gives: without one, members are an error, not dropped."""
+    """Scripts print an argument's ``members:`` only at the offsets a binary's DWARF gives:
+    without one, members are an error, not dropped."""
     if types is not None:
         return
     for probe in catalog.probes:
@@ -52,8 +49,8 @@ def require_types_for_members(catalog: "Catalog", types) -> None:
 
 
 def leftover_files(catalog: "Catalog", files: "list[GeneratedFile]") -> list[Path]:
-    """Files probegen generated into the catalog's output directories that
-    are not among ``files`` (a group renamed or removed)."""
+    """Files probegen generated into the catalog's output directories that are not among
+    ``files`` (a group renamed or removed)."""
     from probegen.files.output import leftovers
 
     directories = [Path(path) for kind, path in catalog.outputs.items() if outputs()[kind].WRITES_DIRECTORY]
@@ -61,10 +58,9 @@ def leftover_files(catalog: "Catalog", files: "list[GeneratedFile]") -> list[Pat
 
 
 def sync_outputs(catalog: "Catalog", types=None, force: bool = False) -> list[tuple[str, Path]]:
-    """Write the catalog's outputs that changed, then remove the generated
-    files it no longer produces: ("wrote" | "unchanged" | "removed", path)
-    each. Nothing is written or removed where an output path holds a file
-    probegen did not generate, unless ``force``."""
+    """Write the catalog's outputs that changed, then remove the generated files it no longer
+    produces: ("wrote" | "unchanged" | "removed", path) each. Nothing is written or removed
+    where an output path holds a file probegen did not generate, unless ``force``."""
     from probegen.files.output import refuse_foreign, remove_generated, write_if_changed
 
     files = render_outputs(catalog, types)

@@ -9,9 +9,8 @@ lines, ``PROBE [tid TID K/N]``, which trace joins: runtime/hitlines.py).
 import itertools
 import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from probegen.catalog import Catalog
 from probegen.generators.escape import printf_literal
@@ -47,8 +46,7 @@ VERIFIER_PIECES = 512
 TIME = ("$t / 1000000000", "$t % 1000000000 / 1000")
 
 
-@dataclass(frozen=True)
-class Item:
+class Item(NamedTuple):
     """A run of a printf: format text, arguments, their stack bytes and ``copy``, the
     extra buffer the largest argument's read needs."""
 
@@ -390,6 +388,6 @@ def render_files(catalog: Catalog, output: Path, types: "TypeSource | None" = No
     output = Path(output)
     files = [GeneratedFile(output / f"{stem}.bt", render_script(catalog, stem, probes, types), executable=True)
              for stem, probes in [*((g, catalog.probes_in(g)) for g in catalog.groups), ("all", catalog.probes)]]
-    counts = render("bpftrace_count.bt.j2", catalog=catalog, probes=catalog.probes)
+    counts = render("bpftrace_count.bt.j2", catalog=catalog)
     return files + [GeneratedFile(output / f"{COUNT_SCRIPT}.bt", counts, executable=True),
                     *render_span_files(catalog, output)]

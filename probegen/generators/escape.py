@@ -1,30 +1,28 @@
-"""Escaping for catalog text (docs, file names) that goes into generated C,
-bpftrace, Python, YAML and Markdown: each function makes text safe for one
-place, where it can neither end that place (a comment, a string) nor start
-a new line of code.
+"""Escaping for catalog text (docs, file names) in generated C, bpftrace, Python, YAML and
+Markdown: each function makes text safe for one place, where it can neither end that
+place (a comment, a string) nor start a new line of code.
 """
 
 import re
 
-# Shown as escapes, never written raw: C0 and C1 controls, DEL, line and
-# paragraph separators, bidirectional overrides (code that reads differently
-# from how it compiles) and lone surrogates (a file name's non-UTF-8 bytes).
+# Shown as escapes, never written raw: C0 and C1 controls, DEL, line and paragraph
+# separators, bidirectional overrides (code that reads differently from how it compiles)
+# and lone surrogates (a file name's non-UTF-8 bytes).
 _HIDDEN = re.compile(
     "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 )
 _COMMENT_DELIMITER = re.compile(r"(?<=\*)(?=/)|(?<=/)(?=\*)")
-# ??/ is a backslash (a line splice at a line's end) and ??= a '#' where
-# trigraphs are on (gcc -trigraphs, -std=c11 without GNU extensions).
+# ??/ is a backslash (a line splice at a line's end) and ??= a '#' where trigraphs are on
+# (gcc -trigraphs, -std=c11 without GNU extensions).
 _TRIGRAPH = re.compile(r"(?<=\?\?)(?=[=/'()!<>-])")
-# A comment on line 1 or 2 of a Python file matching this sets the source
-# encoding: "coding: utf-7" would let later text decode to code.
+# A comment on line 1 or 2 of a Python file matching this sets the source encoding:
+# "coding: utf-7" would let later text decode to code.
 _PYTHON_CODING = re.compile(r"(?<=coding)(?=[:=])")
-# Words `probegen trace` replaces or reads anywhere in a script (the file
-# holding the probes, the pid, the string size).
+# Words `probegen trace` replaces or reads anywhere in a script (the file holding the
+# probes, the pid, the string size).
 _TRACE_MARKERS = re.compile(r"(?<=__EXE_)(?=_)|(?<=__PID_)(?=_)|(?<=BPFTRACE_STRLEN)(?==)")
-# The body of a bpftrace (or Python) string literal: a lone surrogate that
-# stands for a file name's byte (surrogateescape) is that byte again, any
-# other cannot be written as UTF-8.
+# The body of a bpftrace (or Python) string literal: a lone surrogate that stands for a
+# file name's byte (surrogateescape) is that byte again, any other cannot be written.
 _C_STRING = {code: f"\\x{code:02x}" for code in [*range(0x20), 0x7F]}
 _C_STRING.update({code: "?" for code in range(0xD800, 0xE000)})
 _C_STRING.update({code: f"\\x{code - 0xDC00:02x}" for code in range(0xDC80, 0xDD00)})
@@ -38,34 +36,28 @@ def _escape(match: re.Match) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def visible(text: str) -> str:
-    """Text with every character of _HIDDEN shown as an escape (\\xNN, \\uNNNN)."""
-    return _HIDDEN.sub(_escape, str(text))
-
-
 def one_line(text: str) -> str:
-    """Whitespace, line separators included, collapsed to single spaces;
-    other control characters shown as escapes."""
-    return visible(" ".join(str(text).split()))
+    """Whitespace, line separators included, collapsed to single spaces; every other
+    character of _HIDDEN shown as an escape (\\xNN, \\uNNNN)."""
+    return _HIDDEN.sub(_escape, " ".join(str(text).split()))
 
 
 def _no_splice(line: str) -> str:
-    # A backslash ending a line joins the next line to it (C, and the C a
-    # bpftrace script hands to clang): a '//' comment would swallow it.
+    # A backslash ending a line joins the next line to it (C, and the C a bpftrace script
+    # hands to clang): a '//' comment would swallow it.
     return line + " ." if line.endswith("\\") else line
 
 
 def c_comment(text: str) -> str:
-    """Text safe in a /* */ or // comment: one line, no comment delimiter,
-    no trigraph, no line splice."""
+    """Text safe in a /* */ or // comment: one line, no comment delimiter, no trigraph, no
+    line splice."""
     line = _COMMENT_DELIMITER.sub(" ", one_line(text))
     return _no_splice(_TRIGRAPH.sub(" ", line))
 
 
 def c_string(text: str) -> str:
-    """Body of a bpftrace double-quoted string literal (also valid in a
-    Python one). Not for C, where trigraphs would need escapes bpftrace
-    refuses."""
+    """Body of a bpftrace double-quoted string literal (also valid in a Python one). Not for
+    C, where trigraphs would need escapes bpftrace refuses."""
     return str(text).translate(_C_STRING)
 
 
@@ -80,8 +72,7 @@ def hash_comment(text: str) -> str:
 
 
 def bpftrace_comment(text: str) -> str:
-    """Text safe in a bpftrace '//' comment: none of the markers `probegen
-    trace` acts on."""
+    """Text safe in a bpftrace '//' comment: none of the markers `probegen trace` acts on."""
     return _TRACE_MARKERS.sub(" ", hash_comment(text))
 
 

@@ -9,8 +9,7 @@ import probegen.templates
 from probegen.files import marker
 from probegen.generators import escape
 
-FILTERS = ("c_comment", "c_string", "printf_literal", "hash_comment", "python_comment", "bpftrace_comment",
-           "html_comment", "one_line")
+FILTERS = ("c_comment", "c_string", "hash_comment", "python_comment", "bpftrace_comment", "html_comment")
 
 
 @functools.cache
