@@ -70,7 +70,7 @@ def one_liner(catalog: Catalog, probe: Probe) -> str:
             f'{{ printf("{fmt}\\n"{exprs}); }}\'')
 
 
-def context(catalog: Catalog, output: Path | None = None) -> dict:
+def render_docs(catalog: Catalog, output: Path | None = None) -> str:
     probes = []
     for probe in catalog.probes:
         args = [{
@@ -81,24 +81,13 @@ def context(catalog: Catalog, output: Path | None = None) -> dict:
             "doc": f"{arg.doc} ({arg.length} bytes, not NUL-terminated)".lstrip() if arg.length else arg.doc,
         } for arg in probe.note_args]
         probes.append({"probe": probe, "args": args, "one_liner": one_liner(catalog, probe)})
-    return {
-        "catalog": catalog,
-        "catalog_name": catalog.path.name,
-        "output": output.name if output else "",
-        "groups": [(group, [p for p in probes if p["probe"].group == group]) for group in catalog.groups],
-        "probe_count": len(probes),
-        "strings": any(style_of(a.ctype, a.hex) is Style.STRING for p in catalog.probes for a in p.args),
-        # Enums whose names come from the binary's DWARF have none to list here.
-        "enums": [e for e in catalog.enums if e.enumerators],
-        "placeholder": PLACEHOLDER,
-        "md_text": md_text,
-        "md_cell": md_cell,
-        "md_code": md_code,
-    }
-
-
-def render_docs(catalog: Catalog, output: Path | None = None) -> str:
-    return render(TEMPLATE, **context(catalog, output))
+    return render(
+        TEMPLATE, catalog=catalog, output=output.name if output else "", placeholder=PLACEHOLDER,
+        groups=[(group, [p for p in probes if p["probe"].group == group]) for group in catalog.groups],
+        strings=any(style_of(a.ctype, a.hex) is Style.STRING for p in catalog.probes for a in p.args),
+        enums=[e for e in catalog.enums if e.enumerators],  # names from DWARF are not listed here
+        md_text=md_text, md_cell=md_cell, md_code=md_code,
+    )
 
 
 def render_files(catalog: Catalog, output: Path, types=None) -> list[GeneratedFile]:

@@ -18,7 +18,7 @@ TEMPLATE = "usdt.h.j2"
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def context(catalog: Catalog, extern_semaphores: bool = False) -> dict:
+def render_header(catalog: Catalog, extern_semaphores: bool = False) -> str:
     """``extern_semaphores``: the object `probegen dtrace -G` writes defines the semaphores
     (else each object file carries a weak copy). Each probe's macros are an object, not a
     dict, with lists joined here, not in the template: a 2,000-probe header renders in half
@@ -58,22 +58,13 @@ def context(catalog: Catalog, extern_semaphores: bool = False) -> dict:
             sdt_call=f"{sdt_macro}({', '.join([provider, probe.name, *passed])})",
             guarded=probe.ticks and catalog.has_semaphore(probe),  # reads the clock only when enabled
         ))
-    return {
-        "catalog": catalog,
-        "header": header,
-        "catalog_name": catalog.path.name,
-        "probes": probes,
-        "semaphores": any(p.has_semaphore for p in probes),  # <sys/sdt.h> then names one at every site
-        "no_semaphore": no_semaphore_macro(header),
+    return render(
+        TEMPLATE, catalog=catalog, header=header, probes=probes, extern_semaphores=extern_semaphores,
+        semaphores=any(p.has_semaphore for p in probes),  # <sys/sdt.h> then names one at every site
+        no_semaphore=no_semaphore_macro(header), compat_arities=range(1, catalog.max_args + 1),
         # <stdint.h> always: the clock is cast to uint64_t.
-        "system_headers": sorted({"stdint.h", *system_headers(a.ctype for p in catalog.probes for a in p.args)}),
-        "compat_arities": range(1, catalog.max_args + 1),
-        "extern_semaphores": extern_semaphores,
-    }
-
-
-def render_header(catalog: Catalog, extern_semaphores: bool = False) -> str:
-    return render(TEMPLATE, **context(catalog, extern_semaphores))
+        system_headers=sorted({"stdint.h", *system_headers(a.ctype for p in catalog.probes for a in p.args)}),
+    )
 
 
 def semaphore_source(catalogs: list[Catalog]) -> str:
