@@ -12,6 +12,7 @@ from probegen.catalog.model import MAX_NAMED_ENUMS, Arg, Catalog, Probe
 from probegen.catalog.ctype import CType, Kind
 from probegen.errors import InputError
 from probegen.generators.escape import c_string
+from probegen.generators.structs import render_definitions
 
 if TYPE_CHECKING:  # importing it loads the DWARF reader, which lint without a binary does not need
     from probegen.generators.typesource import TypeSource
@@ -141,7 +142,7 @@ def probe_line(catalog: Catalog, probe: Probe, types: "TypeSource | None" = None
 def struct_definitions(lines: list[ProbeLine], types: "TypeSource | None") -> str:
     """C of the structs whose members the lines print ("" for none)."""
     structs = list(dict.fromkeys(f.struct for line in lines for f in line.fields if f.struct))
-    return types.definitions(structs) if types is not None and structs else ""
+    return render_definitions(types.types, structs) if types is not None and structs else ""
 
 
 def enum_chain(table: EnumTable, value: str, name: str) -> list[str]:

@@ -1,13 +1,11 @@
-"""A binary's debug info as script generators and lint use it: enum names,
-members as probegen.catalog.ctype models them, C definitions for bpftrace.
-It wraps a probegen.dwarf.DwarfTypes, the reader, which knows no catalog.
+"""A binary's debug info as script generators and lint use it: enum names, and members as
+probegen.catalog.ctype models them. It wraps probegen.dwarf.DwarfTypes, which knows no catalog.
 """
 
 from probegen.catalog.ctype import CType, Kind
 from probegen.dwarf import model as m
 from probegen.errors import InputError
 from probegen.generators.cdecl import Planner
-from probegen.generators.structs import render_definitions
 
 
 class TypeSource:
@@ -19,18 +17,12 @@ class TypeSource:
         self.enumerators, self.member = types.enumerators, types.member
 
     def member_ctype(self, struct_name: str, member_path: str) -> CType:
-        """Type of ``struct_name``'s member at ``member_path`` ("qid",
-        "id.nsid"); char arrays are STRING. probegen.errors.NoSuchMember if
-        there is no such member, InputError for other failures."""
+        """Of the member at ``member_path`` ("qid", "id.nsid"); char arrays are STRING.
+        probegen.errors.NoSuchMember if there is no such member."""
         member = self.types.member(struct_name, member_path)
         if member.bit_size is not None:
             raise InputError(f"{struct_name}.{member_path} is a bitfield: scripts cannot read it by address")
         return to_ctype(member.type)
-
-    def definitions(self, struct_names: list[str]) -> str:
-        """C definitions bpftrace 0.17 accepts for these structs and all
-        they need, in dependency order."""
-        return render_definitions(self.types, list(struct_names))
 
 
 def spelling(t: m.Type) -> str:
