@@ -126,9 +126,8 @@ class Planner:
             return t.name, None
         if isinstance(t, m.Enum):
             if t.size not in (None, _natural_enum_size(t)) or not t.enumerators:
-                # A compiler would not make this enum this size (packed or
-                # -fshort-enums), or it has no enumerators to define it
-                # with: bpftrace cannot be told, so use an integer.
+                # A compiler would not make this enum this size (packed or -fshort-enums), or it
+                # has no enumerators to define it with: bpftrace cannot be told; an integer can.
                 return _SIZED_INTS.get(t.size, "unsigned int"), None
             if t.name is None:
                 if id(t) in self._inline_enums:  # "enum { A, B } x, y;": A and B once
@@ -289,8 +288,8 @@ def _unlike(struct: m.Struct, why: str) -> InputError:
 
 
 def order_definitions(roots: list[m.Type]) -> tuple[list[m.Struct], list[m.Type]]:
-    """(forward declarations, definitions in dependency order): structs
-    reached only through pointers are declared, others defined before use."""
+    """(forward declarations, definitions in dependency order): structs reached only through
+    pointers are declared, others defined before use."""
     defined, done, visiting, pointed, sizes = [], set(), set(), {}, {}
 
     def key(t: m.Struct | m.Enum):
@@ -342,8 +341,5 @@ def order_definitions(roots: list[m.Type]) -> tuple[list[m.Struct], list[m.Type]
                              "C cannot define it")
         if isinstance(root, (m.Struct, m.Enum)):
             visit(root)
-    forward = sorted(
-        (s for k, s in pointed.items() if k not in done and isinstance(s, m.Struct)),
-        key=lambda s: (s.name or "", s.kind),
-    )
+    forward = sorted((s for k, s in pointed.items() if k not in done), key=lambda s: (s.name or "", s.kind))
     return forward, defined

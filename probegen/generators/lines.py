@@ -110,8 +110,7 @@ def arg_fields(catalog: Catalog, arg: Arg, types: "TypeSource | None") -> list[F
     if types is not None:
         for member in arg.members:
             ctype = types.member_ctype(arg.ctype.struct_name, member)
-            # bpftrace prints a char array member whole (up to its NUL):
-            # the BCC tool must not cut it shorter.
+            # bpftrace prints a char array member whole (up to its NUL): BCC must not cut it
             array = ctype.kind is Kind.STRING and not ctype.pointer_sized and ctype.size > 0
             fields.append(_field(
                 catalog, f"{arg.name}->{member}", ctype, arg.index, types=types,
@@ -121,8 +120,8 @@ def arg_fields(catalog: Catalog, arg: Arg, types: "TypeSource | None") -> list[F
 
 
 def probe_line(catalog: Catalog, probe: Probe, types: "TypeSource | None" = None) -> ProbeLine:
-    """The fields of a probe's line: each note argument with a name (SPDK's
-    arg0 0 has none; its clock has) and the struct members it asks for."""
+    """Each note argument with a name (SPDK's arg0 0 has none; its clock has) and the struct
+    members it asks for."""
     fields: list[Field] = []
     for arg in probe.note_args:
         if arg.name:

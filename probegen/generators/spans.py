@@ -20,8 +20,8 @@ from probegen.generators.render import render
 
 SPAN_SCRIPT = "spans"
 HITS_MAP = "@hits"
-# bpftrace 0.17 keeps every str() of a probe block on the 512-byte BPF stack
-# beside the map keys made of them: 256 bytes of strings a block always loads.
+# bpftrace 0.17 keeps every str() of a probe block on the 512-byte BPF stack beside the map
+# keys made of them: 256 bytes of strings a block always loads.
 STRING_STACK_BUDGET = 256
 
 
@@ -48,8 +48,7 @@ def _wanted(*args: Arg) -> int:
 
 
 def _read(arg: Arg, strlen: int, *others: Arg) -> str:
-    """An argument as a key or by value; every side of a key reads the same
-    LEN, so the map's key type is one."""
+    """Every side of a key reads the same LEN, so the map's key type is one."""
     if arg.ctype.kind is Kind.STRING:
         return f"str(arg{arg.index}, {min(_wanted(arg, *others), strlen)})"
     return f"arg{arg.index}"
@@ -59,8 +58,7 @@ def _span_parts(catalog: Catalog, span: Span, blocks: dict[str, _Block], strlen:
     var = f"${span.name}"
     start_block, end_block = blocks[span.start.name], blocks[span.end.name]
     start_keys, end_keys, end_setup = (["tid"], ["tid"], []) if span.by_thread else ([], [], [])
-    # Strings last: bpftrace 0.17's verifier refuses a (string, integer) key
-    # ("misaligned stack access"); (integer, string) loads.
+    # Strings last: 0.17's verifier refuses a (string, integer) key ("misaligned stack access")
     for i, key in enumerate(sorted(span.key, key=lambda k: k.start.ctype.kind is Kind.STRING)):
         start_keys.append(_read(key.start, strlen, key.end))
         end_setup.append(f"{var}_k{i} = {_read(key.end, strlen, key.start)};")
@@ -74,12 +72,11 @@ def _span_parts(catalog: Catalog, span: Span, blocks: dict[str, _Block], strlen:
             stored.append({"map": f"@{span.name}_by{i}", "value": value})
             value = f"@{span.name}_by{i}[{', '.join(end_keys)}]"
         (start_block if by.at_start else end_block).strings += by.arg.ctype.kind is Kind.STRING
-        # An enum's name (UNKNOWN for a value without one: 0.17 cannot make a
-        # string of a number) into a variable, then one hist(): a hist() per
-        # branch fails 0.17's verifier beside a string span key.
-        table = None
-        if by.arg.ctype.kind is Kind.ENUM and not by.arg.hex:
-            table = enum_table(catalog, by.arg.ctype.enum_name, None)
+        # An enum's name (UNKNOWN for a value without one: 0.17 cannot make a string of a number)
+        # into a variable, then one hist(): a hist() per branch fails 0.17's verifier beside a
+        # string span key.
+        by_enum = by.arg.ctype.kind is Kind.ENUM and not by.arg.hex
+        table = enum_table(catalog, by.arg.ctype.enum_name, None) if by_enum else None
         if table is not None or by.at_start:  # a value stored at the start is read before it is deleted
             by_reads.append(f"{var}_b{i} = {value};")
             if table is not None:
@@ -97,7 +94,7 @@ def _span_parts(catalog: Catalog, span: Span, blocks: dict[str, _Block], strlen:
 
 
 def _plan(catalog: Catalog, spans, counted, strlen: int) -> list[_Block]:
-    """The blocks, in catalog order, each probe once."""
+    """In catalog order, each probe once."""
     used = {p.name for s in spans for p in (s.start, s.end)} | {p.name for p in counted}
     blocks = {p.name: _Block(p, count=p in counted) for p in catalog.probes if p.name in used}
     for span in spans:
@@ -107,10 +104,9 @@ def _plan(catalog: Catalog, spans, counted, strlen: int) -> list[_Block]:
 
 def render_program(catalog: Catalog, spans=None, counted=(), interval: int | None = None,
                    title: str | None = None, whole: bool = True) -> str:
-    """A bpftrace program measuring ``spans`` (default: all the catalog's)
-    and counting hits of the ``counted`` probes; ``interval``: print and
-    reset every so many seconds. ``whole``: with its own BEGIN and END;
-    without, for runners that add their own (SPDK's bpftrace.sh)."""
+    """A program measuring ``spans`` (default: all the catalog's) and counting hits of the
+    ``counted`` probes; ``interval``: print and reset every so many seconds. ``whole``: with
+    its own BEGIN and END; without, for runners that add their own (SPDK's bpftrace.sh)."""
     spans = catalog.spans if spans is None else tuple(spans)
     wanted = max([_wanted(a) for s in spans for k in s.key for a in (k.start, k.end)]
                  + [_wanted(b.arg) for s in spans for b in s.by], default=DEFAULT_STRLEN)
@@ -128,7 +124,6 @@ def render_program(catalog: Catalog, spans=None, counted=(), interval: int | Non
 
 
 def render_files(catalog: Catalog, output: Path) -> list[GeneratedFile]:
-    """``spans.bt`` in ``output`` when the catalog declares spans."""
     if not catalog.spans:
         return []
     return [GeneratedFile(Path(output) / f"{SPAN_SCRIPT}.bt", render_program(catalog, whole=False),
