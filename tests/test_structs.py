@@ -149,7 +149,7 @@ def test_member_ctypes(binaries):
         assert [(e.name, e.value) for e in types.enumerators("odd_values")] == [
             ("ODD_NEG", -5), ("ODD_BIG", 200), ("ODD_HUGE", 0x7FFFFFFF), ("ODD_ZERO", 0)]
         assert types.enumerators("no_such_enum") is None
-        assert "struct spdk_nvmf_qpair {" in source.definitions(["spdk_nvmf_qpair"])
+        assert "struct spdk_nvmf_qpair {" in render_definitions(types, ["spdk_nvmf_qpair"])
 
 
 def test_bpftrace_reads_live_struct(binaries, tmp_path):
