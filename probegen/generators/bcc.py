@@ -46,21 +46,13 @@ def field_format(field: Field, arg: Arg) -> str:
     return {Style.HEX: "x", Style.SIGNED: "s"}.get(field.style, "u") + str(bits)
 
 
+def _arg_format(catalog: Catalog, arg: Arg, types: "TypeSource | None") -> str:
+    return field_format(arg_fields(catalog, arg, types)[0], arg)
+
+
 def field_row(field: Field, arg: Arg) -> str:
     member = ((field.struct, field.member),) if field.is_member else ()
     return repr((field.label, field.index, field_format(field, arg)) + member)
-
-
-def _span_rows(catalog: Catalog, types: "TypeSource | None") -> list[str]:
-    def fmt(arg):
-        return field_format(arg_fields(catalog, arg, types)[0], arg)
-
-    rows = []
-    for span in catalog.spans:
-        keys = [(k.name, fmt(k.start), k.start.index, k.end.index) for k in span.key]
-        by = [(b.name, fmt(b.arg), b.arg.index, "start" if b.at_start else "end") for b in span.by]
-        rows.append(_row((span.name, span.doc, span.start.name, span.end.name), f"{keys!r}, {by!r}"))
-    return rows
 
 
 def _row(values: tuple, rest: str) -> str:
@@ -79,19 +71,19 @@ def render_tool(catalog: Catalog, types: "TypeSource | None" = None) -> str:
     for table in {f.enum.name: f.enum for line in lines for f in line.fields if f.enum is not None}.values():
         decl = catalog.enum(table.name)
         enums.append((repr(table.name), repr((decl.strip_prefix if decl else "", dict(table.names)))))
+    spans = []
+    for span in catalog.spans:
+        keys = [(k.name, _arg_format(catalog, k.start, types), k.start.index, k.end.index) for k in span.key]
+        by = [(b.name, _arg_format(catalog, b.arg, types), b.arg.index, "start" if b.at_start else "end")
+              for b in span.by]
+        spans.append(_row((span.name, span.doc, span.start.name, span.end.name), f"{keys!r}, {by!r}"))
     return render(
-        "bcc_tool.py.j2",
-        catalog=catalog,
-        provider=repr(catalog.provider),
+        "bcc_tool.py.j2", catalog=catalog, provider=repr(catalog.provider), probes=probes, spans=spans, enums=enums,
         description=repr(f"Trace the USDT probes of provider {catalog.provider}: "
                          "a line per hit, counts, span histograms, timelines."),
-        probes=probes,
-        spans=_span_rows(catalog, types),
-        enums=enums,
         # in a raw triple-quoted string, which three quotes would end (only a comment
         # quoting a DWARF name could hold any: a space there is harmless)
-        definitions=re.sub(r'"(?=")', '" ', struct_definitions(lines, types)),
-        runtime=runtime_source(),
+        definitions=re.sub(r'"(?=")', '" ', struct_definitions(lines, types)), runtime=runtime_source(),
     )
 
 
