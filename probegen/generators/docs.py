@@ -18,12 +18,10 @@ from probegen.generators.render import render
 KIND, WRITES_DIRECTORY = "docs", False
 TEMPLATE = "docs.md.j2"
 
-# Characters that start inline markup anywhere in a line. Underscores only
-# emphasise at word edges, so spdk_nvmf_qpair stays readable unescaped.
-_INLINE = re.compile(r"([\\`*\[\]~])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-# A line starting like this would become a heading, list or rule (a list
-# number keeps its digits and has its '.' or ')' escaped).
-_BLOCK_MARK = re.compile(r"^[#+=-]")
+# Characters that start markup: inline anywhere in a line (underscores only emphasise at word
+# edges, so spdk_nvmf_qpair stays readable unescaped), and at its start a heading's, list's or
+# rule's (a list number keeps its digits and has its '.' or ')' escaped).
+_MARKUP = re.compile(r"[\\`*\[\]~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|^[#+=-]")
 _LIST_NUMBER = re.compile(r"^(\d+)([.)])")
 
 PLACEHOLDER = "BINARY"  # the program or library path the reader substitutes
@@ -31,10 +29,8 @@ PLACEHOLDER = "BINARY"  # the program or library path the reader substitutes
 
 def md_text(text: str) -> str:
     """Catalog prose as one line of Markdown that renders as written."""
-    line = html.escape(one_line(text), quote=False)
-    line = _INLINE.sub(lambda m: "\\" + m.group(0), line)
-    line = _BLOCK_MARK.sub(lambda m: "\\" + m.group(0), line)
-    return _LIST_NUMBER.sub(lambda m: f"{m.group(1)}\\{m.group(2)}", line)
+    line = _MARKUP.sub(r"\\\g<0>", html.escape(one_line(text), quote=False))
+    return _LIST_NUMBER.sub(r"\1\\\2", line)
 
 
 def md_cell(text: str) -> str:
