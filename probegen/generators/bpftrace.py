@@ -15,19 +15,17 @@ from typing import TYPE_CHECKING, NamedTuple
 from probegen.catalog import Catalog
 from probegen.generators.escape import printf_literal
 from probegen.bpftrace import BIG_STRLEN, BPF_STACK, DEFAULT_STRLEN, MAX_ARG_INDEX, UNREADABLE, conversion
-from probegen.errors import InputError, Location
 from probegen.generators.lines import (
     UNKNOWN_ENUM, Field, ProbeLine, Style, enum_chain, enum_lookup, probe_line, struct_definitions,
 )
 from probegen.files.output import GeneratedFile
 from probegen.generators.render import render
-from probegen.generators.spans import SPAN_SCRIPT, render_files as render_span_files
+from probegen.generators.spans import render_files as render_span_files
 
 if TYPE_CHECKING:  # it loads drgn, which only --binary needs
     from probegen.generators.typesource import TypeSource
 
 KIND, WRITES_DIRECTORY = "bpftrace", True
-COUNT_SCRIPT = "counts"
 # Characters one str() reads at bpftrace 0.17's default BPFTRACE_STRLEN (one
 # byte is the NUL); every str() takes those 64 bytes of stack.
 PIECE = DEFAULT_STRLEN - 1
@@ -381,13 +379,9 @@ def render_script(catalog: Catalog, group: str, probes, types: "TypeSource | Non
 
 
 def render_files(catalog: Catalog, output: Path, types: "TypeSource | None" = None) -> list[GeneratedFile]:
-    for group in catalog.groups:
-        if group in ("all", COUNT_SCRIPT, SPAN_SCRIPT):
-            raise InputError(f"group '{group}' would overwrite the generated '{group}' script; rename the group",
-                             Location(str(catalog.path)))
-    output = Path(output)
+    output = Path(output)  # catalog.load refuses groups named like the other scripts
     files = [GeneratedFile(output / f"{stem}.bt", render_script(catalog, stem, probes, types), executable=True)
              for stem, probes in [*((g, catalog.probes_in(g)) for g in catalog.groups), ("all", catalog.probes)]]
     counts = render("bpftrace_count.bt.j2", catalog=catalog)
-    return files + [GeneratedFile(output / f"{COUNT_SCRIPT}.bt", counts, executable=True),
+    return files + [GeneratedFile(output / "counts.bt", counts, executable=True),
                     *render_span_files(catalog, output)]
