@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from probegen.catalog import Catalog
 from probegen.generators.escape import printf_literal
 from probegen.bpftrace import BIG_STRLEN, BPF_STACK, DEFAULT_STRLEN, MAX_ARG_INDEX, UNREADABLE, conversion
-from probegen.generators.lines import (
-    UNKNOWN_ENUM, Field, ProbeLine, Style, enum_chain, enum_lookup, probe_line, struct_definitions,
-)
+from probegen.generators.lines import UNKNOWN_ENUM, Field, ProbeLine, Style, enum_chain, enum_lookup, probe_line
+from probegen.generators.lines import struct_definitions
 from probegen.files.output import GeneratedFile
 from probegen.generators.render import render
 from probegen.generators.spans import render_files as render_span_files

@@ -5,9 +5,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from probegen.catalog import Catalog
-from probegen.catalog.names import (
-    enabled_macro, local, no_semaphore_macro, semaphore as semaphore_name, typed_macro,
-)
+from probegen.catalog.names import enabled_macro, local, no_semaphore_macro, semaphore as semaphore_name, typed_macro
 from probegen.catalog.ctype import system_headers
 from probegen.files import marker
 from probegen.files.output import GeneratedFile

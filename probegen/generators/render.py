@@ -1,6 +1,5 @@
 """The jinja2 environment every generator renders its template with."""
 
-import functools
 import os
 
 import jinja2
@@ -9,24 +8,19 @@ import probegen.templates
 from probegen.files import marker
 from probegen.generators import escape
 
-FILTERS = ("c_comment", "c_string", "hash_comment", "python_comment", "bpftrace_comment", "html_comment")
-
-
-@functools.cache
-def environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        # Package data, next to the package's __init__ (see pyproject.toml).
-        loader=jinja2.FileSystemLoader(os.path.dirname(probegen.templates.__file__)),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
-    env.filters.update({name: getattr(escape, name) for name in FILTERS})
-    env.globals["marker"] = marker.LINES  # the first line of every generated file (files/marker.py)
-    return env
+_ENVIRONMENT = jinja2.Environment(
+    # Package data, next to the package's __init__ (see pyproject.toml).
+    loader=jinja2.FileSystemLoader(os.path.dirname(probegen.templates.__file__)),
+    undefined=jinja2.StrictUndefined,
+    keep_trailing_newline=True,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    autoescape=False,
+)
+_ENVIRONMENT.filters.update({name: getattr(escape, name) for name in (
+    "c_comment", "c_string", "hash_comment", "python_comment", "bpftrace_comment", "html_comment")})
+_ENVIRONMENT.globals["marker"] = marker.LINES  # the first line of every generated file (files/marker.py)
 
 
 def render(template: str, **context) -> str:
-    return environment().get_template(template).render(**context)
+    return _ENVIRONMENT.get_template(template).render(**context)
