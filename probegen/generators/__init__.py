@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from probegen.errors import InputError
 
-if TYPE_CHECKING:  # the struct writer imports this package without any catalog
+if TYPE_CHECKING:
     from probegen.catalog import Catalog
     from probegen.files.output import GeneratedFile
 
@@ -37,15 +37,11 @@ def render_outputs(catalog: "Catalog", types=None) -> "list[GeneratedFile]":
 def require_types_for_members(catalog: "Catalog", types) -> None:
     """Scripts print an argument's ``members:`` only at the offsets a binary's DWARF gives:
     without one, members are an error, not dropped."""
-    if types is not None:
-        return
     for probe in catalog.probes:
         for arg in probe.args:
-            if arg.members:
-                raise InputError(
-                    f"argument '{arg.name}' of probe '{probe.name}' lists members, "
-                    "which scripts read at the offsets a binary's debug info gives: give --binary BINARY", arg.location
-                )
+            if arg.members and types is None:
+                raise InputError(f"argument '{arg.name}' of probe '{probe.name}' lists members, which scripts read "
+                                 "at the offsets a binary's debug info gives: give --binary BINARY", arg.location)
 
 
 def leftover_files(catalog: "Catalog", files: "list[GeneratedFile]") -> list[Path]:

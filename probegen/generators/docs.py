@@ -67,22 +67,12 @@ def one_liner(catalog: Catalog, probe: Probe) -> str:
 
 
 def render_docs(catalog: Catalog, output: Path | None = None) -> str:
-    probes = []
-    for probe in catalog.probes:
-        args = [{
-            "index": arg.index,
-            "name": "" if arg.passed else arg.name,  # SPDK's arg0 is no parameter of the macro
-            "type": arg.ctype.name,  # a typedef shows as the catalog wrote it
-            # a string with a length is that many bytes, not NUL-terminated
-            "doc": f"{arg.doc} ({arg.length} bytes, not NUL-terminated)".lstrip() if arg.length else arg.doc,
-        } for arg in probe.note_args]
-        probes.append({"probe": probe, "args": args, "one_liner": one_liner(catalog, probe)})
     return render(
         TEMPLATE, catalog=catalog, output=output.name if output else "", placeholder=PLACEHOLDER,
-        groups=[(group, [p for p in probes if p["probe"].group == group]) for group in catalog.groups],
+        groups=[(group, catalog.probes_in(group)) for group in catalog.groups],
         strings=any(style_of(a.ctype, a.hex) is Style.STRING for p in catalog.probes for a in p.args),
         enums=[e for e in catalog.enums if e.enumerators],  # names from DWARF are not listed here
-        md_text=md_text, md_cell=md_cell, md_code=md_code,
+        md_text=md_text, md_cell=md_cell, md_code=md_code, one_liner=one_liner,
     )
 
 
