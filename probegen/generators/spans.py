@@ -37,9 +37,16 @@ def unmatched_map(span: Span) -> str:
 class _Block:  # what one probe does for every span using it
     probe: Probe
     count: bool = False  # --count: @hits[PROBE] = count()
-    ends: list[dict] = field(default_factory=list)
-    starts: list[dict] = field(default_factory=list)
+    ends: list[str] = field(default_factory=list)
+    starts: list[str] = field(default_factory=list)
     strings: int = 0  # str() reads in the block
+
+    @property
+    def body(self) -> list[str]:
+        rows = ["$now = nsecs;"] if self.ends or self.starts else []
+        if self.count:
+            rows.append(f'{HITS_MAP}["{self.probe.name}"] = count();')
+        return rows + self.ends + self.starts  # spans ended, then spans started
 
 
 def _wanted(*args: Arg) -> int:
@@ -55,7 +62,7 @@ def _read(arg: Arg, strlen: int, *others: Arg) -> str:
 
 
 def _span_parts(catalog: Catalog, span: Span, blocks: dict[str, _Block], strlen: int) -> None:
-    var = f"${span.name}"
+    var, start_map = f"${span.name}", f"@{span.name}_start"
     start_block, end_block = blocks[span.start.name], blocks[span.end.name]
     start_keys, end_keys, end_setup = (["tid"], ["tid"], []) if span.by_thread else ([], [], [])
     # Strings last: 0.17's verifier refuses a (string, integer) key ("misaligned stack access")
@@ -69,7 +76,7 @@ def _span_parts(catalog: Catalog, span: Span, blocks: dict[str, _Block], strlen:
     for i, by in enumerate(span.by):
         value = _read(by.arg, strlen)
         if by.at_start:
-            stored.append({"map": f"@{span.name}_by{i}", "value": value})
+            stored.append((f"@{span.name}_by{i}", value))
             value = f"@{span.name}_by{i}[{', '.join(end_keys)}]"
         (start_block if by.at_start else end_block).strings += by.arg.ctype.kind is Kind.STRING
         # An enum's name (UNKNOWN for a value without one: 0.17 cannot make a string of a number)
@@ -84,13 +91,27 @@ def _span_parts(catalog: Catalog, span: Span, blocks: dict[str, _Block], strlen:
             parts.append(f"{var}_n{i}" if table is not None else f"{var}_b{i}")
         else:
             parts.append(value)
-    start_block.starts.append({"span": span, "map": f"@{span.name}_start", "key": ", ".join(start_keys),
-                               "stored": stored})
-    end_block.ends.append({
-        "span": span, "var": var, "setup": end_setup, "key": ", ".join(end_keys), "map": f"@{span.name}_start",
-        "by_reads": by_reads, "by_setup": by_setup, "by_keys": ", ".join(parts), "hist": hist_map(span),
-        "unmatched": unmatched_map(span), "stored": [s["map"] for s in stored],
-    })
+    start_key, end_key = ", ".join(start_keys), ", ".join(end_keys)
+    by_keys = f"[{', '.join(parts)}]" if parts else ""
+    start_block.starts += [f"// starts {span.name}", f"{start_map}[{start_key}] = $now;",
+                           *(f"{name}[{start_key}] = {value};" for name, value in stored)]
+    end_block.ends += [
+        f"// ends {span.name}",
+        *end_setup,
+        f"{var}_start = {start_map}[{end_key}];",
+        f"if ({var}_start) {{",
+        f"\t{var}_us = ($now - {var}_start) / 1000;",
+        *("\t" + row for row in by_reads),
+        # Deleted before anything else uses the stack: after an enum name's lookup or a hist(),
+        # bpftrace 0.17 deletes a string key's entry no more (it reuses the key's stack), and the
+        # span would print as still open at exit.
+        *(f"\tdelete({name}[{end_key}]);" for name in [start_map, *(name for name, _ in stored)]),
+        *("\t" + row for row in by_setup),
+        f"\t{hist_map(span)}{by_keys} = hist({var}_us);",
+        "} else {",
+        f"\t{unmatched_map(span)} = count();",
+        "}",
+    ]
 
 
 def _plan(catalog: Catalog, spans, counted, strlen: int) -> list[_Block]:
