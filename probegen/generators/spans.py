@@ -133,15 +133,21 @@ def render_program(catalog: Catalog, spans=None, counted=(), interval: int | Non
                  + [_wanted(b.arg) for s in spans for b in s.by], default=DEFAULT_STRLEN)
     most = max((b.strings for b in _plan(catalog, spans, counted, STRLEN_LIMIT)), default=0)
     strlen = max(DEFAULT_STRLEN, min(wanted, STRING_STACK_BUDGET // most if most else STRLEN_LIMIT, STRLEN_LIMIT))
-    return render(
-        "bpftrace_spans.bt.j2",
-        catalog=catalog, title=title or f"{len(spans)} span{'s' if len(spans) != 1 else ''}",
-        spans=spans, blocks=_plan(catalog, spans, counted, strlen), whole=whole,
-        counted=bool(counted), interval=interval, strlen=strlen, default_strlen=DEFAULT_STRLEN,
-        cut=wanted > strlen, hist_map=hist_map, unmatched_map=unmatched_map, hits_map=HITS_MAP,
-        open_maps=[f"@{s.name}_start" for s in spans] + [f"@{s.name}_by{i}" for s in spans
-                                                   for i, b in enumerate(s.by) if b.at_start],
-    )
+    title = title or f"{len(spans)} span{'s' if len(spans) != 1 else ''}"
+    blocks = [("BEGIN", [f'printf("Tracing {title}. Hit Ctrl-C to print.\\n");'])] if whole else []
+    blocks += [(f"usdt:*:{catalog.provider}:{b.probe.name}", b.body) for b in _plan(catalog, spans, counted, strlen)]
+    if interval:
+        rows = ['time("%H:%M:%S\\n");']
+        for maps in [(hist_map(s), unmatched_map(s)) for s in spans] + ([(HITS_MAP,)] if counted else []):
+            rows += [f"print({name});" for name in maps] + [f"clear({name});" for name in maps]
+        blocks.append((f"interval:s:{interval}", rows))
+    open_maps = [f"@{s.name}_start" for s in spans] + [f"@{s.name}_by{i}" for s in spans
+                                                      for i, b in enumerate(s.by) if b.at_start]
+    if whole:
+        blocks.append(("END", [f"clear({name});" for name in open_maps]))
+    return render("bpftrace_spans.bt.j2", catalog=catalog, spans=spans, blocks=blocks, whole=whole,
+                  counted=bool(counted), interval=interval, strlen=strlen, default_strlen=DEFAULT_STRLEN,
+                  cut=wanted > strlen, stored_by=len(open_maps) > len(spans))
 
 
 def render_files(catalog: Catalog, output: Path) -> list[GeneratedFile]:
