@@ -93,8 +93,7 @@ class Planner:
             quals = " ".join(q for q in t.qualifiers if q != "_Atomic"
                              and (q != "restrict" or isinstance(under, m.Pointer)))
             if isinstance(under, m.Pointer):  # qualifies the pointer: "char *const p"
-                inner = f"{quals} {inner}".strip() if quals else inner
-                return self.declarator(under, inner)
+                return self.declarator(under, f"{quals} {inner}".strip())
             head, decl, nested = self.declarator(under, inner)
             return (f"{quals} {head}".strip() if quals else head), decl, nested
         if isinstance(t, m.Pointer):
@@ -125,13 +124,13 @@ class Planner:
         if isinstance(t, m.Base):
             return t.name, None
         if isinstance(t, m.Enum):
-            if t.size not in (None, _natural_enum_size(t)) or not t.enumerators:
-                # A compiler would not make this enum this size (packed or -fshort-enums), or it
-                # has no enumerators to define it with: bpftrace cannot be told; an integer can.
+            # A compiler would not make this enum this size (packed or -fshort-enums), or it has no
+            # enumerators to define it with: bpftrace cannot be told; an integer can. An anonymous
+            # enum is defined once: "enum { A, B } x, y;" has A and B once.
+            if (t.size not in (None, _natural_enum_size(t)) or not t.enumerators
+                    or (t.name is None and id(t) in self._inline_enums)):
                 return _SIZED_INTS.get(t.size, "unsigned int"), None
             if t.name is None:
-                if id(t) in self._inline_enums:  # "enum { A, B } x, y;": A and B once
-                    return _SIZED_INTS.get(t.size, "unsigned int"), None
                 self._inline_enums.add(id(t))
                 return "enum", self.plan(t)
             return f"enum {t.name}", None

@@ -70,15 +70,12 @@ class ProbeLine:
 def enum_table(catalog: Catalog, enum_name: str, types: "TypeSource | None") -> EnumTable | None:
     """Names from the binary's DWARF when known, else from the catalog."""
     decl = catalog.enum(enum_name)
-    enumerators = types.enumerators(enum_name) if types is not None else None
-    if not enumerators and decl is not None:
-        enumerators = decl.enumerators
+    enumerators = (types.enumerators(enum_name) if types is not None else None) or (decl.enumerators if decl else ())
     if not enumerators:
         return None
     names: dict[int, str] = {}
-    for enumerator in enumerators:
-        shown = decl.display_name(enumerator.name) if decl else enumerator.name
-        names.setdefault(enumerator.value, shown)  # an alias keeps the first name
+    for e in enumerators:
+        names.setdefault(e.value, decl.display_name(e.name) if decl else e.name)  # an alias keeps the first name
     return EnumTable(enum_name, tuple(names.items()), any(v < 0 for v in names))
 
 
@@ -131,10 +128,8 @@ def probe_line(catalog: Catalog, probe: Probe, types: "TypeSource | None" = None
             fields.extend(found)
     named = sum(1 for f in fields if f.style is Style.ENUM)
     if named > MAX_NAMED_ENUMS:
-        raise InputError(
-            f"probe '{probe.name}' has {named} enum arguments printed by name; "
-            f"scripts print at most {MAX_NAMED_ENUMS} by name: mark the others 'hex: true'", probe.location
-        )
+        raise InputError(f"probe '{probe.name}' has {named} enum arguments printed by name; scripts print at "
+                         f"most {MAX_NAMED_ENUMS} by name: mark the others 'hex: true'", probe.location)
     return ProbeLine(probe, tuple(fields), len(probe.note_args))
 
 
