@@ -8,9 +8,7 @@ import re
 # Shown as escapes, never written raw: C0 and C1 controls, DEL, line and paragraph
 # separators, bidirectional overrides (code that reads differently from how it compiles)
 # and lone surrogates (a file name's non-UTF-8 bytes).
-_HIDDEN = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
+_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _COMMENT_DELIMITER = re.compile(r"(?<=\*)(?=/)|(?<=/)(?=\*)")
 # ??/ is a backslash (a line splice at a line's end) and ??= a '#' where trigraphs are on
 # (gcc -trigraphs, -std=c11 without GNU extensions).
