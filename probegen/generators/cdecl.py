@@ -289,7 +289,7 @@ def _unlike(struct: m.Struct, why: str) -> InputError:
 def order_definitions(roots: list[m.Type]) -> tuple[list[m.Struct], list[m.Type]]:
     """(forward declarations, definitions in dependency order): structs reached only through
     pointers are declared, others defined before use."""
-    defined, done, visiting, pointed, sizes = [], set(), set(), {}, {}
+    defined, done, pointed, sizes = [], set(), {}, {}
 
     def key(t: m.Struct | m.Enum):
         # A header's type is a DIE in every unit that includes it: one definition per name.
@@ -298,20 +298,16 @@ def order_definitions(roots: list[m.Type]) -> tuple[list[m.Struct], list[m.Type]
     def visit(t: m.Type) -> None:
         k = key(t)
         if k in sizes and sizes[k] != t.size:
-            raise InputError(
-                f"two different types named '{k[0]} {k[1]}' ({sizes[k]} and {t.size} bytes) "
-                "are reachable from the types asked for"
-            )
+            raise InputError(f"two different types named '{k[0]} {k[1]}' ({sizes[k]} and {t.size} bytes) "
+                             "are reachable from the types asked for")
         sizes[k] = t.size
-        if k in done or k in visiting:
+        if k in done:
             return
-        visiting.add(k)
+        done.add(k)
         if isinstance(t, m.Struct):
             for member in t.members:
                 need(member.type, by_value=True)
-        visiting.discard(k)
-        done.add(k)
-        defined.append(t)
+        defined.append(t)  # after what it needs
 
     def need(t: m.Type, by_value: bool) -> None:
         # What a member of type t needs: named types defined before it (by value) or declared.
