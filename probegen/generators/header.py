@@ -67,7 +67,8 @@ def render_header(catalog: Catalog, extern_semaphores: bool = False) -> str:
 
 def semaphore_source(catalogs: list[Catalog]) -> str:
     """C defining each semaphore of the catalogs once (what `dtrace -G`'s object holds):
-    hidden, so each binary or library keeps its own, in .probes as <sys/sdt.h> expects."""
+    hidden, so each binary or library keeps its own, in .probes as <sys/sdt.h> expects. Names
+    are checked C identifiers."""
     lines = [marker.LINES["c"]]
     for catalog in catalogs:
         for probe in catalog.probes:

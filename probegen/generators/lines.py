@@ -12,7 +12,6 @@ from probegen.catalog.model import MAX_NAMED_ENUMS, Arg, Catalog, Probe
 from probegen.catalog.ctype import CType, Kind
 from probegen.errors import InputError
 from probegen.generators.escape import c_string
-from probegen.generators.structs import render_definitions
 
 if TYPE_CHECKING:  # importing it loads the DWARF reader, which lint without a binary does not need
     from probegen.generators.typesource import TypeSource
@@ -135,6 +134,8 @@ def probe_line(catalog: Catalog, probe: Probe, types: "TypeSource | None" = None
 
 def struct_definitions(lines: list[ProbeLine], types: "TypeSource | None") -> str:
     """C of the structs whose members the lines print ("" for none)."""
+    from probegen.generators.structs import render_definitions  # only with a binary's DWARF
+
     structs = list(dict.fromkeys(f.struct for line in lines for f in line.fields if f.struct))
     return render_definitions(types.types, structs) if types is not None and structs else ""
 
