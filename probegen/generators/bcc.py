@@ -34,11 +34,9 @@ def field_format(field: Field, arg: Arg) -> str:
     if field.style is Style.STRING:
         if field.length is not None:  # exactly that many bytes, up to max_len
             return f"buf:{field.length}:{field.max_len}"
-        if not field.is_member:
-            return f"str:{field.max_len if arg.max_len is not None else BCC_DEFAULT_MAX_LEN}"
-        if field.ctype.pointer_sized:
-            return f"str:{field.max_len}"
-        return f"chars:{field.max_len}" if field.ctype.size > 0 else f"flex:{field.max_len}"
+        if field.is_member and not field.ctype.pointer_sized:  # a char array
+            return f"chars:{field.max_len}" if field.ctype.size > 0 else f"flex:{field.max_len}"
+        return f"str:{BCC_DEFAULT_MAX_LEN if not field.is_member and arg.max_len is None else field.max_len}"
     if field.style is Style.POINTER:
         return "ptr"
     if field.style is Style.ENUM:  # an integer printed by name

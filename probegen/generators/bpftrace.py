@@ -138,9 +138,7 @@ def whole_body(line: ProbeLine, small_stack: bool = True) -> list[str] | None:
     printfs = []
     for known in itertools.product((True, False), repeat=len(enums)):
         known = dict(zip(enums, known))
-        items = [_head(line)]
-        for number, field in enumerate(line.fields):
-            items += _field_items(field, number, known.get(number), pointers=pointers, enum=enums.get(number))
+        items = _line_items(line, known, pointers=pointers, enums=enums)
         # 0.17's stack: the printf's arguments, each variable, each enum name and one str() buffer
         stack = sum(i.size for i in items) + WORD_BYTES * len(taken) + PIECE_BYTES * (len(enums) + 1)
         if small_stack and stack > BPF_STACK - STACK_MARGIN:
@@ -241,12 +239,13 @@ def _field_items(field: Field, number: int, known: bool | None, shown: int | Non
     return [Item(label + conversion(field.style.value, field.size), (value,), WORD_BYTES)]
 
 
-def _line_items(line: ProbeLine, known: dict, shown: dict) -> list[Item]:
-    """``shown`` (or all read_pieces) pieces of each string."""
-    shown = {**read_pieces(line), **shown}
+def _line_items(line: ProbeLine, known: dict, shown: dict | None = None, pointers=None, enums=None) -> list[Item]:
+    """``shown`` (or all read_pieces) pieces of each string; ``pointers`` and ``enums``: the
+    whole form's variables."""
+    shown = {**read_pieces(line), **(shown or {})}
     items = [_head(line)]
     for number, field in enumerate(line.fields):
-        items.extend(_field_items(field, number, known.get(number), shown.get(number)))
+        items += _field_items(field, number, known.get(number), shown.get(number), pointers, (enums or {}).get(number))
     return items
 
 
@@ -276,7 +275,7 @@ def _tag(line: ProbeLine, part: int, parts: int) -> Item:
 def _records(line: ProbeLine, known: dict, limit: int) -> list[Item]:
     """The hit as one printf if it fits ``limit``, else as several: whole fields while they
     fit, a field too long for a line split between its pieces."""
-    items = _line_items(line, known, {})
+    items = _line_items(line, known)
     if _stack(items) <= limit:
         return [_join(items)]
     read = read_pieces(line)

@@ -47,7 +47,6 @@ def md_code(text: str) -> str:
 
 
 def _one_liner_value(arg: Arg, probe: Probe) -> tuple[str, str]:
-    """printf conversion and expression."""
     index, style = f"arg{arg.index}", style_of(arg.ctype, arg.hex)
     if style is Style.STRING and arg.length:  # exactly its length in bytes, unprintable ones escaped
         return "%r", f"buf({index}, arg{next(a.index for a in probe.args if a.name == arg.length)})"

@@ -93,11 +93,9 @@ def style_of(ctype: CType, hex_: bool = False) -> Style:
 
 def _field(catalog, label, ctype, index, hex_=False, max_len=None, types=None, **member) -> Field:
     style = style_of(ctype, hex_)
-    table = None
-    if style is Style.ENUM:
-        table = enum_table(catalog, ctype.enum_name, types)
-        if table is None:  # no names anywhere: the number is all we have
-            style = Style.SIGNED
+    table = enum_table(catalog, ctype.enum_name, types) if style is Style.ENUM else None
+    if style is Style.ENUM and table is None:  # no names anywhere: the number is all we have
+        style = Style.SIGNED
     return Field(label, style, index, ctype, max_len or DEFAULT_MAX_LEN, table, **member)
 
 

@@ -32,7 +32,6 @@ def render_definitions(types, names: list[str], enums: list[str] = (), annotate:
 
 
 def _body(plan: Plan, indent: str, out: list[str]) -> None:
-    """The lines between a definition's braces."""
     if plan.kind == "enum":
         out += [f"{indent}{name} = {value},\n" for name, value in plan.enumerators]
     for item in plan.items:
