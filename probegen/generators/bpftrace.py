@@ -169,11 +169,6 @@ def read_pieces(line: ProbeLine) -> dict[int, int]:
     return counts
 
 
-def cut_strings(line: ProbeLine) -> list[str]:
-    return [f"{line.fields[n].label} at {count * PIECE}" for n, count in read_pieces(line).items()
-            if count < pieces(line.fields[n])]
-
-
 def _full_pieces(address: str, full: str, count: int) -> list[str]:
     """Statements counting into ``full`` the leading pieces of the string at ``address`` that
     hold no NUL, up to ``count`` - 1: a piece past the string's end is not read. A piece and
@@ -362,7 +357,9 @@ def render_lines(catalog: Catalog, group: str, lines: list[ProbeLine], definitio
     for line in lines:
         whole = None if big_strings is False else whole_body(line, small_stack=not big_strings)
         body, split = (whole, False) if whole is not None else pieces_body(line)
-        blocks.append({"line": line, "body": body, "split": split, "cut": [] if whole else cut_strings(line),
+        cut = [] if whole else [f"{line.fields[n].label} at {count * PIECE}" for n, count in read_pieces(line).items()
+                                if count < pieces(line.fields[n])]
+        blocks.append({"line": line, "body": body, "split": split, "cut": cut,
                        "unreadable": [f.label for f in line.fields if not _readable(f)]})
     strings = [f for l in lines for f in l.fields if _reads_string(f)]
     return render("bpftrace.bt.j2", catalog=catalog, group=group, blocks=blocks, definitions=definitions,
