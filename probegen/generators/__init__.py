@@ -26,12 +26,10 @@ def outputs() -> dict:
 
 
 def render_outputs(catalog: "Catalog", types=None) -> "list[GeneratedFile]":
-    files: "list[GeneratedFile]" = []
-    for kind, path in catalog.outputs.items():
-        if outputs()[kind].WRITES_DIRECTORY:
-            require_types_for_members(catalog, types)
-        files.extend(outputs()[kind].render_files(catalog, path, types))
-    return files
+    if any(outputs()[kind].WRITES_DIRECTORY for kind in catalog.outputs):
+        require_types_for_members(catalog, types)
+    return [file for kind, path in catalog.outputs.items()
+            for file in outputs()[kind].render_files(catalog, path, types)]
 
 
 def require_types_for_members(catalog: "Catalog", types) -> None:
