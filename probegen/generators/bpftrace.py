@@ -29,10 +29,9 @@ KIND, WRITES_DIRECTORY = "bpftrace", True
 # byte is the NUL); every str() takes those 64 bytes of stack.
 PIECE = DEFAULT_STRLEN - 1
 PIECE_BYTES = DEFAULT_STRLEN
-# A printf takes its arguments' bytes of stack and one more copy of its
-# largest string. Measured on bpftrace 0.17: $t, timestamp, four integers
-# and six 64-byte strings (504 bytes counted so) load, seven (568) do not;
-# a margin of 24, not 32, keeps SPDK's nvmf_subsystem_change_state_done one printf.
+# A printf takes its arguments' bytes of stack and one more copy of its largest string. Measured
+# on bpftrace 0.17: $t, timestamp, four integers and six 64-byte strings (504 bytes counted so)
+# load, seven (568) do not; a margin of 24, not 32, keeps SPDK's nvmf_subsystem_change_state_done one printf.
 STACK_MARGIN = 24
 LOOP_VARIABLES = 5  # of the loop counting a string's full pieces
 WORD_BYTES = 8

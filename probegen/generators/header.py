@@ -22,8 +22,7 @@ def render_header(catalog: Catalog, extern_semaphores: bool = False) -> str:
     dict, with lists joined here, not in the template: a 2,000-probe header renders in half
     the time."""
     header, provider = catalog.header, catalog.provider
-    # Style dtrace passes the arguments uncast, as dtrace -h's header does,
-    # so a call site's notes are the same with either header.
+    # Style dtrace passes the arguments uncast, as dtrace -h's header does: a site's notes are the same.
     dtrace = header.style == "dtrace"
     probes = []
     for probe in catalog.probes:
@@ -33,9 +32,8 @@ def render_header(catalog: Catalog, extern_semaphores: bool = False) -> str:
         passed = [arg.passed for arg in probe.note_args if arg.passed] + locals_  # SPDK's arg0 first
         sdt_macro = f"DTRACE_PROBE{len(passed)}" if passed else "DTRACE_PROBE"
         params = [arg.name for arg in probe.args]
-        # A parameter named like a word of the expansion (an argument named
-        # after its enum tag, the provider, the clock) would be substituted
-        # there too; such parameters get a trailing underscore.
+        # A parameter named like a word of the expansion (an argument named after its enum tag,
+        # the provider, the clock) would be substituted there too: it gets a trailing underscore.
         taken = {provider, probe.name, semaphore, sdt_macro, macro, enabled_macro(header, probe.name)}
         for text in [*passed[:1], *(arg.ctype.spelling for arg in probe.args)]:
             taken.update(_IDENTIFIER.findall(text))
