@@ -103,11 +103,9 @@ class Planner:
             dims = "".join("[]" if c is None else f"[{c}]" for c in t.counts)
             return self.declarator(t.element, f"{inner}{dims}")
         if isinstance(t, m.Function):
-            params = [self._param(p) for p in t.params]
-            if t.varargs and params:  # "(...)" alone is no C: "()" takes anything
+            params = [self._param(p) for p in t.params] or (["void"] if t.prototyped and not t.varargs else [])
+            if t.varargs and t.params:  # "(...)" alone is no C: "()" takes anything
                 params.append("...")
-            if not params:
-                params = ["void"] if t.prototyped and not t.varargs else []
             return self.declarator(t.returns, f"{inner}({', '.join(params)})")
         head, nested = self._head(t)
         return head, inner, nested

@@ -106,10 +106,8 @@ def arg_fields(catalog: Catalog, arg: Arg, types: "TypeSource | None") -> list[F
             ctype = types.member_ctype(arg.ctype.struct_name, member)
             # bpftrace prints a char array member whole (up to its NUL): BCC must not cut it
             array = ctype.kind is Kind.STRING and not ctype.pointer_sized and ctype.size > 0
-            fields.append(_field(
-                catalog, f"{arg.name}->{member}", ctype, arg.index, types=types,
-                max_len=ctype.size if array else None, struct=arg.ctype.pointee, member=member,
-            ))
+            fields.append(_field(catalog, f"{arg.name}->{member}", ctype, arg.index, types=types,
+                                 max_len=ctype.size if array else None, struct=arg.ctype.pointee, member=member))
     return fields
 
 
