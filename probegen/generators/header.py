@@ -27,7 +27,7 @@ def render_header(catalog: Catalog, extern_semaphores: bool = False) -> str:
     probes = []
     for probe in catalog.probes:
         macro = typed_macro(header, probe.name)
-        semaphore = semaphore_name(provider, probe.name)
+        semaphore, has_semaphore = semaphore_name(provider, probe.name), catalog.has_semaphore(probe)
         locals_ = [local(arg.name) for arg in probe.args]
         passed = [arg.passed for arg in probe.note_args if arg.passed] + locals_  # SPDK's arg0 first
         sdt_macro = f"DTRACE_PROBE{len(passed)}" if passed else "DTRACE_PROBE"
@@ -45,14 +45,15 @@ def render_header(catalog: Catalog, extern_semaphores: bool = False) -> str:
             passed = passed[:len(passed) - len(params)] + params
         probes.append(SimpleNamespace(
             probe=probe, macro=macro, params=", ".join(params), semaphore=semaphore,
-            has_semaphore=catalog.has_semaphore(probe),  # else a weak 0 for the note
+            has_semaphore=has_semaphore,  # else a weak 0 for the note
+            enabled=f"(__builtin_expect({semaphore} != 0, 0) != 0)" if has_semaphore else "1",
             # (declaration of the typed local, parameter, local name); style dtrace passes
             # the parameters as written (passed_as_written), uncast
             locals=[] if dtrace else [(arg.ctype.declare(local), param, local)
                                       for arg, local, param in zip(probe.args, locals_, params)],
             passed_as_written=params if dtrace else [],
             sdt_call=f"{sdt_macro}({', '.join([provider, probe.name, *passed])})",
-            guarded=probe.ticks and catalog.has_semaphore(probe),  # reads the clock only when enabled
+            guarded=probe.ticks and has_semaphore,  # reads the clock only when enabled
         ))
     return render(
         TEMPLATE, catalog=catalog, header=header, probes=probes, extern_semaphores=extern_semaphores,
