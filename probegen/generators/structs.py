@@ -32,8 +32,7 @@ def render_definitions(types, names: list[str], enums: list[str] = (), annotate:
 
 
 def _body(plan: Plan, indent: str, out: list[str]) -> None:
-    if plan.kind == "enum":
-        out += [f"{indent}{name} = {value},\n" for name, value in plan.enumerators]
+    out += [f"{indent}{name} = {value},\n" for name, value in plan.enumerators]  # an enum's
     for item in plan.items:
         line = f"{item.head} {item.declarator}" if item.declarator else item.head
         if item.nested:

@@ -12,8 +12,7 @@ class TypeSource:
     def __init__(self, types):  # a probegen.dwarf.DwarfTypes
         self.types = types
         self.pointer_size = types.pointer_size
-        # The reader's own: an enum's enumerators (None if absent), the member at a path
-        # ("id.nsid") with its offset (NoSuchMember if there is none).
+        # The reader's own: enumerators (None if absent), member at a path (NoSuchMember if none)
         self.enumerators, self.member = types.enumerators, types.member
 
     def member_ctype(self, struct_name: str, member_path: str) -> CType:
