@@ -153,15 +153,10 @@ def whole_body(line: ProbeLine, small_stack: bool = True) -> list[str] | None:
 
 # The pieces form.
 
-def pieces(field: Field) -> int:
-    """str() reads that print the string whole, up to its max_len."""
-    return -(-field.max_len // PIECE)
-
-
 def read_pieces(line: ProbeLine) -> dict[int, int]:
-    """Pieces read of each string field: all, unless their product passes VERIFIER_PIECES;
-    then the longest strings are cut (one alone never is)."""
-    counts = {n: pieces(f) for n, f in enumerate(line.fields) if _reads_string(f)}
+    """Pieces read of each string field: all its max_len, unless their product passes
+    VERIFIER_PIECES; then the longest strings are cut (one alone never is)."""
+    counts = {n: math.ceil(f.max_len / PIECE) for n, f in enumerate(line.fields) if _reads_string(f)}
     while len(counts) > 1 and math.prod(counts.values()) > VERIFIER_PIECES:
         longest = max(counts, key=lambda n: (counts[n], -n))
         counts[longest] -= 1
@@ -357,7 +352,7 @@ def render_lines(catalog: Catalog, group: str, lines: list[ProbeLine], definitio
         whole = None if big_strings is False else whole_body(line, small_stack=not big_strings)
         body, split = (whole, False) if whole is not None else pieces_body(line)
         cut = [] if whole else [f"{line.fields[n].label} at {count * PIECE}" for n, count in read_pieces(line).items()
-                                if count < pieces(line.fields[n])]
+                                if count * PIECE < line.fields[n].max_len]
         blocks.append({"line": line, "body": body, "split": split, "cut": cut,
                        "unreadable": [f.label for f in line.fields if not _readable(f)]})
     strings = [f for l in lines for f in l.fields if _reads_string(f)]
