@@ -117,8 +117,6 @@ class Planner:
         return f"{head} {decl}".strip() if decl else head
 
     def _head(self, t: m.Type) -> tuple[str, Plan | None]:
-        if isinstance(t, m.Void):
-            return "void", None
         if isinstance(t, m.Base):
             return t.name, None
         if isinstance(t, m.Enum):
@@ -133,10 +131,8 @@ class Planner:
                 return "enum", self.plan(t)
             return f"enum {t.name}", None
         if isinstance(t, m.Struct):
-            if t.name is None:
-                return t.kind, self.plan(t)
-            return t.spelling, None
-        return "void", None
+            return (t.kind, self.plan(t)) if t.name is None else (t.spelling, None)
+        return "void", None  # void, or what C cannot name
 
     def plan(self, t: m.Struct | m.Enum) -> Plan:
         if id(t) in self._plans:

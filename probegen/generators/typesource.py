@@ -27,9 +27,7 @@ class TypeSource:
 def spelling(t: m.Type) -> str:
     """The type as C writes it (a struct defined in place as '{...}')."""
     head, decl, nested = Planner().declarator(t, "")
-    if nested is not None:
-        return f"{head} {{...}}{decl}"
-    return f"{head} {decl}".strip() if decl else head
+    return f"{head} {{...}}{decl}" if nested is not None else f"{head} {decl}".rstrip()
 
 
 def to_ctype(t: m.Type) -> CType:
