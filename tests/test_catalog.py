@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from probegen.catalog import load_catalog
-from probegen.catalog.load import load_schema
+from probegen.catalog.schema_check import load_schema
 from probegen.catalog.ctype import CTypeError, Kind, parse_ctype
 from probegen.errors import CatalogError, InputError
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from probegen.catalog import load_catalog
-from probegen.catalog.load import load_schema
+from probegen.catalog.schema_check import load_schema
 from probegen.errors import CatalogError
 
 # Keywords that describe and constrain nothing (JSON Schema's annotations

@@ -1,9 +1,7 @@
-"""Load a catalog file into the model, reporting every problem at once.
-
-libyaml (PyYAML's C loader) composes the file into nodes, which keep line
-and column; schema_check walks them once into JSON data, refusing what a
-catalog may not hold, and checks that against the shipped JSON Schema. The
-meaning (C names, types, counts, duplicates) is checked as the model is built.
+"""A catalog file as the model, with every problem reported at once: libyaml
+composes nodes (they keep line and column), schema_check turns them into JSON
+data checked against the schema, and the builder checks the meaning (C names,
+types, counts, duplicates) as it models them.
 """
 
 import functools
@@ -21,8 +19,8 @@ from probegen.catalog.model import (
 )
 from probegen.catalog.names import BPFTRACE_KEYWORDS, HEADER_NAMES, SCRIPT_NAMES, default_guard
 from probegen.catalog.names import problems as name_problems
-from probegen.catalog.outputs import check_output_paths
-from probegen.catalog.schema_check import Refused, load_schema, plain, structure_problems
+from probegen.catalog.outputs import output_paths
+from probegen.catalog.schema_check import STR, Refused, plain, structure_problems
 from probegen.catalog.spans import build_spans
 from probegen.errors import CatalogError, Diagnostic, Location
 
@@ -33,7 +31,6 @@ _KEYWORD_MACROS = {"alignas": "<stdalign.h>", "alignof": "<stdalign.h>", "static
 # Members of the struct itself, through nested and anonymous members; not
 # through pointers ("->"), which the scripts would have to read again.
 _MEMBER_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
-_STR = "tag:yaml.org,2002:str"
 # Tags that mean something only to PyYAML's constructor ('<<' merges, '='):
 # in a catalog they are text.
 _CONSTRUCTOR_TAGS = frozenset(("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value"))
@@ -41,25 +38,22 @@ _CONSTRUCTOR_TAGS = frozenset(("tag:yaml.org,2002:merge", "tag:yaml.org,2002:val
 
 @functools.lru_cache(maxsize=256)
 def _resolve(kind, value, implicit, _resolver=yaml.resolver.Resolver()):
-    """The tag of an untagged node. Catalogs repeat the same keys, types and
-    flags: the cache (in C) answers 95% of the calls for SPDK's probes."""
+    """The tag of an untagged node; catalogs repeat keys, types and flags, so
+    the cache answers 95% of the calls for SPDK's probes."""
     tag = _resolver.resolve(kind, value, implicit)
-    return _STR if tag in _CONSTRUCTOR_TAGS else tag
+    return STR if tag in _CONSTRUCTOR_TAGS else tag
 
 
 class _Loader(yaml.CSafeLoader):
-    """libyaml parses and composes (it refuses nesting past 1,000 levels).
-    Aliases come out as shared nodes, never expanded: schema_check.plain
-    refuses them, with the other YAML a catalog may not hold."""
+    """libyaml composes (up to 1,000 levels deep); aliases stay shared nodes,
+    never expanded, for schema_check.plain to refuse."""
 
     resolve = staticmethod(_resolve)
 
 
 def parse_catalog(data: bytes, path: Path, header_output=None) -> Catalog:
-    """Model a catalog from its bytes; ``path`` names it in messages and
-    anchors the relative output paths. ``header_output``: where the header
-    is written (probegen header -o), which names a guard the catalog does
-    not set, in place of outputs.header."""
+    """``path`` names the catalog in messages and anchors its outputs;
+    ``header_output`` (header -o) names the guard the catalog does not set."""
     # The collector would walk the growing node tree again and again: without
     # it, composing 10,000 SPDK-shaped probes takes 0.18 s of CPU, not 1.1 s.
     collecting = gc.isenabled()
@@ -81,7 +75,6 @@ def parse_catalog(data: bytes, path: Path, header_output=None) -> Catalog:
 
 
 def _compose(data: bytes, shown_path: str) -> yaml.Node:
-    """libyaml's node tree of the catalog (its text is freed on return)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -111,7 +104,6 @@ def _compose(data: bytes, shown_path: str) -> yaml.Node:
 
 
 def _location(shown_path: str, text: str | bytes, index: int) -> Location:
-    """Where the character (or byte) at ``index`` of ``text`` is."""
     newline = "\n" if isinstance(text, str) else b"\n"
     return Location(shown_path, text.count(newline, 0, index) + 1, index - text.rfind(newline, 0, index))
 
@@ -136,12 +128,11 @@ class _Builder:
         self._reported.add((node.start_mark.line, node.start_mark.column))
 
     def reported(self, node: yaml.Node) -> bool:
-        """Whether a problem was reported at the node's position (by the
-        schema walk, say): what is skipped without a message of its own."""
+        """Whether a problem was reported at the node (by the schema, say)."""
         return (node.start_mark.line, node.start_mark.column) in self._reported
 
     def scalar(self, node: yaml.ScalarNode):
-        return node.value if node.tag == _STR else self._constructor.construct_object(node)
+        return node.value if node.tag == STR else self._constructor.construct_object(node)
 
     def fields(self, node: yaml.MappingNode) -> dict[str, yaml.Node]:
         return {k.value: v for k, v in node.value}
@@ -164,14 +155,7 @@ class _Builder:
         typedefs = self.build_typedefs(top.get("typedefs"))
         enums = self.build_enums(top.get("enums"), data.get("enums"))
         header = self.build_header(top.get("header"), data.get("header"), top.get("outputs"), provider)
-        kinds = load_schema()["properties"]["outputs"]["properties"]
-        output_nodes = {}
-        if isinstance(top.get("outputs"), yaml.MappingNode):
-            output_nodes = {key: value for key, value in self.fields(top["outputs"]).items()
-                            if key in kinds and isinstance(value, yaml.ScalarNode)}
-        directories = frozenset(k for k, v in kinds.items() if v.get("x-directory"))
-        check_output_paths(self, output_nodes, data.get("allow_outside_outputs") is True, directories)
-        outputs = {key: self.base_dir / str(self.scalar(value)) for key, value in output_nodes.items()}
+        outputs = output_paths(self, top.get("outputs"), data.get("allow_outside_outputs") is True)
         probes = self.build_probes(top.get("probes"), data.get("probes"), typedefs, arg0, header.clock,
                                    {e.name for e in enums})
         spans = build_spans(self, top.get("spans"), data.get("spans"), probes)
@@ -188,28 +172,27 @@ class _Builder:
                 if header.guard_derived and self.header_output is not None and header.guard in message:
                     message += (f" (the include guard {header.guard} is made from the provider and "
                                 f"'{self.header_output.name}'): set header.guard in the catalog")
-                where = self._header_nodes.get(origin, top.get("header") or root) if isinstance(origin, str) else origin
-                self.diagnostics.append(Diagnostic(where if isinstance(where, Location) else self.loc(where), message))
+                if isinstance(origin, str):  # a key under 'header:', or 'provider'
+                    origin = self.loc(self._header_nodes.get(origin, top.get("header") or root))
+                self.diagnostics.append(Diagnostic(origin, message))
         return catalog
 
     def keyword_check(self, node, name, what) -> bool:
-        """Whether ``name`` (at ``node``) can name a ``what``, reporting why not.
-        A probe name reaches C only pasted into symbols by <sys/sdt.h> and
-        upper-cased in the typed macro: a keyword is fine (libstdc++'s probes
-        are throw and catch), but not one a standard header defines as a
-        macro (<assert.h>'s static_assert). catalog.names refuses the rest."""
-        if node is not None and isinstance(name, str) and name in C_KEYWORDS:
-            if what != "probe":
-                self.error(node, f"{what}: '{name}' is a C keyword and cannot name a {what}")
-                return False
-            if name in _KEYWORD_MACROS:
-                self.error(node, f"probe: '{name}' is a macro in C ({_KEYWORD_MACROS[name]} defines it) "
-                                 "and cannot name a probe")
-            return name not in _KEYWORD_MACROS
-        usable = node is not None and isinstance(name, str) and is_identifier(name)
-        if node is not None and not usable and not self.reported(node):
-            self.error(node, f"{what}: {name!r} is not a C identifier")  # never dropped in silence
-        return usable
+        """Whether ``name`` (at ``node``; the schema refuses what is no
+        identifier) can name a ``what``, reporting a keyword. A probe name
+        reaches C only pasted into symbols by <sys/sdt.h> and upper-cased:
+        a keyword is fine (libstdc++'s probes are throw and catch), but not
+        a macro of a standard header (<assert.h>'s static_assert)."""
+        if node is None or not isinstance(name, str):
+            return False
+        if name in C_KEYWORDS and what != "probe":
+            self.error(node, f"{what}: '{name}' is a C keyword and cannot name a {what}")
+            return False
+        if name in _KEYWORD_MACROS:
+            self.error(node, f"probe: '{name}' is a macro in C ({_KEYWORD_MACROS[name]} defines it) "
+                             "and cannot name a probe")
+            return False
+        return name in C_KEYWORDS or is_identifier(name)
 
     def build_typedefs(self, node) -> dict:
         typedefs = {}
@@ -247,21 +230,17 @@ class _Builder:
             next_value = 0
             listed = fields.get("enumerators")
             for entry in listed.value if isinstance(listed, yaml.SequenceNode) else ():
-                # NAME or NAME = VALUE, the schema's pattern says; a VALUE is read as C reads it.
-                enumerator, equals, value = (part.strip() for part in str(entry.value).partition("="))
-                if not (enumerator.isascii() and enumerator.isidentifier()):
-                    if not self.reported(entry):
-                        self.error(entry, f"enumerator: {entry.value!r} is not 'NAME' or 'NAME = VALUE'")
+                if self.reported(entry):  # not 'NAME' or 'NAME = VALUE', the schema said
                     continue
+                enumerator, equals, value = (part.strip() for part in entry.value.partition("="))
                 if enumerator in C_KEYWORDS:
                     self.error(entry, f"enumerator '{enumerator}' is a C keyword")
                     continue
                 if equals:
                     try:
                         next_value = constants.c_integer(value)
-                    except ValueError as exc:
-                        if not self.reported(entry):
-                            self.error(entry, f"enum '{name}': enumerator '{enumerator}': {exc}")
+                    except ValueError as exc:  # octal digits past 7
+                        self.error(entry, f"enum '{name}': enumerator '{enumerator}': {exc}")
                         continue
                 problem = constants.range_problem(next_value)
                 if problem:
@@ -278,10 +257,9 @@ class _Builder:
             enums.append(EnumDecl(name, self.loc(item), values.get("strip_prefix", ""), tuple(enumerators)))
         return enums
 
-    def build_header(self, node, data, outputs_node, provider: str = "") -> HeaderConfig:
-        """``data``: the node as plain values (schema_check.plain)."""
+    def build_header(self, node, data, outputs_node, provider: str) -> HeaderConfig:
         fields = self.fields(node) if isinstance(node, yaml.MappingNode) else {}
-        values = {k: v for k, v in data.items() if not isinstance(v, dict)} if fields else {}
+        values = data if fields else {}
         for key in HEADER_NAMES:
             if key in values:
                 self.keyword_check(fields[key], values[key], key)
@@ -324,14 +302,13 @@ class _Builder:
         )
 
     def build_probes(self, node, data, typedefs, arg0: bool, clock: str | None, enums: set[str]) -> list[Probe]:
-        """``data``: the node as plain values (schema_check.plain), read
-        here in place of the nodes, which give positions; ``enums``: the
-        names declared under 'enums:'."""
+        """``data``: the node's values (schema_check.plain); the nodes give
+        positions. ``enums``: the names declared under 'enums:'."""
         probes: list[Probe] = []
         if not isinstance(node, yaml.SequenceNode):
             return probes
         names: dict[str, yaml.Node] = {}  # name -> its node, for a duplicate's message
-        max_args = SDT_MAX_ARGS - (1 if arg0 else 0)
+        max_args = SDT_MAX_ARGS - arg0
         for index, (item, values) in enumerate(zip(node.value, data)):
             # Each probe's nodes go once it is modelled (its positions are in
             # the model): a big catalog's nodes are most of its peak memory.
@@ -350,10 +327,11 @@ class _Builder:
             if self.keyword_check(fields.get("group"), group, "group") and group in SCRIPT_NAMES:
                 self.error(fields["group"], f"group '{group}' would overwrite the generated '{group}' script "
                                             "(one per group, plus all and counts); rename the group")
-            ticks = values.get("ticks", False)
-            if ticks is True and not arg0:
+            ticks = values.get("ticks") is True
+            if ticks and not arg0:
                 self.error(fields["ticks"], "'ticks: true' needs 'arg0: true' at the top: the clock is passed as arg0")
-            args = self.build_args(fields.get("args"), values.get("args"), typedefs, name, 1 if arg0 else 0)
+            arg_list = fields.get("args")
+            args = self.build_args(arg_list, values.get("args"), typedefs, name, int(arg0))
             named_enums = [a for a in args if a.ctype.kind is Kind.ENUM and not a.hex]
             if len(named_enums) > MAX_NAMED_ENUMS:
                 self.diagnostics.append(Diagnostic(
@@ -361,15 +339,14 @@ class _Builder:
                     f"probe '{name}' has {len(named_enums)} enum arguments printed by name; scripts print "
                     f"at most {MAX_NAMED_ENUMS} by name (each doubles the bpftrace probe's code): "
                     "mark the others 'hex: true'"))
-            arg_list = fields.get("args")
             if isinstance(arg_list, yaml.SequenceNode) and len(args) > max_args and not self.reported(arg_list):
                 why = " (one of <sys/sdt.h>'s 12 is arg0)" if arg0 else ""
                 self.error(arg_list, f"probe '{name}' has {len(args)} arguments; at most {max_args} are allowed{why}")
             doc = values.get("doc", "")
             if named and isinstance(doc, str) and isinstance(group, str):
                 where = self.loc(item)
-                probes.append(Probe(name, group, doc, tuple(args), where, ticks is True,
-                                    spdk_arg0(ticks is True, clock, where) if arg0 else None,
+                probes.append(Probe(name, group, doc, tuple(args), where, ticks,
+                                    spdk_arg0(ticks, clock, where) if arg0 else None,
                                     enabled_check=values.get("enabled_check", False) is True))
                 for arg in named_enums:
                     if arg.ctype.enum_name not in enums:
@@ -395,7 +372,7 @@ class _Builder:
                 self.error(fields["name"], f"probe '{probe_name}': duplicate argument name '{name}'")
                 continue
             type_node = fields.get("type")
-            if not isinstance(type_node, yaml.ScalarNode) or type_node.tag != "tag:yaml.org,2002:str":
+            if not isinstance(type_node, yaml.ScalarNode) or type_node.tag != STR:
                 continue
             try:  # parsed once per spelling: catalogs repeat a few types
                 ctype = self._ctypes.get(type_node.value) or self._ctypes.setdefault(

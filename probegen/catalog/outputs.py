@@ -7,15 +7,24 @@ overwrite files elsewhere).
 import os
 from pathlib import Path
 
+import yaml
+
+from probegen.catalog.schema_check import load_schema
+
 
 def _inside(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
-def check_output_paths(builder, nodes: dict, allow_outside: bool, directories: frozenset) -> None:
-    """Report each bad path through ``builder.error(node, message)``;
-    ``nodes`` maps an output kind to its path's node; ``directories``: the
-    kinds that are directories of scripts (the schema's x-directory)."""
+def output_paths(builder, outputs, allow_outside: bool) -> dict[str, Path]:
+    """The paths under ``outputs`` (its node) by kind, each bad one reported
+    through ``builder.error``."""
+    kinds = load_schema()["properties"]["outputs"]["properties"]
+    directories = {kind for kind, schema in kinds.items() if schema.get("x-directory")}  # scripts: they may nest
+    nodes = {}
+    if isinstance(outputs, yaml.MappingNode):
+        nodes = {key.value: value for key, value in outputs.value
+                 if key.value in kinds and isinstance(value, yaml.ScalarNode)}
     base = str(builder.base_dir)  # already resolved
     paths: dict[str, str] = {}  # kind -> normalised path, of the outputs placed so far
     written_as: dict[str, str] = {}
@@ -48,8 +57,8 @@ def check_output_paths(builder, nodes: dict, allow_outside: bool, directories: f
                 continue
             pair = {kind: path, other: other_path}
             for inner, outer in ((kind, other), (other, kind)):
-                # Scripts directories may nest; nothing goes in, or under, a file.
                 if _inside(pair[inner], pair[outer]) and not {inner, outer} <= directories:
                     builder.error(node, f"outputs: '{inner}' ('{written_as[inner]}') is inside '{outer}' "
                                         f"('{written_as[outer]}'); each output needs its own path")
         paths[kind] = path
+    return {kind: builder.base_dir / written for kind, written in written_as.items()}

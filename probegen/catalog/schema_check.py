@@ -16,7 +16,7 @@ import yaml
 from probegen.catalog.cvalidate import DOC_KEYS, text_problem
 from probegen.data import SCHEMA
 
-_STR = "tag:yaml.org,2002:str"
+STR = "tag:yaml.org,2002:str"
 _EXPECTED = {"string": "a string", "boolean": "true or false", "integer": "an integer",
              "object": "a mapping", "array": "a list"}
 # What one item of each list is called in messages.
@@ -83,7 +83,7 @@ def plain(root: yaml.Node, scalar: Callable[[yaml.Node], Any], marked: bool = Tr
         node.end_mark = None  # never read: freed as the data grows (~10% of a big catalog's peak memory)
         if not node.value.isprintable():
             unprintable(node, doc)
-        return node.value if node.tag == _STR else scalar(node)
+        return node.value if node.tag == STR else scalar(node)
 
     def collection(node: yaml.Node, what: str, depth: int) -> Any:
         """``what``: the node's key, or its noun."""
