@@ -158,7 +158,7 @@ def test_typed_macros_carry_catalog_sizes(tmp_path, types_catalog, types_include
         for arg, spec in zip(probe.args, note["args"][1:]):
             size, signed, _ = parse_spec(spec)
             assert arg.ctype.matches_note(size, signed), (name, arg.name, spec)
-            expected = arg.ctype.note_spec_size()
+            expected = -arg.ctype.size_on() if arg.ctype.signed else arg.ctype.size_on()
             if arg.ctype.signed is not None:
                 assert (-size if signed else size) == expected, (name, arg.name, spec)
     assert "pgtest" not in typed  # a ticks probe: behind its semaphore, present all the same

@@ -1,7 +1,7 @@
-"""The C types of probe arguments: the parser of the catalog's types, and
-their facts (kind, size and sign as a ``.note.stapsdt`` spec records them).
-Each output maps the facts to its own syntax. Sizes are LP64's (x86_64,
-aarch64); ``pointer_size=4`` gives ILP32's.
+"""The C types of probe arguments: the catalog's types parsed, and their
+facts (kind, size and sign, as a ``.note.stapsdt`` spec records them), which
+each output maps to its own syntax. Sizes are LP64's; ``pointer_size=4``
+gives ILP32's.
 """
 
 import dataclasses
@@ -19,6 +19,7 @@ C_KEYWORDS = frozenset(
     noexcept nullptr operator private protected public static_assert template
     this thread_local throw try typeid typename using virtual wchar_t""".split()
 )
+
 
 def is_identifier(name: str) -> bool:
     """A C identifier that is not a C or C++ keyword."""
@@ -103,11 +104,6 @@ class CType:
     def size_on(self, pointer_size: int = 8) -> int:
         """Size in bytes on a target with this pointer size."""
         return pointer_size if self.pointer_sized else self.size
-
-    def note_spec_size(self, pointer_size: int = 8) -> int:
-        """The size field of the note's argument spec: negative when signed."""
-        size = self.size_on(pointer_size)
-        return -size if self.signed else size
 
     def matches_note(self, size: int, signed: bool, pointer_size: int = 8) -> bool:
         """Whether a note argument of this size and sign carries this type."""
@@ -199,8 +195,8 @@ def shown(text: str) -> str:
 
 
 class TokenCursor:
-    """Position in a list of C tokens, for the recursive-descent readers of
-    types (here) and the clock (catalog.cvalidate); each has its own fail()."""
+    """The readers of types (here) and of the clock (catalog.cvalidate)
+    walk their tokens with it; each has its own fail()."""
 
     def __init__(self, tokens: list[str]):
         self.tokens = tokens
@@ -232,8 +228,8 @@ class _TypeParser(TokenCursor):
                       | struct NAME | union NAME | enum NAME | TYPEDEF_NAME) { qualifier }
         pointer     = "*" qualifier*
 
-    Generated files spell the type with the tokens it kept (no parameter
-    names): nothing else of the catalog's text.
+    Generated files spell the type with the tokens it kept: nothing else
+    of the catalog's text (no parameter names).
     """
 
     def __init__(self, tokens: list[str], text: str):
@@ -244,16 +240,14 @@ class _TypeParser(TokenCursor):
     def fail(self, why: str):
         raise CTypeError(f"cannot read '{shown(self.text)}' as a C type: {why}")
 
-    def take(self, keep: bool = True) -> str:
-        token = super().take()
-        if keep:
-            self.kept.append(token)
-        return token
+    def take(self) -> str:
+        self.kept.append(super().take())
+        return self.kept[-1]
 
     def type_name(self) -> tuple[list[str], int, bool, list[str]]:
-        """(the specifiers without qualifiers: ["unsigned", "int"], ["struct", "s"];
-        pointer levels (of the return type, for a function pointer); whether it
-        is a function pointer; the tokens kept)."""
+        """(specifiers but qualifiers, ["struct", "s"]; pointer levels (of
+        a function pointer's return type); whether it is a function pointer;
+        the tokens kept)."""
         words = self.specifiers()
         stars = self.pointers()
         function = self.peek() == "("
@@ -311,7 +305,7 @@ class _TypeParser(TokenCursor):
         while self.peek() in _QUALIFIERS:
             self.take()
         if named and is_identifier(self.peek() or ""):
-            self.take(keep=False)
+            self.position += 1  # the parameter's name: not part of the type
         self.expect(")")
         self.expect("(")
         self.parameters()
@@ -338,7 +332,7 @@ class _TypeParser(TokenCursor):
                 if words == ["void"] and not stars:
                     self.fail("'void' must be the only parameter")
                 if is_identifier(self.peek() or ""):
-                    self.take(keep=False)  # a parameter's name says nothing about the type
+                    self.position += 1  # the parameter's name
             if self.peek() != ",":
                 return
             self.take()
@@ -347,16 +341,15 @@ class _TypeParser(TokenCursor):
 def is_type_name(tokens: list[str]) -> bool:
     """Whether the tokens are one type of the grammar (a cast's type)."""
     try:
-        _TypeParser(list(tokens), " ".join(tokens)).type_name()
+        _TypeParser(tokens, " ".join(tokens)).type_name()
     except CTypeError:
         return False
-    return bool(tokens)
+    return True
 
 
 def parse_ctype(text: str, typedefs: dict[str, CType] | None = None) -> CType:
     """Parse a C type as the catalog writes it; ``typedefs``: the catalog's.
     Raises ``CTypeError`` for anything a probe argument cannot be."""
-    typedefs = typedefs or {}
     tokens = _type_tokens(text)
     if not tokens:
         raise CTypeError("empty type")
@@ -382,7 +375,7 @@ def parse_ctype(text: str, typedefs: dict[str, CType] | None = None) -> CType:
         return CType(spelling, Kind.BOOL, 1, False)
     if words[0] == "enum":
         return CType(spelling, Kind.ENUM, 4, None, enum_name=words[1])
-    if base in typedefs:
+    if base in (typedefs or {}):
         # Generated C spells the target type, so call sites need not see
         # the typedef; ``alias`` keeps the name for docs.
         return dataclasses.replace(typedefs[base], alias=base)
