@@ -64,7 +64,8 @@ def parse_catalog(data: bytes, path: Path, header_output=None) -> Catalog:
         try:
             walked = plain(root, builder.scalar, marked=b"&" in data or b"!" in data)
         except Refused as exc:
-            raise CatalogError([Diagnostic(builder.loc(exc.node), exc.message)]) from None
+            node, message = exc.args
+            raise CatalogError([Diagnostic(builder.loc(node), message)]) from None
         catalog = builder.build(root, *walked)
     finally:
         if collecting:
@@ -194,6 +195,17 @@ class _Builder:
             return False
         return name in C_KEYWORDS or is_identifier(name)
 
+    def unique(self, fields, name, what, seen: dict[str, yaml.Node]) -> bool:
+        """Whether ``name`` can name a ``what`` and is not yet in ``seen``
+        (name -> its node), which it then joins."""
+        if not self.keyword_check(fields.get("name"), name, what):
+            return False
+        if name in seen:
+            self.error(fields["name"], f"duplicate {what} name '{name}' (first defined at {self.loc(seen[name])})")
+            return False
+        seen[name] = fields["name"]
+        return True
+
     def build_typedefs(self, node) -> dict:
         typedefs = {}
         if not isinstance(node, yaml.MappingNode):
@@ -307,7 +319,7 @@ class _Builder:
         probes: list[Probe] = []
         if not isinstance(node, yaml.SequenceNode):
             return probes
-        names: dict[str, yaml.Node] = {}  # name -> its node, for a duplicate's message
+        names: dict[str, yaml.Node] = {}
         max_args = SDT_MAX_ARGS - arg0
         for index, (item, values) in enumerate(zip(node.value, data)):
             # Each probe's nodes go once it is modelled (its positions are in
@@ -317,12 +329,7 @@ class _Builder:
                 continue
             fields = self.fields(item)
             name = values.get("name")
-            named = self.keyword_check(fields.get("name"), name, "probe")
-            if named and name in names:
-                self.error(fields["name"], f"duplicate probe name '{name}' (first defined at {self.loc(names[name])})")
-                named = False
-            if named:
-                names[name] = fields["name"]
+            named = self.unique(fields, name, "probe", names)
             group = values.get("group")
             if self.keyword_check(fields.get("group"), group, "group") and group in SCRIPT_NAMES:
                 self.error(fields["group"], f"group '{group}' would overwrite the generated '{group}' script "

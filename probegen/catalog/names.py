@@ -1,19 +1,16 @@
-"""The names the generated header defines and uses (the header generator
-forms them here, and ``header_definitions`` lists them all), and
-``problems``: each catalog name that would break a generated file (defined
-twice, reserved, predefined, or an operator or keyword to C++ or bpftrace).
+"""The names the generated header defines and uses (formed here for the
+header generator; ``header_definitions`` lists them), and ``problems``: each
+catalog name that would break a generated file.
 """
 
 import re
 from pathlib import Path
-from typing import NamedTuple, Union
+from typing import NamedTuple
 
 from probegen.catalog.model import SDT_MAX_ARGS, Catalog, HeaderConfig
 from probegen.errors import Location
 
-# Locals of the typed macros are this prefix and the argument's name.
-LOCAL_PREFIX = "_pg_"
-SEMAPHORE_SUFFIX = "_semaphore"
+LOCAL_PREFIX = "_pg_"  # and the argument's name: the typed macros' locals
 ENABLED_SUFFIX = "_ENABLED"
 # Parameters of the untyped compatibility macros: PREFIXn(name, a1, ..., an).
 COMPAT_PARAMS = frozenset(["name", *(f"a{i}" for i in range(1, SDT_MAX_ARGS + 1))])
@@ -26,12 +23,11 @@ CPP_ALTERNATIVE_TOKENS = frozenset("and and_eq bitand bitor compl not not_eq or 
 PREDEFINED_MACROS = frozenset("linux unix i386 sun sparc mips vax m68k".split())
 # Object-like and function-like macros of the headers the generated header
 # includes (<stdint.h>, <stddef.h>, <stdbool.h>, <sys/sdt.h>).
-_SYSTEM_MACRO_PATTERN = (
+_SYSTEM_MACRO = re.compile(
     r"(?:U?INT(?:8|16|32|64|PTR|MAX)|U?INT_(?:LEAST|FAST)(?:8|16|32|64)|PTRDIFF|SIG_ATOMIC|SIZE|WCHAR|WINT)"
     r"_(?:MIN|MAX|WIDTH|C)|(?:STAP|DTRACE)_PROBE(?:[0-9]*|V|_ASM\w*)|STAP_SDT_\w*|STAP_HAS_SEMAPHORES"
     r"|NULL|offsetof|bool|true|false"
 )
-_SYSTEM_MACRO = re.compile(_SYSTEM_MACRO_PATTERN)
 # Words the header's own text uses (besides C keywords and each catalog's
 # types), and those <sys/sdt.h> (systemtap 4.8) uses in its macros and the
 # assembler text it builds: a macro named so would rewrite them (an
@@ -56,7 +52,7 @@ HEADER_NAMES = ("guard", "enable_macro", "disable_macro", "compat_prefix", "type
 # counts.bt, spans.bt); the BCC tool is one per catalog, PROVIDER.py.
 SCRIPT_NAMES = frozenset(["all", "counts", "spans"])
 
-Origin = Union[Location, str]  # where a name comes from: a position, or a key under 'header:'
+Origin = Location | str  # where a name comes from: a position, or a key under 'header:'
 
 
 def typed_macro(header: HeaderConfig, probe_name: str) -> str:
@@ -79,7 +75,7 @@ def enabled_macro(header: HeaderConfig, probe_name: str) -> str:
 
 
 def semaphore(provider: str, probe_name: str) -> str:
-    return f"{provider}_{probe_name}{SEMAPHORE_SUFFIX}"
+    return f"{provider}_{probe_name}_semaphore"
 
 
 def no_semaphore_macro(header: HeaderConfig) -> str:
@@ -99,8 +95,7 @@ class Definition(NamedTuple):
     origin: Origin
 
     @property
-    def what(self) -> str:
-        """What defines it, for messages: "the _ENABLED() macro of probe 'foo'"."""
+    def what(self) -> str:  # for messages: "the _ENABLED() macro of probe 'foo'"
         return _WHAT[self.kind].format(self.subject)
 
 
@@ -145,8 +140,7 @@ def _unusable(name: str, *, macro: bool = False, expanded: bool = False) -> str 
 
 
 def problems(catalog: Catalog) -> list[tuple[Origin, str]]:
-    """Every catalog name that would break the generated header, as
-    (origin, message)."""
+    """(origin, message) for each catalog name that would break the header."""
     found: list[tuple[Origin, str]] = []
     header = catalog.header
     definitions = header_definitions(catalog)
@@ -186,7 +180,8 @@ def problems(catalog: Catalog) -> list[tuple[Origin, str]]:
             origin = definition.origin
             if (origin, first.origin) not in clashes:
                 clashes.add((origin, first.origin))
-                found.append((origin, f"{definition.what} is {name}, as is {first.what}{_at(first.origin)}"))
+                at = first.origin if isinstance(first.origin, Location) else f"'{first.origin}' under 'header:'"
+                found.append((origin, f"{definition.what} is {name}, as is {first.what} ({at})"))
             continue
         if name in tested:
             found.append((tested[name], f"{tested[name]} '{name}' is also {definition.what}"))
@@ -227,7 +222,3 @@ def problems(catalog: Catalog) -> list[tuple[Origin, str]]:
         if header.typed_prefix == header.compat_prefix:
             found.append(("typed_prefix", f"typed_prefix '{header.typed_prefix}' is also the compat_prefix"))
     return found
-
-
-def _at(origin: Origin) -> str:
-    return f" ({origin})" if isinstance(origin, Location) else f" ('{origin}' under 'header:')"

@@ -1,8 +1,7 @@
 """A composed catalog as JSON data, checked against the shipped JSON Schema:
-one message per problem, at the YAML node it is about. fastjsonschema's lean
-validator (~4 ms to compile) says whether the catalog is valid; only when it
-is not, a detailed one (~10 ms) lists every error with the path that leads
-back to the node.
+one message per problem, at the YAML node it is about. A lean validator
+(~4 ms to compile) says whether the catalog is valid; only when it is not,
+a detailed one (~10 ms) lists every error with its path to the node.
 """
 
 import functools
@@ -46,28 +45,23 @@ def _validator(detailed: bool) -> Callable[[Any], Any]:
 
 
 class Refused(Exception):
-    """YAML that a catalog may not use, at ``node``: one error, nothing else checked."""
-
-    def __init__(self, node: yaml.Node, message: str):
-        super().__init__(message)
-        self.node, self.message = node, message
+    """(node, message): YAML that a catalog may not use; nothing else is checked."""
 
 
 def plain(root: yaml.Node, scalar: Callable[[yaml.Node], Any], marked: bool = True) -> tuple[Any, list[Problem]]:
     """(the document as JSON data, [(node, message)] for its repeated keys
     and strings holding a character they may not); ``scalar(node)`` gives a
-    scalar node's value. Raises Refused for aliases (their walks grow
+    scalar's value. Raises Refused for aliases (their walks grow
     exponentially: "billion laughs"), tags beyond YAML's core, keys that are
-    not scalars, nesting past MAX_DEPTH. ``marked``: whether the text holds
-    '&' or '!'; without them there is no alias or tag to look for, and the
-    walk keeps no set of every node."""
+    not scalars, nesting past MAX_DEPTH. ``marked``: the text holds '&' or
+    '!' (else there is no alias or tag, and no set of every node is kept)."""
     problems: list[Problem] = []
     seen: set[int] = set()  # every node: an alias is a node met twice
     Scalar = yaml.ScalarNode  # noqa: N806
 
     def check(node: yaml.Node, holder: yaml.Node) -> None:
-        """``holder``: the key or list shown for an alias (libyaml keeps no
-        position of its own for it)."""
+        """``holder``: the key or list shown for an alias (which has no
+        position of its own)."""
         if id(node) in seen:
             raise Refused(holder, "YAML aliases are not allowed in a catalog; write the value out")
         seen.add(id(node))
@@ -85,8 +79,7 @@ def plain(root: yaml.Node, scalar: Callable[[yaml.Node], Any], marked: bool = Tr
             unprintable(node, doc)
         return node.value if node.tag == STR else scalar(node)
 
-    def collection(node: yaml.Node, what: str, depth: int) -> Any:
-        """``what``: the node's key, or its noun."""
+    def collection(node: yaml.Node, what: str, depth: int) -> Any:  # what: its key, or its noun
         if depth >= MAX_DEPTH:
             raise Refused(node, f"nested more than {MAX_DEPTH} levels deep (a catalog needs 6)")
         node.end_mark = None
@@ -187,6 +180,5 @@ def _problems(root: yaml.Node, error) -> Iterator[Problem]:
         yield node, f"{what}: {error.message[len(error.name) + 1:]}"
 
 
-def _printable(text: str) -> str:
-    """Text for a one-line message: control characters escaped (\\n)."""
+def _printable(text: str) -> str:  # for a one-line message: a newline as \n
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)

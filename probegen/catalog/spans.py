@@ -1,7 +1,6 @@
 """A catalog's ``spans:`` as the model, checked beyond the schema: the
 probes exist, key arguments are in both with compatible types, ``by``
-arguments in one, and scripts can read them all. The loader calls it with
-its builder (positions, messages) once the probes are built.
+arguments in one, and scripts can read them all.
 """
 
 import yaml
@@ -9,10 +8,8 @@ import yaml
 from probegen.catalog.ctype import Kind
 from probegen.catalog.model import Arg, Probe, Span, SpanBy, SpanKey
 
-# The schema's maxItems bound key (bpftrace map keys are tuples kept on the
-# 512-byte BPF stack) and by (each multiplies the histograms printed).
 # bpftrace 0.17 reads USDT arguments arg0..arg5 only (x86_64); a span
-# script must read every key and by argument.
+# script reads every key and by argument.
 MAX_SCRIPT_ARG = 5
 
 
@@ -22,7 +19,8 @@ _KEY_CLASS = {Kind.STRING: "string", Kind.POINTER: "pointer", Kind.FUNCTION_POIN
 
 
 def build_spans(builder, node, data, probes: list[Probe]) -> tuple[Span, ...]:
-    """``data``: the node as plain values (schema_check.plain)."""
+    """``data``: the node's values (schema_check.plain); ``builder``: the
+    loader's (positions, messages)."""
     if not isinstance(node, yaml.SequenceNode):
         return ()
     by_name = {p.name: p for p in probes}
@@ -33,12 +31,7 @@ def build_spans(builder, node, data, probes: list[Probe]) -> tuple[Span, ...]:
             continue
         fields = builder.fields(item)
         name = values.get("name")
-        named = builder.keyword_check(fields.get("name"), name, "span")
-        if named and name in seen:
-            builder.error(fields["name"], f"duplicate span name '{name}' (first defined at {builder.loc(seen[name])})")
-            named = False
-        if named:
-            seen[name] = fields["name"]
+        named = builder.unique(fields, name, "span", seen)
         start = _probe(builder, fields.get("start"), by_name, name, "start")
         end = _probe(builder, fields.get("end"), by_name, name, "end")
         if start is not None and start is end:
