@@ -98,25 +98,20 @@ class CType:
         """"struct NAME" or "union NAME" that scripts cast the pointer to."""
         if self.struct_name is None:
             return None
-        keyword = "union" if "union" in self.spelling.split() else "struct"
-        return f"{keyword} {self.struct_name}"
+        return f"{'union' if 'union' in self.spelling.split() else 'struct'} {self.struct_name}"
 
     def size_on(self, pointer_size: int = 8) -> int:
-        """Size in bytes on a target with this pointer size."""
         return pointer_size if self.pointer_sized else self.size
 
     def matches_note(self, size: int, signed: bool, pointer_size: int = 8) -> bool:
         """Whether a note argument of this size and sign carries this type."""
-        if size != self.size_on(pointer_size):
-            return False
-        return self.signed is None or self.signed == signed
+        return size == self.size_on(pointer_size) and self.signed in (None, signed)
 
     def promotes_from(self, size: int, signed: bool, pointer_size: int = 8) -> bool:
         """Whether a narrower integer passed at a site converts to this
         integer type without loss (a uint8_t to int; signed only to signed)."""
-        if self.kind is not Kind.INTEGER or size >= self.size_on(pointer_size):
-            return False
-        return not signed or self.signed is not False
+        return (self.kind is Kind.INTEGER and size < self.size_on(pointer_size)
+                and (not signed or self.signed is not False))
 
     def holds_constant(self, value: int, pointer_size: int = 8) -> bool:
         """Whether a literal in a note (whose size and sign are the literal's
@@ -142,8 +137,7 @@ class CType:
         """The sign on x86_64, where scripts run (plain char is signed)."""
         return self.signed is not False
 
-    def declare(self, name: str) -> str:
-        """A C declaration of a variable ``name`` of this type."""
+    def declare(self, name: str) -> str:  # of a variable of this type
         match = "(" in self.spelling and _FUNCTION_POINTER.match(self.spelling)
         if match:
             return f"{match['ret'].rstrip()} (*{name})({match['params']})"
