@@ -152,6 +152,9 @@ REFUSED = {
         catalog_text(top=enums("A"), more=PROBE_MORE.format(name="five") + "    args:\n" + "".join(
             f"      - {{name: {n}, type: enum e}}\n" for n in "abcdf")),
         "22:9: probe 'five' has 5 enum arguments printed by name; scripts print at most 4"),
+    "a length that is a list": (
+        catalog_text(more=PROBE_MORE.format(name="l") + "    args: [{name: s, type: const char *, length: [n]}]\n"),
+        "14:50: 'length': expected a string, found a list"),
     "a member named like a bpftrace keyword": (
         catalog_text(more=PROBE_MORE.format(name="m") + "    args: [{name: q, type: struct s *, members: [a.while]}]\n"),
         "14:50: argument 'q': member 'a.while' has a bpftrace keyword in its path"),

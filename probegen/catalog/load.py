@@ -138,6 +138,18 @@ class _Builder:
     def fields(self, node: yaml.MappingNode) -> dict[str, yaml.Node]:
         return {k.value: v for k, v in node.value}
 
+    def entries(self, node, data):
+        """(node, its fields, its values) of each mapping in the list ``node``
+        (``data``: its values, from schema_check.plain). Each goes from the
+        list once modelled (the model keeps its positions): a big catalog's
+        nodes are most of its peak memory."""
+        if not isinstance(node, yaml.SequenceNode):
+            return
+        for index, (item, values) in enumerate(zip(node.value, data)):
+            node.value[index] = data[index] = None
+            if isinstance(item, yaml.MappingNode):
+                yield item, self.fields(item), values
+
     def build(self, root: yaml.Node, data, problems) -> Catalog | None:
         if not isinstance(root, yaml.MappingNode):
             self.error(root, "catalog: expected a mapping")
@@ -226,12 +238,7 @@ class _Builder:
 
     def build_enums(self, node, data) -> list[EnumDecl]:
         enums: list[EnumDecl] = []
-        if not isinstance(node, yaml.SequenceNode):
-            return enums
-        for item, values in zip(node.value, data):
-            if not isinstance(item, yaml.MappingNode):
-                continue
-            fields = self.fields(item)
+        for item, fields, values in self.entries(node, data):
             name = values.get("name")
             if not self.keyword_check(fields.get("name"), name, "enum"):
                 continue
@@ -301,33 +308,20 @@ class _Builder:
                 includes.append(str(self.scalar(item)))
         dtrace = values.get("style") == "dtrace"
         return HeaderConfig(
-            guard=guard,
-            enable_macro=values.get("enable_macro", None if dtrace else "PROBEGEN_USDT"),
-            disable_macro=values.get("disable_macro"),
-            includes=tuple(includes),
+            guard=guard, enable_macro=values.get("enable_macro", None if dtrace else "PROBEGEN_USDT"),
+            disable_macro=values.get("disable_macro"), includes=tuple(includes),
             compat_prefix=values.get("compat_prefix"),
-            typed_prefix=values.get("typed_prefix", provider.upper() if dtrace else "PROBE"),
-            clock=clock,
-            semaphores=bool(values.get("semaphores", True)),
-            style="dtrace" if dtrace else "probegen",
+            typed_prefix=values.get("typed_prefix", provider.upper() if dtrace else "PROBE"), clock=clock,
+            semaphores=bool(values.get("semaphores", True)), style="dtrace" if dtrace else "probegen",
             guard_derived=values.get("guard") is None,
         )
 
     def build_probes(self, node, data, typedefs, arg0: bool, clock: str | None, enums: set[str]) -> list[Probe]:
-        """``data``: the node's values (schema_check.plain); the nodes give
-        positions. ``enums``: the names declared under 'enums:'."""
+        """``enums``: the names declared under 'enums:'."""
         probes: list[Probe] = []
-        if not isinstance(node, yaml.SequenceNode):
-            return probes
         names: dict[str, yaml.Node] = {}
         max_args = SDT_MAX_ARGS - arg0
-        for index, (item, values) in enumerate(zip(node.value, data)):
-            # Each probe's nodes go once it is modelled (its positions are in
-            # the model): a big catalog's nodes are most of its peak memory.
-            node.value[index] = data[index] = None
-            if not isinstance(item, yaml.MappingNode):
-                continue
-            fields = self.fields(item)
+        for item, fields, values in self.entries(node, data):
             name = values.get("name")
             named = self.unique(fields, name, "probe", names)
             group = values.get("group")
@@ -363,19 +357,13 @@ class _Builder:
         return probes
 
     def build_args(self, node, data, typedefs, probe_name, first_index: int) -> list[Arg]:
-        args: list[Arg] = []
+        args: dict[str, Arg] = {}
         lengths: list[tuple] = []  # (argument, the length it names, its node)
-        if not isinstance(node, yaml.SequenceNode):
-            return args
-        seen: set[str] = set()
-        for item, values in zip(node.value, data):
-            if not isinstance(item, yaml.MappingNode):
-                continue
-            fields = self.fields(item)
+        for item, fields, values in self.entries(node, data):
             name = values.get("name")
             if not self.keyword_check(fields.get("name"), name, "argument"):
                 continue
-            if name in seen:
+            if name in args:
                 self.error(fields["name"], f"probe '{probe_name}': duplicate argument name '{name}'")
                 continue
             type_node = fields.get("type")
@@ -405,23 +393,20 @@ class _Builder:
                     self.error(member_node, f"argument '{name}': member '{member}' has a bpftrace "
                                             "keyword in its path; bpftrace scripts cannot name it")
             max_len, length = values.get("max_len"), values.get("length")
+            length = length if isinstance(length, str) else None  # not a string: the schema said so
             if length is not None and ctype.kind is Kind.STRING:
                 lengths.append((name, length, fields["length"]))
-            seen.add(name)
-            args.append(Arg(
-                name=name, ctype=ctype, location=self.loc(item), doc=str(values.get("doc", "")),
-                hex=hex_, max_len=int(max_len) if isinstance(max_len, (int, float)) else None, members=members,
-                length=length if isinstance(length, str) else None,
-                index=first_index + len(args),
-                member_locations=tuple(self.loc(n) for n in member_nodes),
-            ))
-        by_name = {a.name: a for a in args}
+            args[name] = Arg(
+                name=name, ctype=ctype, location=self.loc(item), doc=str(values.get("doc", "")), hex=hex_,
+                max_len=int(max_len) if isinstance(max_len, (int, float)) else None, length=length, members=members,
+                index=first_index + len(args), member_locations=tuple(self.loc(n) for n in member_nodes),
+            )
         for name, length, node in lengths:  # after the loop: a length may come later in the list
-            target = by_name.get(length)
+            target = args.get(length)
             if target is None or target.name == name or target.ctype.kind is not Kind.INTEGER:
                 what = ("no argument of the probe" if target is None else
                         "the string itself" if target.name == name else f"a {target.ctype.kind.value}")
                 self.error(node, f"argument '{name}': 'length' names '{length}', {what}: name the integer "
                                  f"argument of probe '{probe_name}' that holds the string's length")
-        return args
+        return list(args.values())
 

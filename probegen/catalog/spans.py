@@ -19,17 +19,11 @@ _KEY_CLASS = {Kind.STRING: "string", Kind.POINTER: "pointer", Kind.FUNCTION_POIN
 
 
 def build_spans(builder, node, data, probes: list[Probe]) -> tuple[Span, ...]:
-    """``data``: the node's values (schema_check.plain); ``builder``: the
-    loader's (positions, messages)."""
-    if not isinstance(node, yaml.SequenceNode):
-        return ()
+    """``builder``: the loader's (positions, messages)."""
     by_name = {p.name: p for p in probes}
     spans: list[Span] = []
     seen: dict[str, yaml.Node] = {}
-    for item, values in zip(node.value, data):
-        if not isinstance(item, yaml.MappingNode):
-            continue
-        fields = builder.fields(item)
+    for item, fields, values in builder.entries(node, data):
         name = values.get("name")
         named = builder.unique(fields, name, "span", seen)
         start = _probe(builder, fields.get("start"), by_name, name, "start")
