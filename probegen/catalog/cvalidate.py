@@ -1,8 +1,7 @@
-"""What catalog strings that become C code may be: nothing a catalog holds
-may put other code into generated files. An include is a relative path of
-plain names; the clock is parsed as one C expression and rebuilt from its
-tokens; no string holds a control character, nor a doc one that hides or
-reorders text.
+"""What catalog strings that become C code may be, so that none puts other
+code into generated files: an include is a relative path of plain names, the
+clock one C expression rebuilt from its tokens, and no string holds a control
+character (nor a doc one that hides or reorders text).
 """
 
 import re
@@ -14,8 +13,8 @@ from probegen.catalog.ctype import TokenCursor, is_identifier, is_type_name, sho
 # chosen by climbing out of it (/dev/zero, /dev/stdin hang the compiler).
 _INCLUDE = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*(?:/[A-Za-z0-9_+-][A-Za-z0-9_.+-]*)*")
 
-# C's punctuators, longest first, so the text is split as the compiler
-# splits it, and what starts a comment or a trigraph (named in errors).
+# C's punctuators, longest first (as the compiler splits), and what starts a
+# comment or a trigraph (named in errors).
 _PUNCTUATORS = sorted("""
     ... <<= >>= %:%: -> ++ -- << >> <= >= == != && || *= /= %= += -= &= ^= |= ## <: :> <% %> %:
     /* // ?? [ ] ( ) { } . & * + - ~ ! / % < > ^ | ? : ; = , #
@@ -62,7 +61,7 @@ def include_problem(text: str) -> str | None:
 
 def clock_expression(text: str) -> str:
     """The clock as the header writes it: ``text`` parsed as one C
-    expression and rebuilt from its tokens. Raises CExpressionError."""
+    expression and rebuilt from its tokens."""
     tokens = _tokens(text)
     if not tokens:
         raise CExpressionError("empty expression")
@@ -70,28 +69,23 @@ def clock_expression(text: str) -> str:
     parser.conditional()
     if parser.peek() is not None:
         parser.fail(f"unexpected '{parser.peek()}'")
-    # Tokens are kept as written and spaced as written, so the compiler
-    # splits the result into exactly these tokens.
+    # Spaced as written: the compiler splits the result into these tokens.
     return "".join((" " if spaced and i else "") + token for i, (token, spaced) in enumerate(tokens))
 
 
 def _tokens(text: str) -> list[tuple[str, bool]]:
-    """(token, preceded by space) pairs; CExpressionError for anything else."""
+    """(token, preceded by space) pairs."""
     tokens: list[tuple[str, bool]] = []
-    spaced = False
     for match in _TOKEN.finditer(text):
         if match["other"] is not None:
             raise CExpressionError(f"unexpected {shown_char(match['other'])}")
-        if match["space"]:
-            spaced = True
-            continue
         token = match[0]
         if match["number"] and not (_INTEGER.fullmatch(token) or _FLOAT.fullmatch(token)):
             raise CExpressionError(f"'{token}' is not a C number")
         if match["name"] and not is_identifier(token) and token not in _TYPE_WORDS:
             raise CExpressionError(f"'{token}' is a keyword")
-        tokens.append((token, spaced))
-        spaced = False
+        if not match["space"]:
+            tokens.append((token, text[match.start() - 1:match.start()] == " "))
     return tokens
 
 
@@ -141,8 +135,8 @@ class _ExpressionParser(TokenCursor):
         if token in _UNARY:
             self.take()
             self.nested(self.unary)
-        elif token == "(" and self.cast_length():
-            self.position += self.cast_length()
+        elif token == "(" and (length := self.cast_length()):
+            self.position += length
             self.nested(self.unary)
         else:
             self.postfix()
@@ -207,9 +201,8 @@ class _ExpressionParser(TokenCursor):
 
 
 def text_problem(text: str, doc: bool) -> str | None:
-    """Why ``text``, which holds a character that is not printable, is
-    refused, or None: docs may hold layout whitespace (each output escapes
-    it), other strings nothing but spaces."""
+    """Why ``text``, which holds an unprintable character, is refused, or
+    None: docs may hold layout whitespace (outputs escape it)."""
     if not doc:
         char = next(c for c in text if not c.isprintable())
     elif match := _HIDDEN_IN_DOCS.search(text):

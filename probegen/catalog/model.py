@@ -98,8 +98,7 @@ class HeaderConfig:
 
 @dataclass(frozen=True)
 class SpanKey:
-    """An argument of both probes (types compatible) matching a span's end
-    to its start."""
+    """An argument of both probes matching a span's end to its start."""
 
     name: str
     start: Arg
@@ -162,15 +161,9 @@ class Catalog:
         """Catalog arguments a probe may have: arg0 takes one of sdt.h's."""
         return SDT_MAX_ARGS - self.arg0
 
-    # Indexes built on first use (verify looks up each probe it finds); the
-    # loader refuses a name given twice.
-    @cached_property
+    @cached_property  # verify looks up each probe it finds
     def _probes_by_name(self) -> dict[str, Probe]:
         return {probe.name: probe for probe in self.probes}
-
-    @cached_property
-    def _enums_by_name(self) -> dict[str, EnumDecl]:
-        return {enum.name: enum for enum in self.enums}
 
     @cached_property
     def _probes_by_group(self) -> dict[str, tuple[Probe, ...]]:
@@ -183,7 +176,7 @@ class Catalog:
         return self._probes_by_name.get(name)
 
     def enum(self, name: str) -> EnumDecl | None:
-        return self._enums_by_name.get(name)
+        return next((enum for enum in self.enums if enum.name == name), None)
 
     @property
     def groups(self) -> tuple[str, ...]:
