@@ -2,14 +2,12 @@
 
 from pathlib import Path
 
-DEFAULT_CATALOG = "probes.yaml"
-
 # The model's names, imported on first use: what needs only the C type
 # facts (catalog.ctype) does not build the model's classes (~5 ms).
 _MODEL_NAMES = ("Arg", "Catalog", "EnumDecl", "Enumerator", "HeaderConfig", "Probe",
                 "SDT_MAX_ARGS", "Span", "SpanBy", "SpanKey")
 
-__all__ = [*_MODEL_NAMES, "DEFAULT_CATALOG", "load_catalog"]
+__all__ = [*_MODEL_NAMES, "load_catalog"]
 
 
 def __getattr__(name):
@@ -22,8 +20,7 @@ def __getattr__(name):
 
 def load_catalog(path: str | Path, header_output=None):
     """Read, check and model a catalog; raises InputError or CatalogError.
-    ``header_output``: the file the header is written to, when it is not
-    the catalog's outputs.header (it names a guard the catalog leaves out)."""
+    ``header_output``: where the header goes, if not to outputs.header."""
     from probegen.catalog.load import parse_catalog  # PyYAML: only when a catalog is read
     from probegen.files.inputs import read_input
 

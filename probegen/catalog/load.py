@@ -54,8 +54,8 @@ class _Loader(yaml.CSafeLoader):
 def parse_catalog(data: bytes, path: Path, header_output=None) -> Catalog:
     """``path`` names the catalog in messages and anchors its outputs;
     ``header_output`` (header -o) names the guard the catalog does not set."""
-    # The collector would walk the growing node tree again and again: without
-    # it, composing 10,000 SPDK-shaped probes takes 0.18 s of CPU, not 1.1 s.
+    # The collector would walk the growing node tree again and again: 10,000
+    # SPDK-shaped probes compose in 0.18 s of CPU without it, 1.1 s with it.
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -220,9 +220,7 @@ class _Builder:
 
     def build_typedefs(self, node) -> dict:
         typedefs = {}
-        if not isinstance(node, yaml.MappingNode):
-            return typedefs
-        for key_node, value_node in node.value:
+        for key_node, value_node in node.value if isinstance(node, yaml.MappingNode) else ():
             name = key_node.value
             if not is_identifier(name):
                 self.error(key_node, f"typedef: '{name}' is not a C identifier" if name not in C_KEYWORDS

@@ -143,25 +143,11 @@ def problems(catalog: Catalog) -> list[tuple[Origin, str]]:
     """(origin, message) for each catalog name that would break the header."""
     found: list[tuple[Origin, str]] = []
     header = catalog.header
-    definitions = header_definitions(catalog)
 
     def unusable(origin: Origin, what: str, name: str, **kinds) -> None:
         why = _unusable(name, **kinds)
         if why:
             found.append((origin, f"{what} '{name}' {why}"))
-
-    unusable("provider", "provider", catalog.provider, expanded=True)
-    for key in HEADER_NAMES:
-        value = getattr(header, key)
-        if value:
-            unusable(key, key, value, macro=True)
-    for probe in catalog.probes:
-        unusable(probe.location, "probe", probe.name, expanded=True)
-        for arg in probe.args:
-            unusable(arg.location, f"probe '{probe.name}': argument", arg.name)
-            if arg.name.startswith(LOCAL_PREFIX):
-                found.append((arg.location, f"probe '{probe.name}': argument '{arg.name}': names starting "
-                                            f"with '{LOCAL_PREFIX}' are the header's own (its locals)"))
 
     # Macros the user defines and the header only tests.
     tested = {header.enable_macro: "enable_macro"} if header.enable_macro else {}
@@ -170,10 +156,29 @@ def problems(catalog: Catalog) -> list[tuple[Origin, str]]:
             found.append(("disable_macro", f"disable_macro '{header.disable_macro}' is also the enable_macro: "
                                            "the probes could never be compiled in"))
         tested.setdefault(header.disable_macro, "disable_macro")
+    # Names <sys/sdt.h> receives are macro-expanded first: an object-like
+    # macro of the header (or one the user defines for it) would replace them.
+    object_macros = {header.guard: "the include guard", **tested}
+
+    unusable("provider", "provider", catalog.provider, expanded=True)
+    if catalog.provider in object_macros:
+        found.append(("provider", f"provider '{catalog.provider}' is also {object_macros[catalog.provider]}"))
+    for key in HEADER_NAMES:
+        if getattr(header, key):
+            unusable(key, key, getattr(header, key), macro=True)
+    for probe in catalog.probes:
+        unusable(probe.location, "probe", probe.name, expanded=True)
+        if probe.name in object_macros:
+            found.append((probe.location, f"probe '{probe.name}' is also {object_macros[probe.name]}"))
+        for arg in probe.args:
+            unusable(arg.location, f"probe '{probe.name}': argument", arg.name)
+            if arg.name.startswith(LOCAL_PREFIX):
+                found.append((arg.location, f"probe '{probe.name}': argument '{arg.name}': names starting "
+                                            f"with '{LOCAL_PREFIX}' are the header's own (its locals)"))
 
     seen: dict[str, Definition] = {}
     clashes: set[tuple] = set()  # (origin, first origin): one message per pair
-    for definition in definitions:
+    for definition in header_definitions(catalog):
         name = definition.name
         first = seen.setdefault(name, definition)
         if first is not definition:
@@ -191,9 +196,6 @@ def problems(catalog: Catalog) -> list[tuple[Origin, str]]:
                 clashes.add((definition.origin, "macro"))
                 found.append((definition.origin, f"{definition.what} is {name}, which {why}"))
 
-    # Names <sys/sdt.h> receives are macro-expanded first: an object-like
-    # macro of the header (or one the user defines for it) would replace them.
-    object_macros = {header.guard: "the include guard", **tested}
     spellings = {arg.ctype.spelling for probe in catalog.probes for arg in probe.args}
     type_words = {word for spelling in spellings for word in re.findall(r"[A-Za-z_]\w*", spelling)}
     # Even unused by the header (no arg0), the clock names the project's own
@@ -205,11 +207,6 @@ def problems(catalog: Catalog) -> list[tuple[Origin, str]]:
                           f"{what} '{name}' is a word of an argument's type: the macro would replace it"))
         if name in clock_words:
             found.append(("clock", f"clock: '{name}' is also {what}: the macro would replace it"))
-    if catalog.provider in object_macros:
-        found.append(("provider", f"provider '{catalog.provider}' is also {object_macros[catalog.provider]}"))
-    for probe in catalog.probes:
-        if probe.name in object_macros:
-            found.append((probe.location, f"probe '{probe.name}' is also {object_macros[probe.name]}"))
     if header.compat_prefix:
         if catalog.provider in COMPAT_PARAMS:
             found.append(("provider", f"provider '{catalog.provider}' is a parameter name of the "
