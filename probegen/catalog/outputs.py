@@ -34,19 +34,15 @@ def output_paths(builder, outputs, allow_outside: bool) -> dict[str, Path]:
             builder.error(node, f"outputs: '{kind}' is empty; give a path relative to the catalog")
             continue
         path = os.path.normpath(os.path.join(base, written))
-        if not allow_outside:
-            if os.path.isabs(written):
-                builder.error(node, f"outputs: '{kind}' path '{written}' is absolute; outputs stay in the "
-                                    "catalog's directory (set 'allow_outside_outputs: true' to allow it)")
-                continue
-            if not _inside(path, base):
-                builder.error(node, f"outputs: '{kind}' path '{written}' leaves the catalog's directory "
-                                    "(set 'allow_outside_outputs: true' to allow it)")
-                continue
-            if not _inside(str(Path(path).resolve()), base):
-                builder.error(node, f"outputs: '{kind}' path '{written}' leads out of the catalog's directory "
-                                    "through a symbolic link (set 'allow_outside_outputs: true' to allow it)")
-                continue
+        outside = None if allow_outside else (
+            "is absolute; outputs stay in the catalog's directory" if os.path.isabs(written)
+            else "leaves the catalog's directory" if not _inside(path, base)
+            else "leads out of the catalog's directory through a symbolic link"
+            if not _inside(str(Path(path).resolve()), base) else None)
+        if outside:
+            builder.error(node, f"outputs: '{kind}' path '{written}' {outside} "
+                                "(set 'allow_outside_outputs: true' to allow it)")
+            continue
         if path == base and kind not in directories:
             builder.error(node, f"outputs: '{kind}' path '{written}' is the catalog's directory, not a file")
             continue
