@@ -55,8 +55,6 @@ _INTEGER_GROUPS = {
     (8, False, False): "unsigned long long, uint64_t, uintmax_t, uint_least64_t, uint_fast64_t, u_int64_t, dev_t",
 }
 _INTEGERS = {name: facts for facts, names in _INTEGER_GROUPS.items() for name in names.split(", ")}
-_BOOLS = ("bool", "_Bool")
-_FLOATS = ("float", "double", "long double")
 _QUALIFIERS = ("const", "volatile", "restrict")
 _FUNCTION_POINTER = re.compile(r"^(?P<ret>.+?)\(\s*\*\s*\)\s*\((?P<params>.*)\)$")
 
@@ -165,7 +163,6 @@ def _normalise(tokens: list[str]) -> str:
 _TYPE_TOKEN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|[0-9]+|\.\.\.|[*()\[\],])| +|(.)", re.S)
 _INTEGER_WORDS = frozenset(("signed", "unsigned", "char", "short", "int", "long"))
 _OTHER_TYPE_WORDS = frozenset(("void", "bool", "_Bool", "float", "double"))
-_TAGS = ("struct", "union", "enum")
 _MAX_NESTING = 8  # function pointers taking function pointers...
 
 
@@ -265,7 +262,7 @@ class _TypeParser(TokenCursor):
                 words.insert(0, self.take())
             elif words:
                 break  # a parameter's name, or what follows the type
-            elif token in _TAGS:
+            elif token in ("struct", "union", "enum"):
                 words.append(self.take())
                 if not is_identifier(self.peek() or ""):
                     self.fail(f"expected a name after '{token}'")
@@ -365,7 +362,7 @@ def parse_ctype(text: str, typedefs: dict[str, CType] | None = None) -> CType:
     if base in _INTEGERS:
         size, signed, pointer_sized = _INTEGERS[base]
         return CType(spelling, Kind.INTEGER, size, signed, pointer_sized)
-    if base in _BOOLS:
+    if base in ("bool", "_Bool"):
         return CType(spelling, Kind.BOOL, 1, False)
     if words[0] == "enum":
         return CType(spelling, Kind.ENUM, 4, None, enum_name=words[1])
@@ -373,7 +370,7 @@ def parse_ctype(text: str, typedefs: dict[str, CType] | None = None) -> CType:
         # Generated C spells the target type, so call sites need not see
         # the typedef; ``alias`` keeps the name for docs.
         return dataclasses.replace(typedefs[base], alias=base)
-    if base in _FLOATS:
+    if base in ("float", "double", "long double"):
         raise CTypeError(f"floating-point type '{spelling}' is not supported: "
                          "bpftrace and BCC cannot read floating-point USDT arguments")
     if words[0] in ("struct", "union"):

@@ -229,7 +229,7 @@ class _Builder:
             if not isinstance(value_node, yaml.ScalarNode):
                 continue
             try:
-                typedefs[name] = parse_ctype(str(value_node.value), typedefs)
+                typedefs[name] = parse_ctype(value_node.value, typedefs)
             except CTypeError as exc:
                 self.error(value_node, f"typedef '{name}': {exc}")
         return typedefs
