@@ -161,8 +161,7 @@ class _Builder:
         # Where these are not a string and a list, the schema said so.
         if not all(isinstance(top.get(k), (yaml.ScalarNode, yaml.SequenceNode)) for k in ("provider", "probes")):
             return None
-        provider = data.get("provider")
-        provider = provider if isinstance(provider, str) else ""  # not a string: the schema said so
+        provider = data["provider"] if isinstance(data["provider"], str) else ""  # else the schema said so
         self.keyword_check(top.get("provider"), provider, "provider")
         arg0 = data.get("arg0") is True
         typedefs = self.build_typedefs(top.get("typedefs"))
