@@ -236,9 +236,8 @@ class _TypeParser(TokenCursor):
         return self.kept[-1]
 
     def type_name(self) -> tuple[list[str], int, bool, list[str]]:
-        """(specifiers but qualifiers, ["struct", "s"]; pointer levels (of
-        a function pointer's return type); whether it is a function pointer;
-        the tokens kept)."""
+        """(specifiers but qualifiers, ["struct", "s"]; pointer levels (of a
+        function pointer's return); whether a function pointer; tokens kept)."""
         words = self.specifiers()
         stars = self.pointers()
         function = self.peek() == "("
@@ -398,9 +397,8 @@ def _integer_name(words: list[str]) -> str | None:
 
 
 def floating_type(text: str) -> CType | None:
-    """float or double (qualified or not), as <sys/sdt.h> passes them
-    (notes like '8f@%rax'), for a header made from a .d file; else None.
-    Catalogs refuse them: bpftrace and BCC cannot read them."""
+    """float or double (qualified or not) for a header made from a .d file
+    (notes like '8f@%rax'), else None; catalogs refuse them."""
     words = [w for w in _type_tokens(text) if w not in _QUALIFIERS]
     if words in (["float"], ["double"]):
         return CType(_normalise(_type_tokens(text)), Kind.FLOAT, 4 if words == ["float"] else 8, True)

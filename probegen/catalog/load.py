@@ -139,10 +139,8 @@ class _Builder:
         return {k.value: v for k, v in node.value}
 
     def entries(self, node, data):
-        """(node, its fields, its values) of each mapping in the list ``node``
-        (``data``: its values, from schema_check.plain). Each goes from the
-        list once modelled (the model keeps its positions): a big catalog's
-        nodes are most of its peak memory."""
+        """(node, fields, values) of each mapping in the list ``node``, which
+        drops each once modelled: nodes are most of a big catalog's memory."""
         if not isinstance(node, yaml.SequenceNode):
             return
         for index, (item, values) in enumerate(zip(node.value, data)):
@@ -190,11 +188,9 @@ class _Builder:
         return catalog
 
     def keyword_check(self, node, name, what) -> bool:
-        """Whether ``name`` (at ``node``; the schema refuses what is no
-        identifier) can name a ``what``, reporting a keyword. A probe name
-        reaches C only pasted into symbols by <sys/sdt.h> and upper-cased:
-        a keyword is fine (libstdc++'s probes are throw and catch), but not
-        a macro of a standard header (<assert.h>'s static_assert)."""
+        """Whether ``name`` (the schema refused any that is no identifier) can
+        name a ``what``, reporting a keyword. A probe may be one (libstdc++'s
+        throw and catch: sdt.h pastes it into symbols), not a standard macro."""
         if node is None or not isinstance(name, str):
             return False
         if name in C_KEYWORDS and what != "probe":

@@ -62,9 +62,8 @@ def typed_macro(header: HeaderConfig, probe_name: str) -> str:
 
 
 def default_guard(provider: str, output: str) -> str:
-    """The include guard of a header whose catalog sets none: the provider
-    and the header's file name (not its directory, which differs between
-    build trees), unique to each header of each catalog."""
+    """The include guard of a header whose catalog sets none: the provider and
+    the file's name (not its directory: build trees differ)."""
     name = re.sub(r"[^A-Za-z0-9]+", "_", Path(output).name).strip("_").upper() or "PROBES_H"
     guard = f"{provider.upper()}_{name}" if provider else name
     return guard if guard[0].isalpha() else "PROBES_" + guard.lstrip("_")
