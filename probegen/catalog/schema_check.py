@@ -130,21 +130,16 @@ def structure_problems(root: yaml.Node, data: Any) -> Iterator[Problem]:
             yield from _problems(root, error)
 
 
-def _locate(root: yaml.Node, path: list[str]) -> tuple[yaml.Node, str, str]:
-    """(node, what it is called, its mapping key or '') at a fastjsonschema
-    error path (['data', 'probes', '0', 'name'])."""
+def _problems(root: yaml.Node, error) -> Iterator[Problem]:
+    # The node at the error's path (['data', 'probes', '0', 'name']), what
+    # it is called, and its mapping key ('' in a list).
     node, what, key = root, "catalog", ""
-    for step in path[1:]:
+    for step in error.path[1:]:
         if isinstance(node, yaml.SequenceNode):
             node, what = node.value[int(step)], _ITEM_NOUNS.get(key, what)
         else:  # the last of repeated keys, as the JSON data holds
             node = next(value for name, value in reversed(node.value) if name.value == step)
             what, key = f"'{step}'", step
-    return node, what, key
-
-
-def _problems(root: yaml.Node, error) -> Iterator[Problem]:
-    node, what, key = _locate(root, error.path)
     rule, limit, value = error.rule, error.rule_definition, error.value
     if rule == "type":
         if limit in ("object", "array"):

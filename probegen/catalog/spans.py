@@ -51,23 +51,6 @@ def _probe(builder, node, probes: dict[str, Probe], span: str, role: str) -> Pro
     return probe
 
 
-def _names(builder, node, span: str, what: str) -> list[tuple[str, yaml.Node]] | None:
-    """The names of a key or by list; None if it is unusable."""
-    if node is None:
-        return []
-    if not isinstance(node, yaml.SequenceNode) or builder.reported(node):
-        return None
-    names: list[tuple[str, yaml.Node]] = []
-    for item in node.value:
-        if not isinstance(item, yaml.ScalarNode) or builder.reported(item):
-            return None
-        if any(n == item.value for n, _ in names):
-            builder.error(item, f"span '{span}': '{item.value}' appears twice in '{what}'")
-            return None
-        names.append((str(item.value), item))
-    return names
-
-
 def _arg(probe: Probe, name: str) -> Arg | None:
     return next((a for a in probe.args if a.name == name), None)
 
@@ -82,12 +65,21 @@ def _readable(builder, node, span: str, probe: Probe, arg: Arg) -> bool:
 
 def _arguments(builder, node, span: str, what: str, start: Probe, end: Probe) -> tuple | None:
     """The span's ``key`` (SpanKey) or ``by`` (SpanBy) arguments; None if one is unusable."""
-    names = _names(builder, node, span, what)
-    if names is None:
+    if node is None:
+        return ()
+    if not isinstance(node, yaml.SequenceNode) or builder.reported(node):
         return None
+    names: dict[str, yaml.Node] = {}
+    for item in node.value:
+        if not isinstance(item, yaml.ScalarNode) or builder.reported(item):
+            return None
+        if item.value in names:
+            builder.error(item, f"span '{span}': '{item.value}' appears twice in '{what}'")
+            return None
+        names[item.value] = item
     errors = len(builder.diagnostics)
     found = []
-    for name, item in names:
+    for name, item in names.items():
         start_arg, end_arg = _arg(start, name), _arg(end, name)
         if what == "by":
             if end_arg is None and start_arg is None:
