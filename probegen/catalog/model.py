@@ -29,12 +29,12 @@ class Arg:
     member_locations: tuple[Location, ...] = field(default=(), compare=False, repr=False)  # one per member
 
 
-# SPDK's arg0: the clock of a ticks probe, or the int 0 of the others.
 ARG0_CLOCK, ARG0_ZERO = parse_ctype("uint64_t"), parse_ctype("int")
 
 
 def spdk_arg0(ticks: bool, clock: str | None, location: Location) -> Arg:
-    """A probe's arg0 in SPDK form; the clock cast as the header passes it."""
+    """A probe's arg0 in SPDK form: the clock of a ticks probe (cast as the
+    header passes it), or the int 0 of the others."""
     if ticks:
         return Arg("ticks", ARG0_CLOCK, location, f"clock: {clock}", passed=f"({ARG0_CLOCK.spelling})({clock})")
     return Arg("", ARG0_ZERO, location, "always 0", passed="0")
