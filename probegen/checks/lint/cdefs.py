@@ -5,9 +5,9 @@ member whose type is not understood still exists, of an unknown type.
 """
 
 import re
-from dataclasses import dataclass, field, replace
+from collections import namedtuple
 
-from probegen.catalog.ctype import CType, CTypeError, floating_type, parse_ctype
+from probegen.catalog.ctype import CTypeError, floating_type, parse_ctype
 from probegen.errors import Location
 from probegen.checks.lint.layout import Layout, Shape, array, scalar
 from probegen.checks.lint.lexer import COMMENT, ScriptSyntaxError, positions
@@ -30,31 +30,19 @@ _QUALIFIERS = {"const", "volatile", "restrict"}
 MAX_NESTED_STRUCTS = 64
 
 
-@dataclass(frozen=True)
-class Field:
-    """One member as declared: what the checker reads, then where it is laid out."""
-    name: str
-    location: Location
-    ctype: CType | None = None  # None: not known
-    text: bool = False  # a char array: bpftrace prints it with %s as is
-    struct: str | None = None  # the struct it points to or holds
-    spelling: str = ""  # its type as written: "unsigned short", "struct x *", "char[16]"
-    shape: Shape | None = None
-    bit: int | None = None  # where it starts; None: not laid out (after a declaration that cannot be sized)
-    bits: int | None = None  # a bitfield's width
-
+# One member as declared: what the checker reads (ctype: None if not known; text: a char array,
+# printed with %s as is; struct: the one it points to or holds), then where it is laid out
+# (spelling: its type as written, "struct x *", "char[16]"; bit: where it starts, None after a
+# declaration that cannot be sized; bits: a bitfield's width).
+class Field(namedtuple("Field", "name location ctype text struct spelling shape bit bits",
+                       defaults=(None, False, None, "", None, None, None))):
     @property
     def offset(self) -> int | None:
         return None if self.bit is None else self.bit // 8
 
 
-@dataclass
-class StructDef:
-    name: str | None
-    location: Location
-    layout: Layout
-    kind: str = "struct"  # or "union"
-    members: dict[str, Field] = field(default_factory=dict)  # by name, an anonymous member's own included
+# members: by name, an anonymous member's own included; kind: "struct" or "union".
+StructDef = namedtuple("StructDef", "name location layout kind members")
 
 
 def _declarator(text: str) -> tuple[str, int, str, str, int, int | None] | None:
@@ -97,11 +85,6 @@ def _split_top_level(body: str, separator: str) -> list[tuple[int, str]]:
     return parts
 
 
-def _moved(member: Field, start: int | None) -> Field:
-    """A member of an anonymous struct or union, as a member of the one holding it at bit ``start``."""
-    return replace(member, bit=None if start is None or member.bit is None else member.bit + start)
-
-
 class _Reader:
     """One C definition token; offsets are into its text."""
 
@@ -138,7 +121,7 @@ class _Reader:
         attributes = " ".join(_ATTRIBUTE.findall(self.text, close, len(self.text) if end < 0 else end))
         aligned = _ALIGNED.search(attributes)
         layout = Layout(match[1] == "union", _PACKED.search(attributes) is not None, int(aligned[1]) if aligned else 1)
-        struct = StructDef(match[2], self.location(match.start()), layout, match[1])
+        struct = StructDef(match[2], self.location(match.start()), layout, match[1], {})
         for offset, declaration in _split_top_level(self.text[match.end():close], ";"):
             self.declaration(match.end() + offset, declaration, struct)
         if match[2]:
@@ -166,7 +149,8 @@ class _Reader:
         parts = _split_top_level(declaration, ",")
         if inner and not parts:  # anonymous: its members are the outer struct's, moved to where it starts
             start = struct.layout.place(inner.layout.shape(None))
-            struct.members.update({name: _moved(member, start) for name, member in inner.members.items()})
+            for name, member in inner.members.items():
+                struct.members[name] = member._replace(bit=None if None in (start, member.bit) else member.bit + start)
         for part_offset, declarator in parts:
             prefix = "" if words is None else "x "  # a base type before the later declarators
             taken = _declarator(prefix + declarator)
