@@ -1,9 +1,8 @@
 """A parsed script walked with the catalog: where it drifted from it.
 
-Each probe block is walked once per catalog probe it attaches to (``argN``
-differs in each). ``$variables`` carry what was assigned to them; where
-if/else branches disagree, nothing. Where a value's type is not known,
-nothing is said: a finding must be certain.
+Each probe block is walked once per catalog probe it attaches to (``argN`` differs in each).
+``$variables`` carry what was assigned to them; where if/else branches disagree, nothing.
+Where a value's type is not known, nothing is said: a finding must be certain.
 """
 
 import difflib
@@ -172,24 +171,18 @@ class Checker:
             self.report(ast.start(node.args[0]), f"str() of {value.describe}, which is not a string: "
                         f"print it with {suggest(value)}", "str-of-non-string")
             return Value(f"str({value.expression or '...'})", text=True)
-        problem = self.unbounded(node, value)
-        if problem:
-            self.report(ast.start(node), problem, "str-without-length")
-        return Value(f"{value.describe} read by str()", text=True)
-
-    def unbounded(self, node: ast.Call, value: Value) -> str | None:
-        """A string the catalog gives a length (it is not NUL-terminated) read
-        without it. Only argument() makes a value whose expression is argN."""
+        # A string the catalog gives a length (it is not NUL-terminated) read without it.
+        # Only argument() makes a value whose expression is argN.
         match = _ARG.match(value.expression or "")
-        if not match:
-            return None
-        arg = self.probe.note_args[int(match[1])]
-        length = next((a for a in self.probe.args if a.name == arg.length), None)
-        if length is None or len(node.args) > 1 and getattr(node.args[1], "name", None) == f"arg{length.index}":
-            return None
-        return (f"str({value.expression}) of '{arg.name}', which is not NUL-terminated: its length is "
-                f"'{length.name}' (arg{length.index}); print buf({value.expression}, arg{length.index}) with %r, "
-                f"or str({value.expression}, arg{length.index})")
+        arg = self.probe.note_args[int(match[1])] if match else None
+        length = next((a for a in self.probe.args if a.name == arg.length), None) if arg else None
+        given = node.args[1] if len(node.args) > 1 else None
+        if length is not None and getattr(given, "name", None) != f"arg{length.index}":
+            self.report(ast.start(node), f"str({value.expression}) of '{arg.name}', which is not NUL-terminated: "
+                        f"its length is '{length.name}' (arg{length.index}); print buf({value.expression}, "
+                        f"arg{length.index}) with %r, or str({value.expression}, arg{length.index})",
+                        "str-without-length")
+        return Value(f"{value.describe} read by str()", text=True)
 
     def printf(self, node: ast.Call, values: list):
         if not node.args or not isinstance(node.args[0], ast.Str):

@@ -12,10 +12,9 @@ from probegen.errors import Location
 from probegen.checks.lint import lexer
 from probegen.checks.lint.lexer import ScriptSyntaxError, Token
 
-# Blocks, parentheses and operators nested in one another, at most: the
-# parser and the checker recurse on them (real scripts nest a handful).
+# Blocks, parentheses and operators nested in one another, at most: the parser and the checker
+# recurse on them (real scripts nest a handful), spending at most _FRAMES_PER_LEVEL frames a level.
 MAX_NESTING = 500
-# Python frames the parser and the checker spend per level, at most.
 _FRAMES_PER_LEVEL = 8
 _UNARY = ("!", "~", "-", "+", "*", "&", "++", "--")
 # bpftrace's integer types in casts, as C types; and the type names casts start with.
@@ -90,9 +89,6 @@ class _Parser:
     @property
     def token(self) -> Token:
         return self.tokens[self.index]
-
-    def peek(self, ahead: int = 1) -> Token:
-        return self.tokens[min(self.index + ahead, len(self.tokens) - 1)]
 
     def is_punct(self, *texts: str, token: Token | None = None) -> bool:
         token = token or self.token
@@ -232,15 +228,15 @@ class _Parser:
     def cast_ahead(self) -> bool:
         """Whether the '(' here opens a cast: '(struct x *)', '(uint32)',
         or '(name *)' (a typedef, since '(x *)' is no expression)."""
-        first = self.peek()
+        first = self.tokens[self.index + 1]  # '(' is never the last token: EOF is
         if first.kind != lexer.IDENT:
             return False
         if first.text in _CAST_TYPES:
             return True
         ahead = 2
-        while self.is_punct("*", token=self.peek(ahead)):
+        while self.is_punct("*", token=self.tokens[self.index + ahead]):  # nor '*'
             ahead += 1
-        return ahead > 2 and self.is_punct(")", token=self.peek(ahead))
+        return ahead > 2 and self.is_punct(")", token=self.tokens[self.index + ahead])
 
     def cast(self) -> Cast:
         open_paren = self.advance()
