@@ -1,13 +1,9 @@
-"""bpftrace printf conversions, and which ones fit which values.
+"""bpftrace 0.17's printf conversions, and which ones fit which values.
 
-As bpftrace 0.17 does: a conversion is ``%`` [``-``] [``0``] [width]
-[``.``precision] [length: ``hh h l ll j z t``] then one of ``d u x X o c s
-p``, or ``r``, ``rx``, ``rh`` for buffers. Anything else after ``%`` (``%i``,
-``%#x``) prints as text and takes no argument; a ``%`` before a space, an
-escape or the end is text. The length decides how many bits print, as in C:
-32 without one, ``h`` 16, ``hh`` 8, the others 64; ``%p`` always 64. ``%d``
-is accepted for unsigned values narrower than 64 bits, ``%x``/``%o`` for any
-integer, and 64-bit hex or ``%p`` for a string's address.
+Anything after ``%`` that bpftrace does not know (``%i``, ``%#x``) prints as text and takes no
+argument; so does a ``%`` before a space, an escape or the end. ``%d`` is accepted for unsigned
+values narrower than 64 bits, ``%x``/``%o`` for any integer, and 64-bit hex or ``%p`` for a
+string's address.
 """
 
 import re
@@ -20,14 +16,14 @@ from probegen.generators.lines import style_of
 # '%%'; a conversion; a sequence meant as one that bpftrace does not know; a '%' meant as text.
 _FORMAT = re.compile(r"%%|(?P<known>%[-0]*[0-9]*(?:\.[0-9]+)?(?P<length>hh|h|ll|l|j|z|t)?(?P<conv>r[xh]?|[duxXocsp]))"
                      r"|(?P<unknown>%[-+#0-9.]*(?:hh|h|ll|l|L|q|j|z|t)?[A-Za-z])|%")
+# The bytes a length prints, as in C (%p: always 8).
 _LENGTH_BYTES = {None: 4, "hh": 1, "h": 2, "l": 8, "ll": 8, "j": 8, "z": 8, "t": 8}
 # text: "%lu"; conv: "u" (None for an unknown one); offset: in the format string as written.
 Conversion = namedtuple("Conversion", "text conv length offset")
-# What the checker knows about a value. describe: for messages ("arg1 of
-# nvmf_ctrlr_create (subnqn, const char *)"); ctype: None if not known; text:
-# bpftrace holds the characters (str()'s result, a char array); struct: the one
-# pointed to or held; expression: how the script reaches it ("arg1", "$nqn");
-# path: of a struct held inside ``struct``, its member path there.
+# What the checker knows about a value. describe: for messages ("arg1 of nvmf_ctrlr_create
+# (subnqn, const char *)"); ctype: None if not known; text: bpftrace holds the characters (str()'s
+# result, a char array); struct: the one pointed to or held; expression: how the script reaches
+# it ("arg1", "$nqn"); path: of a struct held inside ``struct``, its member path there.
 Value = namedtuple("Value", "describe ctype text struct expression path", defaults=(None, False, None, None, None))
 
 

@@ -1,9 +1,9 @@
 """Split a bpftrace script into tokens, each with its line and column.
 
-bpftrace's top level is not context free: ``usdt:/opt/spdk/bin/nvmf_tgt:spdk:x``
-holds slashes, while a ``/`` after it opens a predicate. So at the top level
-whole attach points, C definitions (``struct x { ... };``) and preprocessor
-lines are single tokens; inside predicates and blocks, C-like expression tokens.
+bpftrace's top level is not context free: ``usdt:/opt/spdk/bin/nvmf_tgt:spdk:x`` holds slashes,
+while a ``/`` after it opens a predicate. So at the top level whole attach points, C definitions
+(``struct x { ... };``) and preprocessor lines are single tokens; inside predicates and blocks,
+C-like expression tokens.
 """
 
 import bisect
@@ -25,8 +25,8 @@ _NAME = "[A-Za-z_][A-Za-z0-9_]*"
 _EXPRESSION = re.compile(rf"(?P<{IDENT}>{_NAME})|(?P<{INT}>[0-9][0-9A-Za-z_]*)|(?P<{VAR}>\${_NAME})"
                          rf"|(?P<{POSITIONAL}>\$(?:[0-9]+|#))|(?P<{MAP}>@(?:{_NAME})?)"
                          rf"|(?P<{PUNCT}>{'|'.join(map(re.escape, _OPERATORS))})")
-# Characters bpftrace 0.17 takes unquoted in an attach point (it rejects
-# '+', '?', '@', '=', '~', '%': a path with them must be quoted).
+# Characters bpftrace 0.17 takes unquoted in an attach point (a path with '+', '?', '@', '=', '~'
+# or '%' must be quoted).
 _ATTACH = re.compile(r'(?:[A-Za-z0-9_\-.*:\[\]$]|/(?![/*])|"[^"]*")*')
 _ATTACH_END = re.compile(r"\s|[,{]|//|/\*|\Z")
 _C_DEFINITION_START = re.compile(r"(struct|union|enum|typedef)\b")
@@ -44,11 +44,11 @@ _BRACKETS = {"(": 1, "[": 1, ")": -1, "]": -1}
 
 
 class ScriptSyntaxError(ScriptError):
-    """A script that cannot be parsed: one message ("cannot parse: ...") with its position."""
+    """A script that cannot be parsed ("cannot parse: ...")."""
 
 
 def positions(text: str, line: int = 1, column: int = 1):
-    """A function giving the (line, column), 1-based, of offsets into a text that starts at ``line``, ``column``."""
+    """A function giving the (line, column) of an offset into ``text``, which starts at ``line``, ``column``."""
     newlines = [m.start() for m in re.finditer("\n", text)]
 
     def where(offset: int) -> tuple[int, int]:
@@ -84,7 +84,7 @@ class _Lexer:
             self.pos = skipped.end()
 
     def c_definition(self):
-        """``struct name { ... };`` and the like: up to the closing brace and a ';', or the first ';'."""
+        """Up to the closing brace and a ';', or the first ';'."""
         start, depth = self.pos, 0
         for pos in range(start, len(self.text)):
             char = self.text[pos]
@@ -96,8 +96,7 @@ class _Lexer:
                 return self.emit(CDEF, start, rest.end() if rest else pos + 1)
         self.error("C definition never closed", start)
 
-    def attach_point(self):
-        """Everything up to whitespace, ',', '{' or a comment: quoted paths included."""
+    def attach_point(self):  # up to whitespace, ',', '{' or a comment, quoted paths included
         end = _ATTACH.match(self.text, self.pos).end()
         if not _ATTACH_END.match(self.text, end):
             if self.text[end] == '"':
