@@ -1,12 +1,11 @@
-"""Where a C compiler puts each member of a script's struct copies (where
-bpftrace reads them), compared with the binary's DWARF.
+"""Where a C compiler puts each member of a script's struct copies (where bpftrace reads them),
+compared with the binary's DWARF.
 
-The x86-64 System V rules, which bpftrace's targets share for these types:
-a scalar is aligned to its size, an array to its element, a struct to its
-most aligned member and padded to a multiple of it; a bitfield goes on at
-the next bit unless it would cross a unit of its type; ``packed`` aligns to
-1, ``aligned(N)`` raises the alignment. After a declaration this cannot size
-(an unknown typedef, a bound that is no number) no offset is claimed.
+The x86-64 System V rules, which bpftrace's targets share for these types: a scalar is aligned
+to its size, an array to its element, a struct to its most aligned member and padded to a
+multiple of it; a bitfield goes on at the next bit unless it would cross a unit of its type.
+After a declaration this cannot size (an unknown typedef, a bound that is no number) no offset
+is claimed.
 """
 
 import math
@@ -107,9 +106,8 @@ def dwarf_shape(t) -> Shape:
 
 
 def _same_type(copy: Shape, binary: Shape) -> bool:
-    """Whether reading the copy's type gives the binary's value. Numbers of
-    one size read alike (an enum's sign is the compiler's choice), so do a
-    pointer and an integer (hand copies keep pointers as u64)."""
+    """Whether reading the copy's type gives the binary's value. Numbers of one size read alike (an
+    enum's sign is the compiler's choice), so do a pointer and an integer (hand copies keep pointers as u64)."""
     if copy.size != binary.size:
         return False
     if copy.kind in _NUMBERS and binary.kind in _NUMBERS:

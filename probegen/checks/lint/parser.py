@@ -181,8 +181,7 @@ class _Parser:
         return expr
 
     def branches(self) -> If:
-        """A loop, or an if with its "else if"s, read in a loop: a thousand
-        branches are no deeper than one."""
+        """A loop, or an if and its "else if"s, read in a loop: a thousand branches are no deeper than one."""
         branches = []
         while True:
             keyword = self.advance().text
