@@ -29,6 +29,3 @@ def lint_file(path: str | Path, catalog: Catalog, types=None, types_name: str | 
         where = Location(str(path), *positions(data.decode("latin-1"))(exc.start))
         raise ScriptSyntaxError(f"cannot parse: not UTF-8 text (byte 0x{data[exc.start]:02x})", where) from None
     return lint_text(text, str(path), catalog, types, types_name)
-
-
-__all__ = ["ScriptSyntaxError", "lint_file", "lint_text"]

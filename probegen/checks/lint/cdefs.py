@@ -14,14 +14,12 @@ from probegen.checks.lint.lexer import COMMENT, ScriptSyntaxError, positions
 
 _AGGREGATE = re.compile(r"\b(struct|union)\s+(?:([A-Za-z_]\w*)\s*)?\{")
 _FUNCTION_POINTER = re.compile(r"\(\s*\*\s*([A-Za-z_]\w*)\s*\)")
-_NOT_NEWLINE = re.compile(r"[^\n]")
 _BIT_WIDTH = re.compile(r"\s*(\w+)\s*")
 # __attribute__((...)) with one level of inner parentheses: aligned(8).
 _ATTRIBUTE = re.compile(r"__attribute__\s*\(\(((?:[^()]|\([^()]*\))*)\)\)")
 _ALIGNED = re.compile(r"\b(?:__)?aligned(?:__)?\s*\(\s*(\d+)\s*\)")
 _PACKED = re.compile(r"\b(?:__)?packed(?:__)?\b")
 _BOUND = re.compile(r"\[\s*(\d*)\s*\]")
-_BRACES = re.compile(r"[{}]")
 _SPLITTER = re.compile(r"[{}()\[\];,]")
 _DEPTH = {"{": 1, "(": 1, "[": 1, "}": -1, ")": -1, "]": -1}
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
@@ -90,7 +88,7 @@ class _Reader:
 
     def __init__(self, path: str, typedefs, pointer_size: int, structs: dict, text: str, line: int, column: int):
         self.path, self.typedefs, self.pointer_size, self.structs = path, typedefs, pointer_size, structs
-        self.text = COMMENT.sub(lambda m: _NOT_NEWLINE.sub(" ", m[0]), text)  # offsets and lines kept
+        self.text = COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m[0]), text)  # offsets and lines kept
         self.where = positions(self.text, line, column)
         self.closes: dict[int, int] = {}  # where each '{' is closed
 
@@ -99,7 +97,7 @@ class _Reader:
 
     def read(self):
         opens, deepest, where = [], 0, 0
-        for brace in _BRACES.finditer(self.text):  # one walk: too deep is refused at once
+        for brace in re.finditer("[{}]", self.text):  # one walk: too deep is refused at once
             if brace.group() == "{":
                 opens.append(brace.start())
                 if len(opens) > deepest:
