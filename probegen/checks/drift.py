@@ -1,9 +1,6 @@
-"""Drift a binary's debug info shows and its probe notes cannot: the
-catalog's enums (names and values) and the struct member paths its
-arguments print, against the DWARF of the binaries ``verify`` reads (SPDK
-v25.09 numbers two nvmf_tgt_state states the other way round from master:
-scripts from a master catalog print them swapped). DWARF describes no
-operand of an sdt.h asm statement, so probe arguments are not typed here.
+"""Drift the binaries' DWARF shows and their probe notes cannot: the catalog's
+enums (names and values; SPDK v25.09 numbers two nvmf_tgt_state states the other
+way round from master) and the struct member paths its arguments print.
 """
 
 import contextlib
@@ -18,8 +15,7 @@ ENUM_CHECK, MEMBER_CHECK = "enum-drift", "member-drift"
 
 @dataclass
 class DebugInfos:
-    """The DWARF of each binary that has some (path, probegen.dwarf.DwarfTypes),
-    and why the others' could not be used."""
+    """(path, probegen.dwarf.DwarfTypes) of each binary with DWARF, and why the others' could not be used."""
 
     catalog: Catalog
     types: list[tuple[str, object]] = field(default_factory=list)
@@ -28,7 +24,7 @@ class DebugInfos:
     members_checked: int = 0
 
     def summary(self) -> str:
-        """What verify's summary adds: what was checked in which DWARF."""
+        """What verify's summary adds."""
         if not has_types_to_check(self.catalog):
             return ""
         if not self.types:
@@ -47,10 +43,9 @@ def has_types_to_check(catalog: Catalog) -> bool:
 
 @contextlib.contextmanager
 def open_debug_infos(catalog: Catalog, paths):
-    """Each binary's DWARF where it has some (in the file or a separate
-    debug file found by build id), if the catalog has enums or member
-    paths to check. A binary without is noted, not an error; damaged
-    debug info is noted with its reason."""
+    """Each binary's DWARF (in the file or a debug file found by build id), if
+    the catalog has enums or member paths to check; a binary without, or with
+    damaged DWARF, is noted with the reason, not an error."""
     infos = DebugInfos(catalog)
     try:
         if has_types_to_check(catalog):  # else the DWARF reader is not even imported
@@ -70,8 +65,7 @@ def open_debug_infos(catalog: Catalog, paths):
 
 
 def check(catalog: Catalog, infos: DebugInfos) -> list[Finding]:
-    """Every enum the catalog declares and every member path its arguments
-    name, against each binary's DWARF that has the type."""
+    """Every enum and member path of the catalog, against each binary's DWARF that has the type."""
     if not infos.types:
         return []
     found: list[Finding] = []

@@ -1,6 +1,5 @@
-"""Built binaries against the catalog: every disagreement between a Catalog
-and the probes of ELF files, as a Finding at the catalog entry (or the
-binary) it is about; with DWARF, enums and member paths too (checks.drift).
+"""Built binaries against the catalog: each disagreement as a Finding at the
+catalog entry (or the binary) it is about; enums and member paths in checks.drift.
 """
 
 from dataclasses import dataclass, field, replace
@@ -39,8 +38,7 @@ class Report:
 
     def summary(self) -> str:
         count = len(self.findings)
-        nbin = len(self.binaries)
-        files = f"{nbin} binar{'y' if nbin == 1 else 'ies'}"
+        files = f"{len(self.binaries)} binar{'y' if len(self.binaries) == 1 else 'ies'}"
         if not count and self.expect_none:
             return f"verify: OK, no probe of provider '{self.catalog.provider}' in {files}, as expected"
         checked = f"{self.probes_checked} probes checked"
@@ -58,16 +56,13 @@ def _describe_type(arg: Arg, pointer_size: int) -> str:
 
 
 def _arg_matches(arg: NoteArg, ctype, pointer_size: int) -> bool:
-    """Size and sign as the declared type's on this binary (a pointer,
-    size_t or long follows the binary's pointer size), a narrower integer
-    that converts to it as C converts it, or a literal the type holds."""
+    """Size and sign as the type's on this binary, a narrower integer C
+    converts to it, or a literal the type holds."""
     if arg.floating:
         return False
-    if (ctype.matches_note(arg.size, arg.signed, pointer_size)
-            or ctype.promotes_from(arg.size, arg.signed, pointer_size)):
-        return True
-    operand = arg.operand
-    return getattr(operand, "kind", None) == "constant" and ctype.holds_constant(operand.value, pointer_size)
+    literal = isinstance(arg.operand, Constant) and ctype.holds_constant(arg.operand.value, pointer_size)
+    return (literal or ctype.matches_note(arg.size, arg.signed, pointer_size)
+            or ctype.promotes_from(arg.size, arg.signed, pointer_size))
 
 
 def _arg0_problem(probe: Probe, arg: NoteArg) -> str | None:
@@ -99,7 +94,7 @@ def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bo
     without notes is no finding when they carry the probes); ``debug_infos``:
     drift.open_debug_infos of the binaries, to check the catalog's enums and
     member paths in."""
-    report = Report(catalog, list(binaries), debug_info=debug_infos)
+    report = Report(catalog, list(binaries), probes_checked=len(catalog.probes), debug_info=debug_infos)
     found = _group(binaries, catalog.provider)
     add = report.findings.append
     catalog_path = str(catalog.probes[0].location.path) if catalog.probes else str(catalog.path)
@@ -114,7 +109,6 @@ def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bo
                         f"USDT is not configured in this build{spdk}", "no-notes", binary=binary.path))
 
     for probe in catalog.probes:
-        report.probes_checked += 1
         occurrences = found.get(probe.name, [])
         if not occurrences:
             where = ", ".join(b.path for b in binaries) or "no binaries"
@@ -159,8 +153,7 @@ def verify_absent(catalog: Catalog, binaries: list[Binary]) -> Report:
 
 
 def _check_probe(probe: Probe, occurrences, add) -> None:
-    """One finding per distinct problem, at its first site, saying how many
-    more sites have it."""
+    """One finding per distinct problem, at its first site, saying how many more have it."""
     problems: dict[tuple, tuple[Finding, list[int]]] = {}
     for binary, bprobe in occurrences:
         for site in bprobe.sites:
@@ -171,7 +164,6 @@ def _check_probe(probe: Probe, occurrences, add) -> None:
 
 
 def _sites(addresses: list[int]) -> str:
-    """The first site's address, and how many more."""
     more = len(addresses) - 1
     return f"{addresses[0]:#x}" + (f" (and {more} more site{'s' if more > 1 else ''})" if more else "")
 

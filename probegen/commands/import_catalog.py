@@ -32,9 +32,9 @@ def run(args) -> int:
     from pathlib import Path
 
     from probegen.elf import ElfError, read_binary
-    from probegen.errors import CommandError, printable, printable_lines
+    from probegen.errors import CommandError, Location, printable, printable_lines
+    from probegen.importers import dfile
     from probegen.importers.binaries import checked_text, infer_catalog
-    from probegen.importers.dfile import import_provider_file
     from probegen.reports import emit
 
     provider_file = args.from_d
@@ -53,13 +53,17 @@ def run(args) -> int:
             print(printable_lines(str(exc)), file=sys.stderr)
     if len(binaries) < len(args.binaries):
         return 2
-    if provider_file is not None:
-        text, notes = import_provider_file(provider_file, args.provider, name, binaries)
-        for note in notes:
-            print(printable(note), file=sys.stderr)
-    else:
+    if provider_file is None:
         text = checked_text(infer_catalog(binaries, args.provider), name,
                             f"the probes of '{args.provider}' cannot form a catalog")
+    else:  # with binaries, the types they pass, each difference noted
+        source = dfile.read_provider_file(provider_file)
+        imported, notes = (dfile.merged_catalog(source, args.provider, binaries) if binaries
+                           else (dfile.imported_catalog(source, args.provider), []))
+        text = checked_text(imported, name, f"provider '{imported.provider}' cannot form a catalog",
+                            Location(str(provider_file)))
+        for note in notes:
+            print(printable(note), file=sys.stderr)
     emit(text, args.output)
     return 0
 

@@ -56,7 +56,6 @@ class ImportedCatalog:
 
 
 def _constant(arg: NoteArg) -> int | None:
-    """The value of an argument the compiler wrote as a literal, or None."""
     return arg.operand.value if arg.operand.kind == "constant" else None
 
 
@@ -108,9 +107,7 @@ def _variables_type(variables: list[tuple[NoteArg, int]], notes: list[str]) -> s
 
 
 def _constants_type(constants: list[NoteArg]) -> str:
-    """A type for an argument only ever passed as a literal: the widest
-    size seen, signed if any literal is (or is negative), widened until
-    every value fits."""
+    """The widest size seen, signed if any literal is (or is negative), widened until every value fits."""
     values = [_constant(a) for a in constants]
     signed = any(a.signed for a in constants) or any(v < 0 for v in values)
     for size in (s for s in (1, 2, 4, 8) if s >= max(a.size for a in constants)):
@@ -180,7 +177,6 @@ def infer_catalog(binaries: list[Binary], provider: str) -> ImportedCatalog:
 
 
 def check_bounds(name: str, args: int) -> None:
-    """InputError for a probe the catalog would refuse for its size."""
     if len(name) > MAX_NAME:
         raise CommandError(f"probe '{name[:40]}...' has a name of {len(name)} characters; "
                            f"at most {MAX_NAME} are allowed")
@@ -189,8 +185,7 @@ def check_bounds(name: str, args: int) -> None:
 
 
 def checked_text(imported: ImportedCatalog, file_name: str, failure: str, location: Location | None = None) -> str:
-    """The catalog's YAML, within bounds and loaded back: never one the other
-    commands refuse. ``failure`` begins the message when the loader refuses it."""
+    """The catalog's YAML, within bounds and loaded back: never one the other commands refuse."""
     from probegen.files.inputs import TEXT_LIMIT
 
     if len(imported.provider) > MAX_NAME:
@@ -207,7 +202,7 @@ def checked_text(imported: ImportedCatalog, file_name: str, failure: str, locati
 
 
 def loaded(text: str, path, failure: str, header_output=None, location: Location | None = None):
-    """The catalog the YAML text models; InputError 'FAILURE: its first problem'."""
+    """InputError 'FAILURE: its first problem' if the loader refuses the text."""
     from probegen.catalog.load import parse_catalog
 
     try:

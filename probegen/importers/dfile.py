@@ -1,10 +1,6 @@
-"""SystemTap/DTrace provider files (``.d``), as ``dtrace -h`` reads them:
-comments, ``#define`` type aliases (expanded as `dtrace -C` would), other
-directives (ignored), scalar typedefs, struct declarations (skipped), and
-``provider NAME { probe NAME(TYPE [name], ...) [: (TRANSLATED, ...)]; };``
-(tests/d/shop.d has each form; ``string`` is ``char *``). A tokenizer and a
-recursive-descent reader; argument types are checked with the catalog's C
-type reader, so the catalog made from the file loads.
+"""SystemTap/DTrace provider files (``.d``) as ``dtrace -h`` reads them
+(tests/d/shop.d has each form), and the catalogs made from them. Argument
+types are checked with the catalog's C type reader, so those catalogs load.
 """
 
 import re
@@ -65,7 +61,6 @@ class ProviderFile:
     typedef_types: dict  # name -> CType of each
 
     def provider(self, name: str | None) -> DProvider:
-        """The provider called ``name``, or the file's only one."""
         names = [p.name for p in self.providers]
         if name is None and len(names) != 1:
             raise InputError(f"{len(names)} providers ({', '.join(names)}); "
@@ -152,8 +147,6 @@ class _Lexer:
 
 
 class _Reader:
-    """Recursive descent over the tokens."""
-
     def __init__(self, tokens: list[Token], path: str):
         self.tokens, self.path, self.pos = tokens, path, 0
         self.typedefs: dict[str, str] = {}  # as written, for the catalog
@@ -338,8 +331,7 @@ def _shown(token: Token) -> str:
 
 
 def _doc_comment(comment: str) -> tuple[str, tuple[tuple[str, str], ...]]:
-    """A Javadoc-style comment's text and its '@param NAME text' lines,
-    each as one line of words; a tag's text runs to the next tag."""
+    """A Javadoc-style comment's text and its @param lines; a tag's text runs to the next tag."""
     lines = [re.sub(r"^\s*\*+ ?", "", line) for line in comment[3:-2].splitlines()]
     text, params, current = [], [], None
     for line in lines:
@@ -363,9 +355,8 @@ def parse_provider_file(text: str, path: str) -> ProviderFile:
 
 
 def read_provider_file(path, cpp: list[str] | None = None) -> ProviderFile:
-    """The file's providers; InputError (exit 2) at file:line:column. With
-    ``cpp`` (-I and -D options), or when the file has #if, read as `dtrace
-    -C` reads it: through $CPP (else cpp), errors at the lines of cpp's line markers."""
+    """With ``cpp`` (-I and -D options), or when the file has #if, read
+    through $CPP (else cpp), as `dtrace -C` reads it."""
     import os
     import shlex
     import subprocess
@@ -394,9 +385,8 @@ def read_provider_file(path, cpp: list[str] | None = None) -> ProviderFile:
 
 
 def imported_catalog(source: ProviderFile, provider_name: str | None = None, floats: bool = False):
-    """The ImportedCatalog of one provider. ``floats``: a float or double
-    argument becomes an integer of its size (catalogs_of puts it back for
-    the header), else it is an error."""
+    """``floats``: a float or double argument becomes an integer of its size
+    (catalogs_of puts it back for the header), else it is an error."""
     from probegen.importers.binaries import ImportedArg, ImportedCatalog, ImportedProbe
 
     provider = source.provider(provider_name)
@@ -480,23 +470,10 @@ def _covers(declared: str, passed: str, typedefs: dict) -> bool:
                or want.promotes_from(got.size_on(p), bool(got.signed), p) for p in sizes)
 
 
-def import_provider_file(path, provider_name: str | None, file_name: str, binaries) -> tuple[str, list[str]]:
-    """The catalog YAML of a provider, checked by the loader, and notes (with
-    binaries, their types and merged_catalog's notes)."""
-    from probegen.importers.binaries import checked_text
-
-    source = read_provider_file(path)
-    imported, notes = (merged_catalog(source, provider_name, binaries) if binaries
-                       else (imported_catalog(source, provider_name), []))
-    failure = f"provider '{imported.provider}' cannot form a catalog"
-    return checked_text(imported, file_name, failure, Location(str(path))), notes
-
-
 def catalogs_of(path, header_output=None, cpp: list[str] | None = None) -> list:
-    """A catalog (style dtrace) per provider, for a header made from the file
-    (``header_output`` names the guards). float and double arguments stand
-    as integers of their size while it loads, then are put back: the header
-    names them only in comments, dtrace style passing arguments as written."""
+    """A catalog per provider, for a header (``header_output`` names the
+    guards). float and double arguments are put back after it loads: the
+    header names them only in comments, dtrace style passing them as written."""
     from dataclasses import replace
 
     from probegen.importers.binaries import loaded, render_catalog
