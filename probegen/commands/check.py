@@ -61,8 +61,7 @@ def run(args) -> int:
 
 
 def _difference(file) -> tuple[int, str]:
-    """(the first line where the file on disk differs, or 0; what is
-    wrong), for an annotation on that line."""
+    """(the first line where the file on disk differs, or 0; what is wrong), for an annotation."""
     from probegen.files.inputs import UnreadableInput, open_seekable
 
     try:

@@ -37,10 +37,9 @@ def configure(parser):
 
 
 def run(args) -> int:
-    if args.provider_file:  # dtrace -h's job: a header section per provider of the file, each with its guard
+    if args.provider_file:  # dtrace -h's job: a section per provider, each with its guard; FILE.h by default
         from probegen.importers.dfile import catalogs_of
 
-        # dtrace -h writes FILE.h beside the working directory by default.
         output = args.output or Path(args.provider_file).with_suffix(".h").name
         catalogs = catalogs_of(args.provider_file, header_output=output)
         return write_output(args, output, lambda _: "\n".join(render_header(c) for c in catalogs), args.provider_file,

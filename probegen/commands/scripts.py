@@ -17,7 +17,7 @@ def configure(parser, kind: str) -> None:
 
 @contextlib.contextmanager
 def binary_types(args):
-    """The DWARF of --binary (and --debug-file) as script generators and lint take it, or None."""
+    """The DWARF of --binary (and --debug-file), or None."""
     if not args.binary:
         yield None
         return
@@ -29,7 +29,7 @@ def binary_types(args):
 
 
 def run(args) -> int:
-    """The bpftrace or bcc command (``args.command``, the kind of output)."""
+    """The bpftrace or bcc command (``args.command``)."""
     import importlib
 
     from probegen.catalog import load_catalog

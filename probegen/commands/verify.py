@@ -69,8 +69,6 @@ def run(args) -> int:
 
 
 def _reported(catalog, report, errors, form: str) -> str:
-    """The report in ``form``: each finding at its place (the catalog entry,
-    or the binary for probes the catalog lacks)."""
     from probegen.errors import Diagnostic
     from probegen.reports import Outcome, render
 
