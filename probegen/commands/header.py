@@ -24,16 +24,12 @@ def configure(parser):
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="header to write (default: the catalog's outputs.header; '-' for stdout)")
     add_options(parser, "depfile", "stamp", "force")
-    parser.add_argument(
-        "-s", "--provider-file", metavar="FILE.d",
-        help="make the header from a SystemTap/DTrace provider file instead of a catalog, as "
-        "`dtrace -h -s FILE.d -o FILE.h` does (same macros; no `dtrace -G` object needed)",
-    )
-    parser.add_argument(
-        "--print-enable-macro", action="store_true",
-        help="print the catalog's header.enable_macro (what a build defines to compile the probes in) "
-        "and write nothing; the CMake module reads it this way",
-    )
+    parser.add_argument("-s", "--provider-file", metavar="FILE.d",
+                        help="make the header from a SystemTap/DTrace provider file instead of a catalog, as "
+                        "`dtrace -h -s FILE.d -o FILE.h` does (same macros; no `dtrace -G` object needed)")
+    parser.add_argument("--print-enable-macro", action="store_true",
+                        help="print the catalog's header.enable_macro (what a build defines to compile the probes "
+                        "in) and write nothing; the CMake module reads it this way")
 
 
 def run(args) -> int:

@@ -8,20 +8,14 @@ HELP = "struct and enum definitions for bpftrace from a binary's DWARF"
 
 def configure(parser):
     parser.add_argument("binary", metavar="BINARY", help="ELF binary or library built with -g")
-    parser.add_argument(
-        "--type", "-t", dest="types", action="append", default=[], metavar="NAME",
-        help="struct, union or enum to define (bare name, as pahole -C takes it); repeatable",
-    )
-    parser.add_argument(
-        "--enum", "-e", dest="enums", action="append", default=[], metavar="NAME",
-        help="enum to define, or to make a name map of with --enum-map; repeatable",
-    )
+    parser.add_argument("--type", "-t", dest="types", action="append", default=[], metavar="NAME",
+                        help="struct, union or enum to define (bare name, as pahole -C takes it); repeatable")
+    parser.add_argument("--enum", "-e", dest="enums", action="append", default=[], metavar="NAME",
+                        help="enum to define, or to make a name map of with --enum-map; repeatable")
     parser.add_argument("--debug-file", metavar="FILE", help="separate debug file (default: found by build id)")
     parser.add_argument("--annotate", action="store_true", help="add pahole-style offset/size comments")
-    parser.add_argument(
-        "--enum-map", choices=("bpftrace", "bcc"),
-        help="print the --enum enums as name maps: a bpftrace BEGIN block or Python dicts for BCC",
-    )
+    parser.add_argument("--enum-map", choices=("bpftrace", "bcc"),
+                        help="print the --enum enums as name maps: a bpftrace BEGIN block or Python dicts for BCC")
     parser.add_argument("--strip-prefix", default="", metavar="PREFIX",
                         help="prefix to strip from enumerator names in maps")
     parser.add_argument("-o", "--output", metavar="FILE", help="file to write (default: stdout)")

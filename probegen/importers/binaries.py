@@ -14,7 +14,6 @@ from probegen.elf.argspec import NoteArg
 from probegen.elf.notes import Binary, ProbeSite
 from probegen.errors import CatalogError, CommandError, InputError, Location
 
-TEMPLATE = "catalog.yaml.j2"
 # Longer provider and probe names are no real program's (a crafted note or
 # .d file's), and each costs every reader and every output line.
 MAX_NAME = 255
@@ -215,4 +214,4 @@ def loaded(text: str, path, failure: str, header_output=None, location: Location
 def render_catalog(imported: ImportedCatalog) -> str:
     from probegen.generators.render import render
 
-    return render(TEMPLATE, catalog=imported, any_ticks=any(p.ticks for p in imported.probes))
+    return render("catalog.yaml.j2", catalog=imported, any_ticks=any(p.ticks for p in imported.probes))
