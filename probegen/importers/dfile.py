@@ -3,11 +3,17 @@
 types are checked with the catalog's C type reader, so those catalogs load.
 """
 
+import os
 import re
-from dataclasses import dataclass
+import shlex
+import subprocess
+from dataclasses import dataclass, replace
 
 from probegen.catalog.ctype import CTypeError, floating_type, integer_type, is_identifier, is_type_name, parse_ctype
 from probegen.errors import InputError, Location, printable
+from probegen.files.inputs import read_input
+from probegen.importers.binaries import (ImportedArg, ImportedCatalog, ImportedProbe, infer_catalog, loaded,
+                                         render_catalog)
 
 # A directive starts a line and ends with it, lines joined by backslashes.
 _TOKEN = re.compile(
@@ -357,12 +363,6 @@ def parse_provider_file(text: str, path: str) -> ProviderFile:
 def read_provider_file(path, cpp: list[str] | None = None) -> ProviderFile:
     """With ``cpp`` (-I and -D options), or when the file has #if, read
     through $CPP (else cpp), as `dtrace -C` reads it."""
-    import os
-    import shlex
-    import subprocess
-
-    from probegen.files.inputs import read_input
-
     data = read_input(path, "provider file")
     if cpp is None:
         try:
@@ -387,8 +387,6 @@ def read_provider_file(path, cpp: list[str] | None = None) -> ProviderFile:
 def imported_catalog(source: ProviderFile, provider_name: str | None = None, floats: bool = False):
     """``floats``: a float or double argument becomes an integer of its size
     (catalogs_of puts it back for the header), else it is an error."""
-    from probegen.importers.binaries import ImportedArg, ImportedCatalog, ImportedProbe
-
     provider = source.provider(provider_name)
     probes = []
     for probe in provider.probes:
@@ -421,10 +419,6 @@ def merged_catalog(source: ProviderFile, provider_name, binaries) -> tuple:
     """(ImportedCatalog, notes): names and docs from the file, each argument's
     type from what the binaries pass unless every site converts to the file's,
     and a note at the file's line for each difference. It passes verify."""
-    from dataclasses import replace
-
-    from probegen.importers.binaries import infer_catalog
-
     declared = imported_catalog(source, provider_name)
     found = infer_catalog(binaries, declared.provider)
     inferred = {p.name: p for p in found.probes}
@@ -461,10 +455,7 @@ def merged_catalog(source: ProviderFile, provider_name, binaries) -> tuple:
 def _covers(declared: str, passed: str, typedefs: dict) -> bool:
     """Whether every site of an argument the binaries pass as ``passed``
     (the widest type their sites convert to) is one of ``declared``."""
-    try:
-        want, got = parse_ctype(declared, typedefs), parse_ctype(passed)
-    except CTypeError:
-        return False
+    want, got = parse_ctype(declared, typedefs), parse_ctype(passed)
     sizes = (4, 8) if got.pointer_sized else (8,)  # binaries of both pointer sizes, or one
     return all(want.matches_note(got.size_on(p), bool(got.signed), p)
                or want.promotes_from(got.size_on(p), bool(got.signed), p) for p in sizes)
@@ -474,10 +465,6 @@ def catalogs_of(path, header_output=None, cpp: list[str] | None = None) -> list:
     """A catalog per provider, for a header (``header_output`` names the
     guards). float and double arguments are put back after it loads: the
     header names them only in comments, dtrace style passing them as written."""
-    from dataclasses import replace
-
-    from probegen.importers.binaries import loaded, render_catalog
-
     source = read_provider_file(path, cpp)
     catalogs = []
     for provider in source.providers:
