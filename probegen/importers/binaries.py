@@ -9,10 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probegen.catalog.ctype import integer_type, is_identifier, parse_ctype
+from probegen.catalog.load import parse_catalog
 from probegen.catalog.model import ARG0_CLOCK, ARG0_ZERO, SDT_MAX_ARGS
 from probegen.elf.argspec import NoteArg
 from probegen.elf.notes import Binary, ProbeSite
 from probegen.errors import CatalogError, CommandError, InputError, Location
+from probegen.files.inputs import TEXT_LIMIT
+from probegen.generators.render import render
 
 # Longer provider and probe names are no real program's (a crafted note or
 # .d file's), and each costs every reader and every output line.
@@ -185,8 +188,6 @@ def check_bounds(name: str, args: int) -> None:
 
 def checked_text(imported: ImportedCatalog, file_name: str, failure: str, location: Location | None = None) -> str:
     """The catalog's YAML, within bounds and loaded back: never one the other commands refuse."""
-    from probegen.files.inputs import TEXT_LIMIT
-
     if len(imported.provider) > MAX_NAME:
         raise CommandError(f"a provider name of {len(imported.provider)} characters; at most {MAX_NAME} are allowed")
     for probe in imported.probes:
@@ -202,8 +203,6 @@ def checked_text(imported: ImportedCatalog, file_name: str, failure: str, locati
 
 def loaded(text: str, path, failure: str, header_output=None, location: Location | None = None):
     """InputError 'FAILURE: its first problem' if the loader refuses the text."""
-    from probegen.catalog.load import parse_catalog
-
     try:
         return parse_catalog(text.encode("utf-8"), Path(str(path)), header_output)
     except CatalogError as exc:
@@ -212,6 +211,4 @@ def loaded(text: str, path, failure: str, header_output=None, location: Location
 
 
 def render_catalog(imported: ImportedCatalog) -> str:
-    from probegen.generators.render import render
-
     return render("catalog.yaml.j2", catalog=imported, any_ticks=any(p.ticks for p in imported.probes))

@@ -400,7 +400,7 @@ def imported_catalog(source: ProviderFile, provider_name: str | None = None, flo
                     "arguments (probegen header -s and probegen-dtrace read the file as it is)", arg.location)
             # The file's name where it can name a catalog argument, else argN, as bpftrace numbers it.
             name = arg.name
-            if not name or name in names or name.startswith("_") or not is_identifier(name):
+            if not name or name in names or name.startswith("_"):
                 name = f"arg{index}"
             while name in names:
                 name += "_"

@@ -2,6 +2,7 @@
 probegen's header (style dtrace, semaphores declared) and an object file
 defining each semaphore once, for the link."""
 
+import contextlib
 import os
 import shlex
 import subprocess
@@ -46,12 +47,9 @@ def write_object(source, output=None, cpp: list[str] | None = None) -> None:
         if result.returncode:
             why = result.stderr.decode("utf-8", "replace").strip().splitlines()
             raise InputError(f"{compiler[0]} failed: {why[-1] if why else result.returncode}", Location(str(output)))
-        data = Path(temporary).read_bytes()
-        try:
-            if Path(output).read_bytes() == data:
+        with contextlib.suppress(OSError):
+            if Path(output).read_bytes() == Path(temporary).read_bytes():
                 return  # unchanged: the link is not redone
-        except OSError:
-            pass
         try:
             os.replace(temporary, output)
         except OSError as exc:  # a directory there, say
