@@ -7,6 +7,7 @@ each semaphore once."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -137,6 +138,18 @@ def test_object_that_cannot_be_written_is_one_line(tmp_path, capsys):
     code, out, err = run_cli(capsys, "dtrace", "-G", "-s", source, "-o", tmp_path / "taken.o")
     assert (code, out, err) == (2, "", f"{tmp_path / 'taken.o'}: error: cannot write: Is a directory\n")
 
+
+def test_object_over_a_fifo_does_not_block(tmp_path):
+    """-G compares the new object with the file at -o before replacing it:
+    a FIFO there (no writer) is not read, it is replaced."""
+    source = tmp_path / "p.d"
+    source.write_text("provider p { probe a(int); };\n")
+    fifo = tmp_path / "p.o"
+    os.mkfifo(fifo)
+    result = subprocess.run([probegen_dtrace(), "-G", "-s", str(source), "-o", str(fifo)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert fifo.is_file() and fifo.read_bytes().startswith(b"\x7fELF")
 
 def test_header_h_is_not_help(tmp_path, capsys):
     """`probegen header -h -s F.d -o F.h`, a naive swap for dtrace, writes

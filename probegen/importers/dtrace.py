@@ -5,6 +5,7 @@ defining each semaphore once, for the link."""
 import contextlib
 import os
 import shlex
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
@@ -47,8 +48,8 @@ def write_object(source, output=None, cpp: list[str] | None = None) -> None:
         if result.returncode:
             why = result.stderr.decode("utf-8", "replace").strip().splitlines()
             raise InputError(f"{compiler[0]} failed: {why[-1] if why else result.returncode}", Location(str(output)))
-        with contextlib.suppress(OSError):
-            if Path(output).read_bytes() == Path(temporary).read_bytes():
+        with contextlib.suppress(OSError):  # a FIFO or a device there is not read (it could block)
+            if stat.S_ISREG(os.lstat(output).st_mode) and Path(output).read_bytes() == Path(temporary).read_bytes():
                 return  # unchanged: the link is not redone
         try:
             os.replace(temporary, output)
