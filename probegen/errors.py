@@ -61,8 +61,7 @@ class InputError(Exception):
 
 
 class CommandError(InputError):
-    """A wrong use of the command being run, shown after its name (``probegen
-    trace: error: ...``), which the command line sets as ``program``."""
+    """A wrong use of the command being run, shown after its name, which cli sets as ``program``."""
 
     program = "probegen"
 
@@ -71,7 +70,7 @@ class CommandError(InputError):
 
 
 class CatalogError(InputError):
-    """A catalog's problems, all of them reported at once."""
+    """A catalog's problems, all reported at once."""
 
     def __init__(self, diagnostics: list[Diagnostic]):
         self.diagnostics = sorted(diagnostics)
@@ -80,15 +79,7 @@ class CatalogError(InputError):
         super().__init__("\n".join([*map(str, self.diagnostics), summary]))
 
 
-class BinaryError(InputError):
-    """A binary, or its debug info, that cannot be read or used."""
-
-
-class ScriptError(InputError):
-    """A bpftrace script that cannot be read or parsed."""
-
-
-class NoDebugInfo(BinaryError):
+class NoDebugInfo(InputError):
     """A binary without DWARF (and no separate debug file): what may use it goes on without."""
 
 

@@ -7,7 +7,7 @@ absurd sizes) is found by probegen's own checks, which raise ``Damaged``.
 
 from contextlib import contextmanager
 
-from probegen.errors import BinaryError, InputError, Location
+from probegen.errors import InputError, Location
 
 
 class Damaged(Exception):
@@ -28,4 +28,4 @@ def reading(path):
             text = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
         text = " ".join(text.split())  # one line
         text = text if len(text) <= 160 else text[:157] + "..."
-        raise BinaryError(f"damaged or truncated ELF/DWARF: {text}", Location(str(path))) from None
+        raise InputError(f"damaged or truncated ELF/DWARF: {text}", Location(str(path))) from None

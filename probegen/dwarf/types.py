@@ -11,7 +11,7 @@ from probegen.dwarf import model as m
 from probegen.dwarf.damage import reading
 from probegen.dwarf.fromdrgn import Converter
 from probegen.dwarf.locate import DEFAULT_DEBUG_DIRS, DebugInfo, open_debug_info
-from probegen.errors import BinaryError, InputError, Location, NoSuchMember
+from probegen.errors import InputError, Location, NoSuchMember
 
 _KINDS = ("struct", "union", "enum", "typedef")
 
@@ -29,9 +29,9 @@ class DwarfTypes:
             module = self.prog.extra_module(str(info.path), 0, create=True)
             module.try_file(str(info.path), fd=os.dup(info.stream.fileno()), force=True)
             if module.debug_file_status != drgn.ModuleFileStatus.HAVE:
-                raise BinaryError(f"drgn cannot read its DWARF "
-                                  f"({module.debug_file_status.name.lower().replace('_', ' ')})",
-                                  Location(str(info.path)))
+                raise InputError(f"drgn cannot read its DWARF "
+                                 f"({module.debug_file_status.name.lower().replace('_', ' ')})",
+                                 Location(str(info.path)))
             self.is_cxx = self.prog.language == drgn.Language.CPP
 
     @classmethod

@@ -12,7 +12,7 @@ import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from probegen.errors import BinaryError, Location
+from probegen.errors import InputError, Location
 from probegen.files.inputs import UnreadableInput, open_seekable
 
 if TYPE_CHECKING:  # the DWARF reader opens files here and decodes no notes
@@ -45,7 +45,7 @@ def _named(value: str | int, prefix: str) -> str:
     return value if isinstance(value, str) else f"{prefix}{value}"
 
 
-class ElfError(BinaryError):
+class ElfError(InputError):
     """A file that cannot be read as an ELF binary with USDT notes."""
 
 

@@ -10,7 +10,7 @@ import bisect
 import re
 from collections import namedtuple
 
-from probegen.errors import Location, ScriptError
+from probegen.errors import InputError, Location
 
 ATTACH, CDEF, PREPROC = "attach point", "C definition", "preprocessor line"
 PRED_START, PRED_END = "predicate start", "predicate end"
@@ -43,7 +43,7 @@ _BRACES = {"{": 1, "}": -1}
 _BRACKETS = {"(": 1, "[": 1, ")": -1, "]": -1}
 
 
-class ScriptSyntaxError(ScriptError):
+class ScriptSyntaxError(InputError):
     """A script that cannot be parsed ("cannot parse: ...")."""
 
 
