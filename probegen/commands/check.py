@@ -24,7 +24,7 @@ def run(args) -> int:
     from probegen.files.output import stale
     from probegen.reports import load_catalog_reported
 
-    catalog = load_catalog_reported(args, "check")
+    catalog = load_catalog_reported(args)
     with binary_types(args) as types:
         files = render_outputs(catalog, types)
     out_of_date = stale(files)

@@ -33,7 +33,7 @@ def run(args) -> int:
     from probegen.commands.scripts import binary_types
     from probegen.reports import Outcome, emit, load_catalog_reported, problem_of, render
 
-    catalog = load_catalog_reported(args, "lint")
+    catalog = load_catalog_reported(args)
     findings, failed = [], []
     with binary_types(args) as types:
         for path in args.scripts:

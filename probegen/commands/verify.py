@@ -44,7 +44,7 @@ def run(args) -> int:
     from probegen.reports import emit, load_catalog_reported
     from probegen.checks.verify import verify_absent, verify_binaries
 
-    catalog = load_catalog_reported(args, "verify")
+    catalog = load_catalog_reported(args)
     reading = read_binaries(args.binaries, follow=args.follow, lib_dirs=args.lib_dir)
     for message in reading.messages:
         print(printable(message), file=sys.stderr)

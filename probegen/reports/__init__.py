@@ -69,7 +69,7 @@ def emit(text: str, output: str | None) -> None:
         sys.stdout.write(text)
 
 
-def load_catalog_reported(args, command: str):
+def load_catalog_reported(args):
     """The catalog of ``args.catalog``; if it cannot be loaded, a SARIF or GitHub
     report still appears (the upload step expects it) before the error propagates."""
     from probegen.catalog import load_catalog
@@ -78,7 +78,7 @@ def load_catalog_reported(args, command: str):
         return load_catalog(args.catalog)
     except InputError as exc:
         if args.format in ("sarif", "github"):
-            outcome = Outcome(command, str(args.catalog), f"{command}: the catalog could not be loaded",
+            outcome = Outcome(args.command, str(args.catalog), f"{args.command}: the catalog could not be loaded",
                               aborted=True)
             if isinstance(exc, CatalogError):
                 outcome.results = [d._replace(rule="catalog-error") for d in exc.diagnostics]
