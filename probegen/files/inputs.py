@@ -15,9 +15,7 @@ from probegen.errors import InputError, Location
 # A catalog of 2,000 probes is ~0.3 MB and its generated scripts a few MB:
 # 16 MiB is far above any real catalog or script, and still parses in seconds.
 TEXT_LIMIT = 16 << 20
-# A binary read through a pipe is copied to an unnamed temporary file (pyelftools
-# needs to seek). SPDK's binaries with debug info are 100-300 MB.
-PIPE_LIMIT = 1 << 30
+PIPE_LIMIT = 1 << 30  # a binary through a pipe, copied for pyelftools; SPDK's with debug info are 100-300 MB
 
 _CHUNK = 1 << 16
 # What each kind of file that is not a regular one is called (for outputs too).
@@ -43,9 +41,8 @@ def _check_kind(path, mode: int, what: str, pipe_ok: bool) -> None:
 
 
 def _open(path, what: str, pipe_ok: bool, missing: str | None = None) -> tuple[BinaryIO, int | None, bytes]:
-    """(binary stream, size, first bytes): a regular file's size, nothing
-    read yet; a pipe's size is None, its first bytes read already, in one
-    non-blocking read (the end at once: no process writes to it)."""
+    """(binary stream, size, first bytes): a regular file's size, nothing read yet; a pipe's size is
+    None, its first bytes read already in one non-blocking read (the end at once: no process writes to it)."""
     held = _held_descriptor(path)
     if held is not None:
         return held, os.fstat(held.fileno()).st_size, b""
@@ -84,9 +81,8 @@ _HELD = re.compile(r"/proc/self/fd/([0-9]+)")
 
 
 def _held_descriptor(path):
-    """A regular file held open as /proc/self/fd/N, read through that
-    descriptor (nobody, in probegen.files.unprivileged, could not open a
-    root-only file again), positionally: each stream keeps its offset."""
+    """A regular file held open as /proc/self/fd/N, read through that descriptor (nobody, in
+    probegen.files.unprivileged, could not open it again), positionally: each stream keeps its offset."""
     match = _HELD.fullmatch(str(path))
     if match is None:
         return None
@@ -148,10 +144,9 @@ def read_input(path, what: str) -> bytes:
 def open_seekable(path, what: str, *, pipe_ok: bool = False, limit: int = PIPE_LIMIT, head: int = 0,
                   check_head: Callable[[bytes], None] | None = None,
                   missing: str | None = None) -> tuple[BinaryIO, int]:
-    """A seekable stream and its size, for readers that seek (pyelftools).
-    A pipe (if ``pipe_ok``) is copied to an unnamed temporary file, at most
-    ``limit`` bytes, once ``check_head`` has accepted its first ``head``
-    bytes; ``missing``: the message for a path that does not exist."""
+    """A seekable stream and its size, for readers that seek (pyelftools). A pipe (if ``pipe_ok``) is
+    copied to an unnamed temporary file, at most ``limit`` bytes, once ``check_head`` has accepted its
+    first ``head`` bytes; ``missing``: the message for a path that does not exist."""
     import tempfile
 
     stream, size, first = _open(path, what, pipe_ok, missing)

@@ -45,9 +45,8 @@ class ForeignFile(UnwritableOutput):
 
 
 def _regular_at(dir_fd, name, use):
-    """``use(status, stream)`` of ``name`` in the directory ``dir_fd``, or None
-    if it is no regular file (a link is not followed) or cannot be read. A
-    device is not opened (opening one can act on it): fstat checks again."""
+    """``use(status, stream)`` of ``name`` in the directory ``dir_fd``, or None if it is no regular
+    file (a link, a FIFO or a device is never opened: that could block or act on it) or cannot be read."""
     try:
         if not stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
             return None
@@ -63,9 +62,8 @@ def _marked_at(dir_fd, name) -> bool | None:
 
 
 def _is_current_at(place: Place, data: bytes, executable: bool) -> bool:
-    """The file holds exactly ``data`` (and is executable if it should be),
-    compared a megabyte at a time, so a big output is never held twice. A
-    FIFO or a device is never current, nor opened (it could block)."""
+    """The regular file holds exactly ``data`` (and is executable if it should be), compared
+    a megabyte at a time, so a big output is never held twice."""
     def holds(info, stream) -> bool:
         if info.st_size != len(data) or executable and not info.st_mode & stat.S_IXUSR:
             return False
@@ -75,14 +73,11 @@ def _is_current_at(place: Place, data: bytes, executable: bool) -> bool:
                 return False
         return not stream.read(1)
 
-    if place.proc or place.info is None or not stat.S_ISREG(place.info.st_mode):
-        return False
     return bool(_regular_at(place.dir_fd, place.name, holds))
 
 
 def _read_at(path, check) -> bool:
-    """``check(place)`` of a path walked for reading (owners unchecked:
-    reading decides no write), or False (the write says why)."""
+    """``check(place)`` of a path walked for reading (owners unchecked: reading decides no write), or False."""
     try:
         with locate(path, create=False, strict=False) as place:
             return check(place)
@@ -121,8 +116,7 @@ def leftovers(directories, produced) -> list[Path]:
 
 
 def remove_generated(path) -> bool:
-    """Remove a file that carries the marker, checked through the descriptor
-    of its directory right before; True if removed."""
+    """Remove a file that carries the marker, checked by its directory's descriptor; True if removed."""
     try:
         with locate(path, create=False) as place:
             if place.proc or not _marked_at(place.dir_fd, place.name):
@@ -162,8 +156,8 @@ def write_if_changed(file: GeneratedFile, keep_foreign: bool = False) -> bool:
 
 
 def open_stream(path) -> int:
-    """A descriptor for output another program streams (bpftrace -o), the
-    path checked as for write_if_changed; a regular file truncated in place."""
+    """A descriptor for output another program streams (bpftrace -o), the path checked as for
+    write_if_changed; a regular file truncated in place."""
     with _writable(path) as place:
         return _open_target(place, create=True)
 
@@ -218,9 +212,7 @@ def _replace(place: Place, data: bytes, executable: bool) -> None:
     mode = (0o777 if executable else 0o666) & ~umask | stat.S_IRUSR
     with _removed_on_signal():
         fd, temporary = _create_temporary(place)
-        # The descriptor, and so the lock, is kept until the rename: a
-        # sweeping run takes an unlocked temporary for a killed run's.
-        try:
+        try:  # the descriptor, so the lock, is kept until the rename: _sweep removes unlocked temporaries
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
@@ -243,8 +235,7 @@ _TEMPORARY_NAME = re.compile(r"\..+\.probegen-[0-9]+-[0-9a-f]{12}\.tmp", re.DOTA
 
 
 def _create_temporary(place: Place) -> tuple[int, str]:
-    """A new temporary beside the target, open and locked; registered for
-    removal on a signal before it exists, so no instant leaves it out."""
+    """A new temporary beside the target, open and locked; registered for removal on a signal before it exists."""
     stem = place.name.encode()[:_NAME_ROOM].decode(errors="ignore")
     while True:
         temporary = f".{stem}.probegen-{os.getpid()}-{os.urandom(6).hex()}.tmp"
@@ -296,9 +287,8 @@ def _sweep(place: Place) -> None:
 
 @contextlib.contextmanager
 def _removed_on_signal():
-    """While writing, SIGINT, SIGTERM and SIGHUP first remove the live
-    temporaries, then take their usual course (KeyboardInterrupt, or death
-    by the signal). Ignored signals stay ignored."""
+    """SIGINT, SIGTERM and SIGHUP first remove the live temporaries, then take
+    their usual course (KeyboardInterrupt, or death by the signal)."""
     previous = {}
 
     def on_signal(signum, frame):
