@@ -1,7 +1,5 @@
-"""Where an output lands: a directory descriptor and a name in it, the path
-walked from ``/`` a directory at a time (doc/security.md, "Writing, by
-descriptor"). A link inside /proc at the end (/dev/stdout, /dev/fd/N) names
-an open file: ``proc`` is set, and it is written in place.
+"""Where an output lands: a directory descriptor and a name in it, the path walked from ``/``
+a directory at a time (doc/security.md, "Writing, by descriptor").
 """
 
 import contextlib
@@ -18,8 +16,6 @@ _MAX_LINKS = 40
 
 
 class UnwritableOutput(InputError):
-    """An output path that is refused or could not be written."""
-
     def __init__(self, path, problem: str):
         super().__init__(problem, Location(str(path)))
 
@@ -30,17 +26,16 @@ class Place(contextlib.AbstractContextManager):
     directory: str                  # its path, for messages
     name: str                       # the last component
     info: os.stat_result | None     # lstat of dir/name, None when missing
-    proc: bool = False              # a /proc link to an open file: written in place
-    path: str = ""                  # the path as given, for messages
+    proc: bool                      # a /proc link at the end (/dev/stdout, /dev/fd/N): written in place
+    path: str                       # the path as given, for messages
 
     def __exit__(self, *exc_info):
         os.close(self.dir_fd)
 
 
 def locate(path, create: bool, strict: bool = True) -> Place:
-    """The checked place for ``path``, or UnwritableOutput, FileNotFoundError (a
-    missing directory, not ``create``) or OSError. Not ``strict``: for
-    reading only (is a file current?), owners go unchecked."""
+    """The checked place for ``path``, or UnwritableOutput, FileNotFoundError (a missing directory,
+    not ``create``) or OSError. Not ``strict``: for reading only, owners go unchecked."""
     shown = os.fspath(path)
     absolute = shown if shown.startswith("/") else os.path.join(os.getcwd(), shown)
     pending = [part for part in reversed(absolute.split("/")) if part not in ("", ".")]  # to walk, next last
@@ -96,8 +91,7 @@ def locate(path, create: bool, strict: bool = True) -> Place:
 
 
 def _enter(fd: int, part: str, path: str, strict: bool, shown: str) -> int:
-    """Open ``part`` of the directory ``fd`` and check that no other user
-    can change what is in it; ``fd`` is closed once that succeeds."""
+    """Open ``part`` of ``fd``, checked that no other user can change its entries; then close ``fd``."""
     inner = os.open(part, DIR_FLAGS, dir_fd=fd)
     try:
         info = os.fstat(inner)

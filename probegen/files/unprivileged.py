@@ -32,10 +32,9 @@ def deadline_in(seconds: float) -> float:
 
 
 def run_unprivileged(function, *args, deadline: float, what: str = "parsing", modules=()):
-    """``function(*args)`` in a child running as nobody, its result through
-    JSON (tuples come back as lists). The ``modules`` it uses are imported
-    whole before the fork: the child may be unable to read Python's files
-    (a Python under /root), and pyelftools imports some on the way to an error."""
+    """``function(*args)`` in a child running as nobody, its result through JSON (tuples come back as
+    lists). The ``modules`` it uses are imported whole before the fork: the child may be unable to read
+    Python's files (a Python under /root), and pyelftools imports some on the way to an error."""
     _import_all(("zlib", "pprint", *modules))
     read_end, write_end = os.pipe()
     pid = os.fork()
@@ -84,8 +83,7 @@ def _import_all(names) -> None:
 
 
 def _read_until(fd: int, deadline: float) -> bytes | None:
-    """What the child writes before it closes the pipe (OUTPUT + 1 bytes at
-    most), or None at the deadline."""
+    """What the child writes before it closes the pipe (OUTPUT + 1 bytes at most), or None at the deadline."""
     chunks, size = [], 0
     while size <= OUTPUT:
         remaining = deadline - time.monotonic()

@@ -25,8 +25,8 @@ class Outcome:
 
 
 def relative_to_cwd(path: str) -> str | None:
-    """``path`` relative to the working directory (the repository root in
-    CI, where annotations and SARIF are resolved), or None outside it."""
+    """``path`` relative to the working directory (in CI the repository root, which annotations
+    and SARIF are resolved against), or None outside it."""
     absolute, cwd = os.path.abspath(path), os.getcwd()
     return os.path.relpath(absolute, cwd) if absolute.startswith(cwd.rstrip("/") + "/") else None
 

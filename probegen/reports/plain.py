@@ -1,6 +1,5 @@
-"""JSON and JUnit XML. verify's shapes are its own (CI users parse them);
-lint's and check's follow them: a findings list with file, line and
-column, and a JUnit test case per thing checked."""
+"""JSON and JUnit XML. verify's shapes are its own (CI users parse them); lint's and check's
+follow them: a findings list with file, line and column, and a JUnit test case per thing checked."""
 
 from probegen.errors import printable
 from probegen.reports import Outcome
@@ -30,9 +29,8 @@ def verify_json(report, errors=()) -> dict:
 
 
 def verify_junit(report, errors=()) -> str:
-    """One test case per catalog probe (failed by its findings), one per
-    binary for findings about the binary or probes the catalog lacks, and
-    an errored case per unreadable file."""
+    """A test case per catalog probe (failed by its findings), one per binary for findings about
+    the binary or probes the catalog lacks, and an errored case per unreadable file."""
     by_probe: dict[str, list] = {}
     by_binary: dict[str, list] = {}
     for finding in report.findings:
@@ -46,7 +44,7 @@ def verify_junit(report, errors=()) -> str:
     cases += [(binary_class, path, findings, None) for path, findings in by_binary.items()]
     cases += [(binary_class, error.location.path, [], error.message) for error in errors]
     return _junit("probegen verify", [(classname, name, [(f.message, f.check, str(f)) for f in findings], error)
-                                      for classname, name, findings, error in cases], len(errors))
+                                      for classname, name, findings, error in cases])
 
 
 def outcome_json(outcome: Outcome) -> dict:
@@ -73,18 +71,18 @@ def outcome_junit(outcome: Outcome) -> str:
     for path in errors:
         by_file.setdefault(path, [])
     return _junit(f"probegen {outcome.command}", [(f"probegen.{outcome.command}", path, results, errors.get(path))
-                                                 for path, results in by_file.items()], len(errors))
+                                                 for path, results in by_file.items()])
 
 
-def _junit(name: str, cases, errors: int) -> str:
-    """``cases``: (class name, name, failures as (message, rule, line), error
-    message or None). printable(): names and messages quote file names, and
-    control characters are not allowed in XML 1.0."""
+def _junit(name: str, cases) -> str:
+    """``cases``: (class name, name, failures as (message, rule, line), error message or None).
+    printable(): names and messages quote file names, and XML 1.0 allows no control characters."""
     import xml.etree.ElementTree as ET
 
-    suite = ET.Element("testsuite", {
+    root = ET.Element("testsuites")
+    suite = ET.SubElement(root, "testsuite", {
         "name": name, "tests": str(len(cases)), "failures": str(sum(1 for case in cases if case[2])),
-        "errors": str(errors), "skipped": "0",
+        "errors": str(sum(1 for case in cases if case[3] is not None)), "skipped": "0",
     })
     for classname, case_name, failures, error in cases:
         case = ET.SubElement(suite, "testcase", {"classname": classname, "name": printable(case_name)})
@@ -96,7 +94,5 @@ def _junit(name: str, cases, errors: int) -> str:
             failure.text = "\n".join(line for _, _, line in failures)
         if error is not None:
             ET.SubElement(case, "error", {"message": printable(error), "type": "input"})
-    root = ET.Element("testsuites")
-    root.append(suite)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
