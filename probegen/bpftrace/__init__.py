@@ -1,7 +1,6 @@
-"""What probegen knows about bpftrace, in one place: printf conversions,
-string and literal sizes, what each version can do (Debian 12's 0.17 and
-13's 0.23.2 are in use), attach-point strings, and the lexemes of a script
-that markers are looked for in.
+"""What probegen knows about bpftrace, in one place: printf conversions, string and literal sizes,
+what each version can do (Debian 12's 0.17 and 13's 0.23.2 are in use), attach-point strings, and
+the lexemes of a script that markers are looked for in.
 """
 
 import itertools
@@ -26,8 +25,7 @@ UNREADABLE = "?"
 
 
 def conversion(style: str, size: int) -> str:
-    """printf conversion of a value printed in this style (lines.Style's
-    value; an enum: by name); bpftrace wants 'l' for 8 bytes."""
+    """printf conversion of a value printed in this style (lines.Style's value; an enum: by name)."""
     long = "l" if size == 8 else ""
     return {"signed": f"%{long}d", "unsigned": f"%{long}u", "hex": f"0x%{long}x",
             "pointer": "%p", "string": "%s", "enum": "%s"}[style]
@@ -58,8 +56,7 @@ _ATTACH[0x5C], _ATTACH[0x22] = "\\\\\\\\", '\\"'
 
 
 def attach_string(data: bytes) -> str:
-    """``data`` as a bpftrace 0.17 attach-point string, byte for byte: one
-    token of printable ASCII, whatever ``data`` holds."""
+    """``data`` as a bpftrace 0.17 attach-point string, byte for byte: one token of printable ASCII."""
     return '"' + "".join(_ATTACH[byte] for byte in data) + '"'
 
 

@@ -10,19 +10,12 @@ import probegen.templates
 from probegen.errors import InputError, Location
 from probegen.files.output import GeneratedFile, write_if_changed
 
-# Characters make and ninja read differently whatever the escape (checked
-# with GNU make 4.3 and ninja 1.11): make starts a recipe at ';' (even
-# after a backslash) and expands '*?[' as globs, or '%' as a pattern in a
-# target, unless backslashed, while ninja splits at an unescaped ';*?' and
-# keeps the backslash of a backslashed ';', '*', '?', '[' or '%' in the name.
-_NO_ESCAPE = ";%*?[\\"
+_NO_ESCAPE = ";%*?[\\"  # no escape of these is read alike by make and ninja (doc/security.md)
 
 
 def escape(path: str) -> str:
-    """A path as one word of a make rule, read alike by ninja: ' ', '#' and
-    ':' backslashed, '$' doubled. A control character would end the rule (a
-    tab start a recipe), and _NO_ESCAPE's have no form both read alike: such
-    a path is refused, as is one that is not UTF-8."""
+    """A path as one word of a make rule, read alike by ninja: ' ', '#' and ':' backslashed, '$'
+    doubled; one with control characters, _NO_ESCAPE's or not UTF-8 is refused (doc/security.md)."""
     if any(ord(c) < 0x20 or ord(c) == 0x7F or 0xD800 <= ord(c) <= 0xDFFF for c in path):
         raise InputError("a depfile cannot name a path with control characters", Location(path))
     bad = sorted({c for c in path if c in _NO_ESCAPE})
