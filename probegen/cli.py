@@ -1,5 +1,5 @@
-"""Command line: run one command module of probegen.commands (only that one is
-imported, so fast commands start fast), and turn an InputError into its line.
+"""Command line: run one command module of probegen.commands (only that one is imported, so fast
+commands start fast), and turn an InputError into its line.
 """
 
 import argparse
@@ -39,9 +39,8 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
-        # Commands build many objects and few cycles: cyclic collection only
-        # costs time (500 -> 300 ms for a 2,000-probe header), and freezing
-        # at the end spares the collection at shutdown (300 -> 240 ms).
+        # Commands build many objects and few cycles: cyclic collection only costs time (500 -> 300 ms
+        # for a 2,000-probe header); freezing at the end spares the one at shutdown (300 -> 240 ms).
         gc.disable()
         try:
             return _run(sys.argv[1:])

@@ -1,6 +1,5 @@
-"""Errors that reach the user as messages, never as tracebacks: InputError
-(exit code 2), a message and the Location it is about, if any. Named tuples,
-not dataclasses: every command imports this module, so it stays cheap.
+"""Errors that reach the user as messages, never as tracebacks: InputError (exit code 2), a message and
+the Location it is about, if any. Named tuples: every command imports this module, so it stays cheap.
 """
 
 from collections import namedtuple
@@ -27,8 +26,8 @@ class Diagnostic(namedtuple("Diagnostic", "location message rule", defaults=("",
 
 
 def printable(text: str) -> str:
-    """Text for one line of a terminal or a CI log: control characters as
-    escapes, and the first ':' of a line starting '::' (doc/security.md)."""
+    """Text for one line of a terminal or a CI log: control characters as escapes, and the first ':' of
+    a line starting '::' (doc/security.md)."""
     text = escape_controls(text)
     start = len(text) - len(text.lstrip(" "))
     if text.startswith("::", start):

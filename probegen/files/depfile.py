@@ -1,6 +1,5 @@
-"""Make-syntax depfiles (``target: prerequisites``, which ninja's ``deps =
-gcc`` reads too): a generated file is made from its catalog and from
-probegen's own template for it (a newer probegen may render differently).
+"""Make-syntax depfiles (``target: prerequisites``, which ninja's ``deps = gcc`` reads too): a generated
+file is made from its catalog and from probegen's template for it (a newer one may render differently).
 """
 
 import os
@@ -26,8 +25,7 @@ def escape(path: str) -> str:
 
 
 def write(depfile, target, catalog, template: str) -> None:
-    """``target`` is named exactly as the build system passed it (ninja
-    checks that the depfile names the output it asked for)."""
+    """``target`` as the build system passed it (ninja checks that the depfile names the output it asked for)."""
     prerequisites = [str(catalog), os.path.join(os.path.dirname(probegen.templates.__file__), template)]
     words = " \\\n  ".join(map(escape, prerequisites))
     write_if_changed(GeneratedFile(Path(depfile), f"{escape(str(target))}: \\\n  {words}\n"))

@@ -1,7 +1,6 @@
-"""Opening the files a user names: catalogs, scripts, binaries, debug files.
-Nothing named may block, read without end or be opened for its side effects
-(doc/security.md): a path is looked at before it is opened, and only regular
-files, and pipes where the caller takes one, are read, within a size bound.
+"""Opening the files a user names: catalogs, scripts, binaries, debug files. Nothing named may block,
+read without end or be opened for its side effects (doc/security.md): a path is looked at before it is
+opened, and only regular files, and pipes where the caller takes one, are read, within a size bound.
 """
 
 import io
@@ -18,7 +17,6 @@ TEXT_LIMIT = 16 << 20
 PIPE_LIMIT = 1 << 30  # a binary through a pipe, copied for pyelftools; SPDK's with debug info are 100-300 MB
 
 _CHUNK = 1 << 16
-# What each kind of file that is not a regular one is called (for outputs too).
 KINDS = {stat.S_IFDIR: "a directory", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
          stat.S_IFSOCK: "a socket", stat.S_IFIFO: "a FIFO or pipe"}
 

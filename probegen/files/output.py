@@ -1,7 +1,6 @@
-"""Writing generated files: atomically, only when their content changed (so
-builds do not recompile), by the descriptor of the directory probegen.files.place
-walked to (doc/security.md). A regular file is replaced by renaming a locked
-temporary over it, a device or FIFO written in place; a file without the
+"""Writing generated files: atomically, only when their content changed (so builds do not recompile),
+by the descriptor of the directory probegen.files.place walked to (doc/security.md). A regular file is
+replaced by renaming a locked temporary over it, a device or FIFO written in place; a file without the
 marker (probegen.files.marker) is neither replaced nor removed.
 """
 
@@ -174,9 +173,8 @@ def _check_kind(place: Place, mode: int) -> None:
 
 
 def _open_target(place: Place, create: bool) -> int:
-    """A descriptor to write ``place`` in place, a regular file truncated, or
-    stdout's or stderr's own if they have it open (``-o /dev/stdout >> log``
-    appends). A FIFO without a reader fails (ENXIO) instead of hanging."""
+    """A descriptor to write ``place`` in place, a regular file truncated, or stdout's or stderr's own if
+    they have it open (``-o /dev/stdout >> log`` appends). A FIFO without a reader fails instead of hanging."""
     if place.info is not None:
         _check_kind(place, place.info.st_mode)
         for fd, stream in ((1, sys.stdout), (2, sys.stderr)):
@@ -264,8 +262,8 @@ _swept: set[tuple[int, int]] = set()
 
 
 def _sweep(place: Place) -> None:
-    """Remove temporaries of ours left by killed runs in the place's directory:
-    owned by this user and not locked by a live run. Once per directory per run."""
+    """Remove temporaries left by killed runs in the place's directory (this user's, not locked by a
+    live run), once per directory per run."""
     here = os.fstat(place.dir_fd)
     if (here.st_dev, here.st_ino) in _swept:
         return

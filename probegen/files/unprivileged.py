@@ -1,7 +1,6 @@
-"""Parsing what another user chose in a forked child that gives up root for
-good, runs under limits, answers with plain JSON data and is killed at the
-deadline (doc/security.md, "Privilege separation"). Every failure is one
-``Unprivileged`` error line.
+"""Parsing what another user chose in a forked child that gives up root for good, runs under limits,
+answers with plain JSON data and is killed at the deadline (doc/security.md, "Privilege separation").
+Every failure is one ``Unprivileged`` error line.
 """
 
 import contextlib

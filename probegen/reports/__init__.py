@@ -1,7 +1,6 @@
-"""Findings of ``verify``, ``lint`` and ``check`` as an ``Outcome``: results
-(Diagnostics, their ``rule`` one of probegen.reports.rules') and problems
-(unreadable inputs), rendered as text, SARIF 2.1.0, GitHub annotations,
-JSON or JUnit XML.
+"""Findings of ``verify``, ``lint`` and ``check`` as an ``Outcome``: results (Diagnostics, their ``rule``
+one of probegen.reports.rules') and problems (unreadable inputs), rendered as text, SARIF 2.1.0, GitHub
+annotations, JSON or JUnit XML.
 """
 
 import os

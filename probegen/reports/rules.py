@@ -1,6 +1,5 @@
-"""The kinds of findings each command reports, by rule id (SARIF
-``reportingDescriptor``s, annotation titles). The ids are those of
-verify's JSON ``check`` field and of lint's Diagnostic ``rule``."""
+"""The kinds of findings each command reports, by rule id (SARIF ``reportingDescriptor``s, annotation
+titles): verify's JSON ``check`` field and lint's Diagnostic ``rule``."""
 
 CATALOG_ERROR = {"catalog-error": "The catalog has an error, so nothing else was checked"}
 

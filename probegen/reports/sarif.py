@@ -1,6 +1,5 @@
-"""An Outcome as a SARIF 2.1.0 log. Paths inside the working directory (the
-checkout, in CI) are relative to %SRCROOT%, which code scanning resolves to
-the repository root; unreadable inputs are tool execution notifications.
+"""An Outcome as a SARIF 2.1.0 log. Paths inside the working directory (the checkout, in CI) are relative
+to %SRCROOT%, which code scanning resolves to the repository root; unreadable inputs are notifications.
 """
 
 import os
@@ -57,8 +56,7 @@ def sarif_log(outcome: Outcome) -> dict:
                 for rule, text in rules.items()
             ],
         }},
-        # One category per command, so that code scanning keeps verify's,
-        # lint's and check's results apart when all three are uploaded.
+        # One category per command: code scanning keeps verify's, lint's and check's results apart.
         "automationDetails": {"id": f"probegen/{outcome.command}/"},
         "originalUriBaseIds": {SOURCE_ROOT: {"uri": base if base.endswith("/") else base + "/"}},
         "columnKind": "unicodeCodePoints",
