@@ -108,9 +108,8 @@ def leftovers(directories, produced) -> list[Path]:
             entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
         except OSError:
             continue
-        found += [Path(entry.path) for entry in entries
-                  if entry.path not in wanted and not _TEMPORARY_NAME.fullmatch(entry.name)
-                  and entry.is_file(follow_symlinks=False) and _marked_at(None, entry.path)]
+        found += [Path(entry.path) for entry in entries if entry.path not in wanted
+                  and not _TEMPORARY_NAME.fullmatch(entry.name) and _marked_at(None, entry.path)]
     return found
 
 

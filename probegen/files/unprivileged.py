@@ -75,10 +75,8 @@ def _import_all(names) -> None:
     for name in names:
         module = importlib.import_module(name)
         for found in pkgutil.walk_packages(getattr(module, "__path__", ()), f"{name}."):
-            try:
+            with contextlib.suppress(Exception):  # an optional part (a tool's script): the child does without
                 importlib.import_module(found.name)
-            except Exception:  # noqa: BLE001 - an optional part (a tool's script): the child does without
-                pass
 
 
 def _read_until(fd: int, deadline: float) -> bytes | None:
