@@ -117,7 +117,7 @@ def remove_generated(path) -> bool:
     """Remove a file that carries the marker, checked by its directory's descriptor; True if removed."""
     try:
         with locate(path, create=False) as place:
-            if place.proc or not _marked_at(place.dir_fd, place.name):
+            if not _marked_at(place.dir_fd, place.name):  # a /proc link is not opened: no marker
                 return False
             os.unlink(place.name, dir_fd=place.dir_fd)
     except FileNotFoundError:
