@@ -34,13 +34,12 @@ class GeneratedFile:
         return self.text.encode("utf-8")
 
 
-class ForeignFile(UnwritableOutput):
-    def __init__(self, path, others: int = 0):
-        more = f" ({others} more output file(s) likewise)" if others else ""
-        relative = os.path.relpath(path)  # a catalog's outputs are absolute: shown as generate lists them
-        shown = relative if os.path.isabs(path) and not relative.startswith("..") else path
-        super().__init__(shown, f"not written by probegen (no '{MARKER}' line), not replacing it: "
-                                f"give --force to let probegen take it over{more}")
+def _foreign(path, others: int = 0) -> UnwritableOutput:
+    more = f" ({others} more output file(s) likewise)" if others else ""
+    relative = os.path.relpath(path)  # a catalog's outputs are absolute: shown as generate lists them
+    shown = relative if os.path.isabs(path) and not relative.startswith("..") else path
+    return UnwritableOutput(shown, f"not written by probegen (no '{MARKER}' line), not replacing it: "
+                                   f"give --force to let probegen take it over{more}")
 
 
 def _regular_at(dir_fd, name, use):
@@ -85,11 +84,11 @@ def _read_at(path, check) -> bool:
 
 
 def refuse_foreign(files: list[GeneratedFile]) -> None:
-    """ForeignFile for the first path holding a regular file without the marker,
-    before any is written (the write checks again, on the descriptor)."""
+    """Refuse the first path holding a regular file without the marker, before any is written
+    (the write checks again, on the descriptor)."""
     foreign = [f.path for f in files if _read_at(f.path, lambda place: _marked_at(place.dir_fd, place.name) is False)]
     if foreign:
-        raise ForeignFile(foreign[0], len(foreign) - 1)
+        raise _foreign(foreign[0], len(foreign) - 1)
 
 
 def stale(files: list[GeneratedFile]) -> list[Path]:
@@ -148,7 +147,7 @@ def write_if_changed(file: GeneratedFile, keep_foreign: bool = False) -> bool:
         if _is_current_at(place, data, file.executable):
             return False
         if keep_foreign and _marked_at(place.dir_fd, place.name) is False:
-            raise ForeignFile(file.path)
+            raise _foreign(file.path)
         _replace(place, data, file.executable)
         return True
 
