@@ -34,7 +34,7 @@ def verify_junit(report, errors=()) -> str:
     by_probe: dict[str, list] = {}
     by_binary: dict[str, list] = {}
     for finding in report.findings:
-        if finding.probe is not None and report.catalog.probe(finding.probe) is not None:
+        if report.catalog.probe(finding.probe) is not None:  # None for a finding about no probe
             by_probe.setdefault(finding.probe, []).append(finding)
         else:
             by_binary.setdefault(finding.binary or "", []).append(finding)
