@@ -5,6 +5,7 @@ probegen trace) and the BCC tool read exactly that many bytes."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -85,6 +86,10 @@ def test_docs_and_lint_read_exactly_the_length(tmp_path, capsys, catalog):
     script.write_text('usdt:*:kv:get { printf("%s\\n", str(arg0)); }\n')
     code, out, _ = run_cli(capsys, "lint", "-c", catalog, script)
     assert code == 1 and out.startswith(f"{script}:1:")
+    code, out, _ = run_cli(capsys, "lint", "-c", catalog, "--format", "sarif", script)
+    run = json.loads(out)["runs"][0]
+    (result,) = run["results"]
+    assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == result["ruleId"] == "str-without-length"
     for good in ('printf("%r\\n", buf(arg0, arg1))', 'printf("%s\\n", str(arg0, arg1))'):
         script.write_text(f"usdt:*:kv:get {{ {good}; }}\n")
         assert run_cli(capsys, "lint", "-c", catalog, script)[0] == 0, good

@@ -22,6 +22,7 @@ RULES: dict[str, dict[str, str]] = {
         "wrong-provider": "A usdt attach point names another provider than the catalog's",
         "arg-out-of-range": "argN past the probe's arguments",
         "str-of-non-string": "str() of an argument that is not a string",
+        "str-without-length": "str() of a string that is not NUL-terminated, without its length argument",
         "printf-conversion": "A printf conversion that bpftrace does not know",
         "printf-arg-count": "printf has another number of arguments than its format has conversions",
         "printf-type": "A printf conversion does not fit its argument's type (or prints a string without str())",
