@@ -1,10 +1,7 @@
-"""Decoding the argument specs of ``.note.stapsdt`` notes.
-
-<sys/sdt.h> records each argument as ``SIZE@OPERAND``: SIZE in bytes,
-negative when signed, ``f`` after it for floating point; OPERAND in the
-target assembler's syntax (``5`` is r5 on powerpc, the constant 5 on
-aarch64). tests/test_argspec.py lists what gcc emits per machine. An
-operand not known here is :class:`Unknown`: shown, never fatal.
+"""The argument specs of ``.note.stapsdt`` notes: ``SIZE@OPERAND``, SIZE in
+bytes, negative when signed, ``f`` after it for floating point; OPERAND in
+the target assembler's syntax (tests/test_argspec.py: what gcc emits per
+machine). An operand not known here is :class:`Unknown`: shown, never fatal.
 """
 
 import functools
@@ -15,8 +12,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Register:
-    """Named as the assembler names it, without AT&T's and s390's '%';
-    powerpc's bare numbers become 'r8'; mips keeps its '$' ('$2')."""
+    """As the assembler names it, without AT&T's and s390's '%'; powerpc's
+    bare numbers become 'r8'; mips keeps its '$' ('$2')."""
 
     name: str
 
@@ -40,8 +37,7 @@ class Constant:
 
 @dataclass(frozen=True)
 class Address:
-    """A link-time address constant, ``&symbol + offset``: x86 ``$sym``,
-    arm ``#.LANCHOR0+40``."""
+    """``&symbol + offset``: x86 ``$sym``, arm ``#.LANCHOR0+40``."""
 
     symbol: str
     offset: int = 0
@@ -55,9 +51,8 @@ class Address:
 
 @dataclass(frozen=True)
 class Memory:
-    """``[segment: base + index*scale + symbol + offset]``, parts optional.
-    ``relocation`` is the assembler's operator on the symbol: 'GOTOFF',
-    'tpoff' (x86), 'lo12' (aarch64), 'lo', 'tprel_lo' (mips, riscv)."""
+    """``[segment: base + index*scale + symbol + offset]``, parts optional;
+    ``relocation``: the operator on the symbol ('GOTOFF', 'lo12', 'tprel_lo')."""
 
     base: str | None
     offset: int = 0
@@ -103,8 +98,6 @@ def _symbol_text(symbol: str, relocation: str | None, offset: int) -> str:
 
 @dataclass(frozen=True)
 class NoteArg:
-    """One argument of one probe site, as the note records it."""
-
     spec: str  # the raw text, e.g. '-4@%eax'
     size: int  # bytes: 1, 2, 4 or 8
     signed: bool
@@ -113,12 +106,12 @@ class NoteArg:
 
     @property
     def type_name(self) -> str:
-        """Short type as tracers see it: s32, u64, f64."""
+        """As tracers write it: s32, u64, f64."""
         letter = "f" if self.floating else ("s" if self.signed else "u")
         return f"{letter}{self.size * 8}"
 
     def describe(self) -> str:
-        """'-4@%eax (4 bytes, signed)' for messages."""
+        """'-4@%eax (4 bytes, signed)'."""
         sign = "floating point" if self.floating else ("signed" if self.signed else "unsigned")
         return f"{self.spec} ({self.size} byte{'s' if self.size != 1 else ''}, {sign})"
 
@@ -128,9 +121,6 @@ class ArgSpecError(ValueError):
 
 
 _SIZE = re.compile(r"(?P<sign>-?)(?P<size>[1248])(?P<float>f?)@(?P<operand>.+)\Z", re.S)
-
-# --- numbers and address expressions, common to all assemblers --------------
-
 # gas integers: 0x hex, 0b binary, 0-prefixed octal, decimal.
 _INT = re.compile(r"[-+]?(0[xX][0-9a-fA-F]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)\Z")
 _BASES = {"x": 16, "X": 16, "b": 2, "B": 2}
@@ -148,7 +138,6 @@ _MAX_DIGITS = 66
 
 
 def _int(text: str) -> int | None:
-    """An assembler integer as gas reads it, or None."""
     match = _INT.match(text)
     if not match or len(match[1]) > _MAX_DIGITS:
         return None
@@ -158,11 +147,9 @@ def _int(text: str) -> int | None:
 
 
 def _displacement(text: str) -> Address | None:
-    """A sum of numbers and at most one symbol, in any order, as gcc prints
-    address constants: '', '-8', 'sym+16', '40+sym', 'sym-8', '12+sym@GOTOFF',
-    'sym@toc@l', '%lo(sym)', '%tprel_lo(sym+8)'; its symbol None if it has
-    none. None for anything else (two symbols, a subtracted symbol, unknown
-    characters)."""
+    """A sum of numbers and at most one symbol, as gcc prints address
+    constants ('', '-8', '40+sym', '12+sym@GOTOFF', 'sym@toc@l', '%lo(sym+8)');
+    None for anything else (two symbols, a subtracted one, other characters)."""
     offset, symbol, relocation, at = 0, None, None, 0
     while at < len(text):
         term = _TERM.match(text, at)
@@ -190,29 +177,14 @@ def _displacement(text: str) -> Address | None:
     return Address(symbol, offset, relocation)
 
 
-def _constant_or_address(text: str) -> Operand | None:
-    """An immediate's text after its '$' or '#': a number, a float, or an
-    address expression."""
-    value = _int(text)
-    if value is not None:
-        return Constant(value)
-    if _FLOAT.match(text) and len(text) <= _MAX_DIGITS and math.isfinite(float(text)):
-        return Constant(float(text))  # finite: JSON has no infinity
-    disp = _displacement(text)
-    return disp if disp is not None and disp.symbol is not None else None
-
-
-# --- the machines ---------------------------------------------------------------
-
 def _machine(register: str, *memory: str, immediate: str = "", addresses: bool = False, bare: bool = True,
              name=lambda text: text):
-    """A decoder of one assembler's operands: a register (``register``, named
-    by ``name``), a literal (an int after ``immediate``, with ``addresses`` a
+    """One assembler's operand decoder: a register (``register``, named by
+    ``name``), a literal (an int after ``immediate``, with ``addresses`` a
     float or address too; ``bare``: an int alone), or memory in the first
-    ``memory`` form that reads it, whose groups name the parts: base, index
-    ({R}: a register), disp (an address expression), offset (a number),
-    scale or shift, minus, segment, aarch64's relocation and expr. Compiled
-    on first use: a binary needs one machine's (all eight take 3 ms)."""
+    ``memory`` form that reads it, its groups naming the parts ({R}: a
+    register). Compiled on first use: a binary needs one machine's (all
+    eight take 3 ms)."""
 
     @functools.cache
     def compiled() -> tuple[re.Pattern, list[re.Pattern]]:
@@ -223,10 +195,16 @@ def _machine(register: str, *memory: str, immediate: str = "", addresses: bool =
         if plain.fullmatch(text):
             return Register(name(text))
         if immediate and text.startswith(immediate):
-            if addresses:
-                return _constant_or_address(text[len(immediate):])
-            value = _int(text[len(immediate):])
-            return Constant(value) if value is not None else None
+            text = text[len(immediate):]
+            value = _int(text)
+            if value is not None:
+                return Constant(value)
+            if not addresses:
+                return None
+            if _FLOAT.match(text) and len(text) <= _MAX_DIGITS and math.isfinite(float(text)):
+                return Constant(float(text))  # finite: JSON has no infinity
+            disp = _displacement(text)
+            return disp if disp is not None and disp.symbol is not None else None
         value = _int(text) if bare else None
         if value is not None:
             return Constant(value)
@@ -299,8 +277,7 @@ _DECODERS = {
 
 
 def decode_operand(text: str, machine: str) -> Operand:
-    """The operand text of one argument on an e_machine; Unknown when the
-    machine or the form is not one this module knows."""
+    """Unknown for a machine or a form not known here."""
     decode = _DECODERS.get(machine)
     operand = decode(text) if decode else None
     return operand if operand is not None else Unknown(text)
@@ -310,8 +287,7 @@ _SPLIT_MARKS = re.compile(r"[\[\]() ]")
 
 
 def split_args(text: str) -> list[str]:
-    """Split an argument string at spaces outside brackets and parentheses
-    (aarch64 writes '[sp, 12]' with a space inside)."""
+    """Split at spaces outside brackets and parentheses (aarch64: '[sp, 12]')."""
     args, depth, start = [], 0, 0
     for mark in _SPLIT_MARKS.finditer(text):
         char = mark.group()
@@ -329,9 +305,9 @@ def split_args(text: str) -> list[str]:
 
 
 def parse_arg(spec: str, machine: str) -> NoteArg:
-    """Decode one 'SIZE@OPERAND'; ArgSpecError without a size. Binaries repeat
-    a few hundred specs: short ones are cached (reading 20,000 sites takes 12%
-    longer without); a crafted file's huge ones are not kept alive."""
+    """ArgSpecError without a size. Binaries repeat a few hundred specs: short
+    ones are cached (reading 20,000 sites takes 12% longer without), a crafted
+    file's huge ones not kept alive."""
     return _parse_arg_cached(spec, machine) if len(spec) <= 512 else _parse_arg(spec, machine)
 
 
@@ -348,5 +324,5 @@ _parse_arg_cached = functools.lru_cache(maxsize=1 << 16)(_parse_arg)
 
 
 def parse_args(text: str, machine: str) -> tuple[NoteArg, ...]:
-    """Decode a note's whole argument string for an ELF e_machine name."""
+    """A note's argument string, on an ELF e_machine (pyelftools' name)."""
     return tuple(parse_arg(spec, machine) for spec in split_args(text))
