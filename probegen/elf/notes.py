@@ -1,9 +1,7 @@
-"""Reading the USDT probes of an ELF file from its ``.note.stapsdt`` notes.
-
-Each note is one probe site. Its descriptor holds three addresses (the
-probe's pc, the link-time address of ``.stapsdt.base``, the semaphore or
-0), each as wide as the ELF class, then three NUL-terminated strings:
-provider, name, arguments. Knows nothing of catalogs.
+"""The USDT probes of an ELF file, from its ``.note.stapsdt`` notes: one a
+site, its descriptor three addresses as wide as the ELF class (pc, the
+link-time ``.stapsdt.base``, the semaphore or 0), then three NUL-terminated
+strings: provider, name, arguments.
 """
 
 import os
@@ -18,21 +16,17 @@ from probegen.files.inputs import UnreadableInput, open_seekable
 if TYPE_CHECKING:  # the DWARF reader opens files here and decodes no notes
     from probegen.elf.argspec import NoteArg
 
-_NAME = re.compile(r"[A-Za-z0-9_]+\Z")  # provider and probe names in a note
+_NAME = re.compile(r"[A-Za-z0-9_]+\Z")
 _MAGIC = b"\x7fELF"
 NOTE_SECTION = ".note.stapsdt"
 NT_STAPSDT = 3
 _OWNER = b"stapsdt\0"
-# Every note starts with three 4-byte words (n_namesz, n_descsz, n_type)
-# in both ELF classes; name and descriptor are each padded to 4 bytes.
-_NOTE_HEADER = 12
-# SPDK has ~150 probe sites, the largest users tens of thousands; reading
-# 100,000 notes takes about half a second. A crafted section of millions
-# of empty notes would take many seconds: refused instead.
+_NOTE_HEADER = 12  # n_namesz, n_descsz, n_type in both classes; name and descriptor padded to 4
+# The largest users have tens of thousands of sites; 100,000 take half a
+# second to read. A crafted section of millions of empty notes is refused.
 MAX_NOTES = 100_000
 
-# uname-style names of the machines Debian builds for; the class and byte
-# order fill in the variant (ppc64le, s390x, mips64el, riscv64).
+# uname's names of Debian's machines; class and byte order fill in the variant.
 _ARCHES = {
     "EM_X86_64": "x86_64", "EM_386": "i386", "EM_AARCH64": "aarch64", "EM_ARM": "arm",
     "EM_PPC64": "ppc64{le}", "EM_PPC": "ppc", "EM_S390": "s390{x}", "EM_MIPS": "mips{w}{el}",
@@ -41,18 +35,16 @@ _ARCHES = {
 
 
 def _named(value: str | int, prefix: str) -> str:
-    """pyelftools' name of a machine or type ('EM_X86_64'), or 'EM_12345'."""
+    """pyelftools' name ('EM_X86_64'), or 'EM_12345' where it has none."""
     return value if isinstance(value, str) else f"{prefix}{value}"
 
 
 class ElfError(InputError):
-    """A file that cannot be read as an ELF binary with USDT notes."""
+    """Not an ELF binary with readable USDT notes."""
 
 
 @dataclass(frozen=True)
 class ProbeSite:
-    """One place in the code where a probe fires (one note)."""
-
     address: int  # pc, adjusted for prelinking as tracers do
     semaphore: int  # 0 when the probe has none; adjusted like address
     base: int  # the note's recorded .stapsdt.base address
@@ -101,9 +93,8 @@ class Binary:
 
 
 def read_elf(path: str | os.PathLike, read, *, pipe_ok: bool = False):
-    """``read(ELFFile, file size)`` of the ELF file at ``path``; ElfError for
-    anything that is not one. Regular files only, unless ``pipe_ok``: a pipe
-    is copied first."""
+    """``read(ELFFile, file size)``; ElfError for anything not ELF. A pipe
+    (only if ``pipe_ok``) is copied first."""
     stream, size = open_elf_file(path, pipe_ok=pipe_ok)
     with stream:
         from elftools.elf.elffile import ELFFile
@@ -112,8 +103,7 @@ def read_elf(path: str | os.PathLike, read, *, pipe_ok: bool = False):
 
 
 def open_elf_file(path: str | os.PathLike, *, pipe_ok: bool = False):
-    """read_elf's checks without pyelftools, for a reader that parses the
-    file itself (probegen.dwarf.locate): (file object, size)."""
+    """(file object, size) after read_elf's checks, without pyelftools."""
     shown = str(path)
     try:
         stream, size = open_seekable(path, "ELF binary", pipe_ok=pipe_ok, head=len(_MAGIC),
@@ -137,8 +127,8 @@ def _check_magic(shown: str, head: bytes) -> None:
 
 
 def guard_elf(shown: str, action):
-    """Run a pyelftools call; its many exception types on malformed input
-    (ELFError, construct's, struct.error, ...) become one ElfError."""
+    """``action()``; what pyelftools raises on malformed input (ELFError,
+    construct's, struct.error, ...) becomes one ElfError."""
     try:
         return action()
     except ElfError:
@@ -149,8 +139,7 @@ def guard_elf(shown: str, action):
 
 
 def read_binary(path: str | os.PathLike, *, pipe_ok: bool = False) -> Binary:
-    """Every USDT probe of one ELF file, sites grouped by provider and name
-    in the order of their first note. ``pipe_ok``: see read_elf."""
+    """Sites grouped by provider and name, in the order of their first note."""
     return read_elf(path, lambda elf, file_size: _read(elf, str(path), file_size), pipe_ok=pipe_ok)
 
 
@@ -181,9 +170,8 @@ def _read(elf, shown: str, file_size: int) -> Binary:
 def _sites(data: bytes, section_offset: int, shown: str, width: int, order: str, machine: str,
            stapsdt_base: int | None) -> dict[tuple[str, str], list[ProbeSite]]:
     """Sites by (provider, name); offsets in messages are the file's. Walked
-    with struct: pyelftools' note walker alone takes 0.18 s for 20,000 notes,
-    twice this whole reader. Sites repeat their probe's strings: each
-    distinct one is checked and decoded once, and sites share the result."""
+    with struct (pyelftools' walker takes twice as long as this whole reader);
+    each distinct string is checked and decoded once, sites share the result."""
     header, addresses = struct.Struct(order + "3I"), struct.Struct(order + ("3Q" if width == 8 else "3I"))
     mask = (1 << (8 * width)) - 1
     names: dict[tuple[bytes, bytes], tuple[str, str]] = {}
