@@ -228,7 +228,7 @@ def test_types_are_converted_as_needed_and_cycles_refused():
     only when its members are asked for."""
     import drgn
 
-    from probegen.dwarf.damage import Damaged
+    from probegen.dwarf.locate import Damaged
     from probegen.dwarf.fromdrgn import Converter
 
     prog = drgn.Program(drgn.host_platform)

@@ -14,10 +14,8 @@ from elftools.dwarf.die import DIE
 from elftools.dwarf.dwarf_expr import DWARFExprParser
 from elftools.elf.elffile import ELFFile
 
-from probegen.dwarf.cnames import SIGNED_INTS, c_identifier
-from probegen.dwarf.damage import Damaged
-from probegen.dwarf.fromdrgn import MAX_NESTING
-from probegen.dwarf.locate import inflate_within_claims
+from probegen.dwarf.fromdrgn import MAX_NESTING, SIGNED_INTS, c_identifier
+from probegen.dwarf.locate import Damaged, inflate_within_claims
 from probegen.elf.notes import guard_elf
 
 K, Q = drgn.TypeKind, drgn.Qualifiers

@@ -7,11 +7,12 @@ through a struct, nesting deeper than MAX_NESTING), so whatever walks the
 types ends.
 """
 
+import re
+
 import drgn
 
 from probegen.dwarf import model as m
-from probegen.dwarf.cnames import C_BASE_NAMES, FLOATS, SIGNED_INTS, UNSIGNED_INTS, c_identifier, unique
-from probegen.dwarf.damage import Damaged, reading
+from probegen.dwarf.locate import Damaged, reading
 
 K = drgn.TypeKind
 _QUALIFIERS = ((drgn.Qualifiers.CONST, "const"), (drgn.Qualifiers.VOLATILE, "volatile"),
@@ -23,6 +24,55 @@ MAX_SIZE = 1 << 48
 # An anonymous struct is converted, and written inline, wherever it is used: in hostile DWARF
 # two members of one type at each of 30 levels make 2**30. All of spdk_tgt's types: 841.
 MAX_ANONYMOUS = 10_000
+# Every name in emitted C passes through c_identifier, for bpftrace's parser: C++
+# names types "Box<int>" or "ns::S" and members "_vptr.S", a hostile file anything.
+_NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9_]")
+# C11 keywords, and C++ type words a C parser does not know.
+_RESERVED = frozenset("""
+    auto break case char const continue default do double else enum extern float for goto if
+    inline int long register restrict return short signed sizeof static struct switch typedef
+    union unsigned void volatile while _Alignas _Alignof _Atomic _Bool _Complex _Generic
+    _Imaginary _Noreturn _Static_assert _Thread_local bool true false
+""".split())
+
+# Base type names as gcc and clang write them for C, and as C accepts them.
+C_BASE_NAMES = frozenset((
+    "char", "signed char", "unsigned char", "short int", "short unsigned int", "int",
+    "unsigned int", "long int", "long unsigned int", "long long int", "long long unsigned int",
+    "short", "unsigned short", "long", "unsigned long", "long long", "unsigned long long",
+    "_Bool", "float", "double", "long double", "__int128", "unsigned __int128",
+    "_Float16", "_Float32", "_Float64", "_Float128", "_Float32x", "_Float64x",
+))
+SIGNED_INTS = {1: "signed char", 2: "short", 4: "int", 8: "long", 16: "__int128"}
+UNSIGNED_INTS = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long",
+                 16: "unsigned __int128"}
+FLOATS = {4: "float", 8: "double", 16: "long double"}
+_MAX_NAME = 200  # longer: cut, and told apart by a hash
+
+
+def c_identifier(name: str) -> str:
+    """``name`` as a C identifier: other characters become '_'
+    ("Box<int>" -> "Box_int_"), a keyword gets a '_' appended."""
+    text = _NOT_IDENTIFIER.sub("_", name)
+    if not text or text[0].isdigit():
+        text = "_" + text
+    if text in _RESERVED:
+        text += "_"
+    if len(text) > _MAX_NAME:
+        import hashlib
+
+        text = f"{text[:_MAX_NAME - 17]}_{hashlib.sha256(name.encode('utf-8', 'replace')).hexdigest()[:16]}"
+    return text
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    """``name``, or ``name_2``, ``name_3``... if taken; added to ``taken``."""
+    candidate, index = name, 1
+    while candidate in taken:
+        index += 1
+        candidate = f"{name}_{index}"
+    taken.add(candidate)
+    return candidate
 
 
 def _size(t) -> int | None:
@@ -223,7 +273,7 @@ class Converter:
         if name is None and not (isinstance(under, m.Struct) and under.name is None):
             name = "__unnamed"  # only an anonymous struct or union can go without a name
         if name is not None:
-            name = unique(c_identifier(name), taken)
+            name = _unique(c_identifier(name), taken)
         return m.Member(name, type_, bit_offset // 8, bit_size, bit_offset if bit_size is not None else None)
 
     def _enum(self, t: drgn.Type) -> m.Enum:
@@ -234,7 +284,7 @@ class Converter:
             enum.signed = t.type.is_signed
             taken: set[str] = set()
             for enumerator in t.enumerators:
-                enum.enumerators.append(m.Enumerator(unique(c_identifier(enumerator.name), taken), enumerator.value))
+                enum.enumerators.append(m.Enumerator(_unique(c_identifier(enumerator.name), taken), enumerator.value))
         return enum
 
     def _array(self, t: drgn.Type, lazy: bool) -> m.Array:

@@ -2,19 +2,44 @@
 separate one found by build id or ``.gnu_debuglink``, used only if it is
 this binary's (doc/security.md). The ELF header and section table are read
 here with struct: importing pyelftools alone takes 20 ms, a third of
-``structs`` on spdk_tgt (issue 22).
+``structs`` on spdk_tgt (issue 22). ``reading(path)``: how the DWARF
+readers report damage.
 """
 
 import struct
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
 
-from probegen.dwarf.damage import Damaged, reading
 from probegen.elf.notes import open_elf_file
-from probegen.errors import InputError, NoDebugInfo
+from probegen.errors import InputError, Location, NoDebugInfo
 
 DEFAULT_DEBUG_DIRS = ("/usr/lib/debug",)
 _SHT_NOTE, _SHT_NOBITS, _SHF_COMPRESSED = 7, 8, 0x800
+
+
+class Damaged(Exception):
+    """Damage the parsers let by (cycles, absurd sizes), found by probegen's own checks."""
+
+
+@contextmanager
+def reading(path):
+    """Whatever parsing raises (drgn's and libdw's errors are plain Exceptions;
+    pyelftools, trusting what it reads, raises almost anything) as one
+    InputError line naming the file."""
+    try:
+        yield
+    except InputError:
+        raise
+    except Exception as exc:
+        if isinstance(exc, Damaged):
+            text = str(exc)
+        else:
+            detail = str(exc) if not isinstance(exc, KeyError) else repr(exc.args[0]) if exc.args else ""
+            text = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+        text = " ".join(text.split())  # one line
+        text = text if len(text) <= 160 else text[:157] + "..."
+        raise InputError(f"damaged or truncated ELF/DWARF: {text}", Location(str(path))) from None
 
 
 class Elf:

@@ -8,9 +8,8 @@ import os
 import drgn
 
 from probegen.dwarf import model as m
-from probegen.dwarf.damage import reading
 from probegen.dwarf.fromdrgn import Converter
-from probegen.dwarf.locate import DEFAULT_DEBUG_DIRS, DebugInfo, open_debug_info
+from probegen.dwarf.locate import DEFAULT_DEBUG_DIRS, DebugInfo, open_debug_info, reading
 from probegen.errors import InputError, Location, NoSuchMember
 
 _KINDS = ("struct", "union", "enum", "typedef")
