@@ -1,10 +1,10 @@
-"""A C++ program's types, read with pyelftools and offered to fromdrgn.py
-as drgn offers C's. drgn 0.3.0 leaves out base classes and raises
-BadDataError on references, member pointers and nullptr_t; here a base
-class's members are moved to where the base is (the derived class may use
-its tail padding, where no C member can overlap), references are pointers.
-pyelftools inflates compressed sections whole and follows DW_AT_sibling
-wherever it points: sections are checked first, children walked here.
+"""A C++ program's types, read with pyelftools and offered to fromdrgn.py as
+drgn offers C's: drgn 0.3.0 leaves out base classes and raises BadDataError
+on references, member pointers and nullptr_t. A base class's members move to
+where the base is (the derived class may use its tail padding, where no C
+member can overlap); references are pointers. pyelftools inflates compressed
+sections whole and follows DW_AT_sibling anywhere: sections are checked
+first, children walked here.
 """
 
 from types import SimpleNamespace
@@ -31,8 +31,7 @@ _UNIT_REFS = frozenset(("DW_FORM_ref1", "DW_FORM_ref2", "DW_FORM_ref4", "DW_FORM
 
 
 class _Type(SimpleNamespace):
-    """A type as drgn's Type reads, as far as fromdrgn.py reads it;
-    ``later`` computes attributes when first asked for."""
+    """As fromdrgn.py reads drgn's Type; ``later`` computes attributes when first asked for."""
 
     qualifiers, tag, name, size, alignment, declaration, prototyped = Q(0), None, None, None, None, False, True
     later: dict = {}
@@ -75,7 +74,7 @@ def _bytes(size: int) -> _Type:
 
 
 def children(die):
-    """The DIE's children, in order; Damaged where the links go wrong."""
+    """Damaged where the links go wrong."""
     if not die.has_children:
         return
     cu = die.cu

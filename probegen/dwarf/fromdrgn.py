@@ -1,10 +1,8 @@
 """drgn's types (or cxx.py's, which read like them) as ``probegen.dwarf.model``
-types, with the names, bitfields and layouts C and bpftrace need. A named
-struct reached through a pointer gets its members when first asked for (C
-needs only its name there). What the DWARF says is checked, as it may be
-damaged (sizes, bitfields, types no member can have, cycles other than
-through a struct, nesting deeper than MAX_NESTING), so whatever walks the
-types ends.
+types, with the names, bitfields and layouts C and bpftrace need; a named
+struct reached through a pointer gets its members when first asked for. What
+the DWARF says is checked, as it may be damaged (sizes, bitfields, cycles
+other than through a struct, nesting), so whatever walks the types ends.
 """
 
 import re
@@ -27,7 +25,7 @@ MAX_ANONYMOUS = 10_000
 # Every name in emitted C passes through c_identifier, for bpftrace's parser: C++
 # names types "Box<int>" or "ns::S" and members "_vptr.S", a hostile file anything.
 _NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9_]")
-# C11 keywords, and C++ type words a C parser does not know.
+# C11's keywords, and C++'s type words
 _RESERVED = frozenset("""
     auto break case char const continue default do double else enum extern float for goto if
     inline int long register restrict return short signed sizeof static struct switch typedef
@@ -51,8 +49,7 @@ _MAX_NAME = 200  # longer: cut, and told apart by a hash
 
 
 def c_identifier(name: str) -> str:
-    """``name`` as a C identifier: other characters become '_'
-    ("Box<int>" -> "Box_int_"), a keyword gets a '_' appended."""
+    """"Box<int>" -> "Box_int_"; a keyword gets a '_' appended."""
     text = _NOT_IDENTIFIER.sub("_", name)
     if not text or text[0].isdigit():
         text = "_" + text
@@ -66,7 +63,7 @@ def c_identifier(name: str) -> str:
 
 
 def _unique(name: str, taken: set[str]) -> str:
-    """``name``, or ``name_2``, ``name_3``... if taken; added to ``taken``."""
+    """``name``, or ``name_2``, ``name_3``... if taken; now taken."""
     candidate, index = name, 1
     while candidate in taken:
         index += 1
@@ -109,8 +106,7 @@ def _is_object(t: m.Type) -> bool:
 
 
 class _Struct(m.Struct):
-    """A struct or union whose members (and so its alignment) are
-    converted when first asked for."""
+    """Members (and so alignment) converted when first asked for."""
 
     _pending = None  # (converter, drgn type) until then
 
@@ -127,7 +123,7 @@ class _Struct(m.Struct):
 
 
 class Converter:
-    """Converts drgn types, each named one once, of the file at ``path``."""
+    """Converts the drgn types of the file at ``path``, each named one once."""
 
     def __init__(self, pointer_size: int, path):
         self.pointer_size = pointer_size
@@ -140,8 +136,7 @@ class Converter:
         self.anonymous = 0
 
     def convert(self, t: drgn.Type, lazy: bool = False) -> m.Type:
-        """The type of ``t``; ``lazy`` (under a pointer): named structs'
-        members are left for later."""
+        """``lazy`` (under a pointer): named structs' members are left for later."""
         if self._depth >= MAX_NESTING:
             raise Damaged(f"types nested more than {MAX_NESTING} deep")
         self._depth += 1
@@ -232,7 +227,6 @@ class Converter:
         return struct
 
     def fill(self, struct: m.Struct, t: drgn.Type) -> None:
-        """Convert the members of ``struct``, drgn's ``t``."""
         outer, self._open = self._open, set()
         self._filling.add(id(struct))
         try:

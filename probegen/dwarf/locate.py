@@ -43,8 +43,7 @@ def reading(path):
 
 
 class Elf:
-    """An ELF file's class, byte order and sections (name, type, flags,
-    file offset, size), from its open ``stream`` of ``size`` bytes."""
+    """Class, byte order and sections (name, type, flags, file offset, size)."""
 
     def __init__(self, stream, size: int):
         self.stream, self.size = stream, size
@@ -93,8 +92,7 @@ class DebugInfo:
 
 
 def build_id(elf: Elf) -> str | None:
-    """The GNU build id as lowercase hex, or None. The owner is checked:
-    a probe note (owner stapsdt) has type 3 too."""
+    """Lowercase hex, or None. The owner is checked: a probe note has type 3 too."""
     fmt = "<III" if elf.little_endian else ">III"
     for row in elf.sections:
         if row[1] != _SHT_NOTE:
@@ -118,7 +116,7 @@ def _crc32(stream) -> int:
 
 
 def _candidates(binary: Path, elf: Elf, ident: str | None, debug_dirs):
-    """(path, CRC-32 wanted or None) of each place the debug file may be. A
+    """(path, CRC-32 wanted or None) of each place the debug file may be; a
     debug link naming anything but a file in the directory searched is ignored."""
     if ident and len(ident) > 2:
         for root in debug_dirs:
@@ -154,7 +152,7 @@ def _open(path: Path) -> tuple[Elf, str | None, bool]:
 
 
 def open_debug_info(binary, debug_file=None, debug_dirs=DEFAULT_DEBUG_DIRS) -> DebugInfo:
-    """Open ``binary`` and the file that carries its DWARF; InputError saying
+    """The file that carries the DWARF of ``binary``, open; InputError saying
     what to do when there is none, or that a file is damaged."""
     binary = Path(binary)
     elf, ident, has_dwarf = _open(binary)
@@ -194,8 +192,8 @@ _EXPANSION_SLACK = 1 << 20
 
 
 def _compressed(elf: Elf):
-    """(name, claimed size, stored size, where its stream is: (file
-    offset, length), whether zlib) of each compressed debug section."""
+    """(name, claimed size, stored size, (file offset, length) of its stream,
+    whether zlib) of each compressed debug section."""
     chdr = struct.Struct(("<" if elf.little_endian else ">") + ("I4xQ" if elf.elfclass == 64 else "II"))
     skip = 24 if elf.elfclass == 64 else 12
     for name, kind, flags, offset, size in elf.sections:
@@ -213,9 +211,8 @@ def _compressed(elf: Elf):
 
 
 def inflate_within_claims(elf: Elf) -> None:
-    """Damaged if a compressed debug section inflates to more than it
-    claims (pyelftools would inflate it whole); never inflates more than
-    the claim and one chunk."""
+    """Damaged if a compressed debug section inflates to more than it claims
+    (pyelftools would inflate it whole); inflates at most the claim and a chunk."""
     for name, claimed, _, (offset, length), is_zlib in _compressed(elf):
         if not is_zlib:
             raise Damaged(f"section {name} is compressed otherwise than with zlib")
