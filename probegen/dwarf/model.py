@@ -1,14 +1,13 @@
-"""C types as DWARF describes them: made by probegen.dwarf.fromdrgn, written
-as C by probegen.generators.cdecl. A type reached twice by name is one
-object, so recursive structs (through pointers) end.
+"""C types as DWARF describes them (made by fromdrgn.py, written as C by
+generators/cdecl.py). A type reached twice by name is one object, so
+recursive structs (through pointers) end.
 """
 
 from dataclasses import dataclass, field
 
 
 class Type:
-    """Base of all types. Every type has ``size`` in bytes (None where C
-    has none, such as void and functions)."""
+    """Every type has ``size`` in bytes (None for void and functions)."""
 
 
 @dataclass(eq=False)

@@ -1,6 +1,6 @@
-"""``DwarfTypes``: a binary's named types, looked up by name, as
-``probegen.dwarf.model`` types. drgn reads the DWARF (elfutils' index, in C:
-no cache needed); a C++ program's types are read by cxx.py.
+"""A binary's named types, looked up by name, as ``probegen.dwarf.model``
+types: drgn reads the DWARF (elfutils' index, in C: no cache needed), cxx.py
+a C++ program's.
 """
 
 import os

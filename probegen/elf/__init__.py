@@ -6,12 +6,8 @@ and needs none of the rest."""
 
 import importlib
 
-_MODULE_OF = {
-    **dict.fromkeys(("Address", "ArgSpecError", "Constant", "Memory", "NoteArg", "Register", "Unknown",
-                     "parse_args"), "argspec"),
-    **dict.fromkeys(("Reading", "read_binaries", "resolve_dependencies"), "deps"),
-    **dict.fromkeys(("Binary", "BinaryProbe", "ElfError", "ProbeSite", "read_binary"), "notes"),
-}
+_MODULE_OF = {"Constant": "argspec", "Memory": "argspec", "Register": "argspec", "Unknown": "argspec",
+              "read_binaries": "deps", "ElfError": "notes", "read_binary": "notes"}
 
 
 def __getattr__(name):
