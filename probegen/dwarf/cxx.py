@@ -115,7 +115,7 @@ class CxxTypes:
         inflate_within_claims(info.elf)
         self.pointer_size = pointer_size
         self.names: dict[str, list[tuple[str, object]]] = {}  # name -> [(kind, DIE)], first definition first
-        for cu in guard_elf(str(info.path), lambda: ELFFile(info.stream)).get_dwarf_info().iter_CUs():
+        for cu in guard_elf(str(info.path), lambda: ELFFile(info.elf.stream)).get_dwarf_info().iter_CUs():
             pending = [(cu.get_top_DIE(), "")]
             while pending:
                 parent, prefix = pending.pop()

@@ -85,10 +85,9 @@ class DebugInfo:
 
     def __init__(self, binary: Path, path: Path, elf: Elf, build_id: str | None):
         self.binary, self.path, self.elf, self.build_id = binary, path, elf, build_id
-        self.stream = elf.stream  # kept open as long as the file is read
 
     def close(self) -> None:
-        self.stream.close()
+        self.elf.stream.close()
 
 
 def build_id(elf: Elf) -> str | None:

@@ -26,7 +26,7 @@ class DwarfTypes:
         with reading(info.path):
             self.prog = drgn.Program()
             module = self.prog.extra_module(str(info.path), 0, create=True)
-            module.try_file(str(info.path), fd=os.dup(info.stream.fileno()), force=True)
+            module.try_file(str(info.path), fd=os.dup(info.elf.stream.fileno()), force=True)
             if module.debug_file_status != drgn.ModuleFileStatus.HAVE:
                 raise InputError(f"drgn cannot read its DWARF "
                                  f"({module.debug_file_status.name.lower().replace('_', ' ')})",
