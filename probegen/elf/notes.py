@@ -80,8 +80,7 @@ class Binary:
 
     @property
     def arch(self) -> str:
-        """'x86_64', 'ppc64le', 's390x', 'mips64el', 'riscv64'; a machine
-        without a short name by its ELF name ('EM_SPARCV9', 'EM_12345')."""
+        """uname's name ('ppc64le'), else the ELF name ('EM_SPARCV9', 'EM_12345')."""
         wide, little = self.elf_class == 64, self.little_endian
         return _ARCHES.get(self.machine, self.machine).format(
             bits=self.elf_class, x="x" if wide else "", w="64" if wide else "", el="el" if little else "",
