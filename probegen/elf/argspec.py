@@ -235,41 +235,36 @@ def _memory(parts: dict, name) -> Memory | None:
                   parts.get("segment"))
 
 
-_X86 = _machine(
-    r"%[a-z][a-z0-9]*",
-    # 'DISP(BASE,INDEX,SCALE)', parts optional but not all; without
-    # parentheses an absolute address ('sym+12', '%fs:0x28').
-    r"(?:%(?P<segment>[c-gs]s):)?(?P<disp>[^()%]*)\((?!\))(?P<base>{R})?(?:,(?P<index>{R})?(?:,(?P<scale>[1248]))?)?\)",
-    r"(?:%(?P<segment>[c-gs]s):)?(?P<disp>[^()%]+)",
-    immediate="$", addresses=True, bare=False, name=lambda text: text[1:])
-_A64_REG = r"(?:[xw](?:[12]?[0-9]|30)|sp|wsp|xzr|wzr)"
-_ARM_REG = r"(?:r1[0-5]|r[0-9]|sp|lr|pc|ip|fp|sl|sb)"
 _BRACKETED = (r"\[(?P<base>{R})\]", r"\[(?P<base>{R}), ?#?(?P<offset>[^\]]+?)\]")
 _DISP = r"(?P<disp>[^()]*(?:\([^()]*\)[^()]*)?)"  # may hold one '%lo(sym)'
-_mips = _machine(r"\$(?:[0-9]|[12][0-9]|3[01]|[a-z][a-z0-9]*)", _DISP + r"\((?P<base>{R})\)")
-_ppc = _machine(r"(?:%?r)?(?:[12]?[0-9]|3[01])",  # general registers as gcc writes them, or '%r8' (-mregnames)
-                r"(?P<base>{R}),(?P<index>{R})",  # indexed (X-form): RA + RB
-                _DISP + r"\((?P<base>{R})\)",
-                immediate="i", bare=False, name=lambda text: "r" + text.lstrip("%r"))
 # pyelftools' e_machine names; a machine not here gets Unknown operands.
 _DECODERS = {
-    "EM_X86_64": _X86,
-    "EM_386": _X86,
+    **dict.fromkeys(("EM_X86_64", "EM_386"), _machine(
+        r"%[a-z][a-z0-9]*",
+        # 'DISP(BASE,INDEX,SCALE)', parts optional but not all; without
+        # parentheses an absolute address ('sym+12', '%fs:0x28').
+        r"(?:%(?P<segment>[c-gs]s):)?(?P<disp>[^()%]*)"
+        r"\((?!\))(?P<base>{R})?(?:,(?P<index>{R})?(?:,(?P<scale>[1248]))?)?\)",
+        r"(?:%(?P<segment>[c-gs]s):)?(?P<disp>[^()%]+)",
+        immediate="$", addresses=True, bare=False, name=lambda text: text[1:])),
     "EM_AARCH64": _machine(
-        _A64_REG, *_BRACKETED,
+        r"(?:[xw](?:[12]?[0-9]|30)|sp|wsp|xzr|wzr)", *_BRACKETED,
         r"\[(?P<base>{R}), ?(?P<index>{R})(?:, ?(?:lsl|[su]xt[wx]) ?#?(?P<shift>[0-3])?)?\]",
         r"\[(?P<base>{R}), ?#?:(?P<relocation>[a-z0-9_]+):(?P<expr>[^\]]+?)\]",
         immediate="#"),
     "EM_ARM": _machine(
-        _ARM_REG, *_BRACKETED,
+        r"(?:r1[0-5]|r[0-9]|sp|lr|pc|ip|fp|sl|sb)", *_BRACKETED,
         r"\[(?P<base>{R}), ?(?P<minus>-?)(?P<index>{R})(?:, ?lsl #?(?P<shift>[0-9]|[12][0-9]|3[01]))?\]",
         immediate="#", addresses=True, bare=False),
     "EM_S390": _machine(r"%[rfav](?:1[0-5]|[0-9])", _DISP + r"\((?P<index>{R}),(?P<base>{R})\)",
                         _DISP + r"\((?P<base>{R})\)", name=lambda text: text[1:]),
-    "EM_PPC64": _ppc,
-    "EM_PPC": _ppc,
-    "EM_MIPS": _mips,
-    "EM_MIPS_RS3_LE": _mips,
+    **dict.fromkeys(("EM_PPC64", "EM_PPC"), _machine(
+        r"(?:%?r)?(?:[12]?[0-9]|3[01])",  # general registers as gcc writes them, or '%r8' (-mregnames)
+        r"(?P<base>{R}),(?P<index>{R})",  # indexed (X-form): RA + RB
+        _DISP + r"\((?P<base>{R})\)",
+        immediate="i", bare=False, name=lambda text: "r" + text.lstrip("%r"))),
+    **dict.fromkeys(("EM_MIPS", "EM_MIPS_RS3_LE"), _machine(
+        r"\$(?:[0-9]|[12][0-9]|3[01]|[a-z][a-z0-9]*)", _DISP + r"\((?P<base>{R})\)")),
     "EM_RISCV": _machine(
         r"zero|ra|sp|gp|tp|fp|[xf](?:[12]?[0-9]|3[01])|t[0-6]|s(?:1[01]|[0-9])|a[0-7]|f[ts](?:1[01]|[0-9])|fa[0-7]",
         _DISP + r"\((?P<base>{R})\)"),
