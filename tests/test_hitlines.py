@@ -1,7 +1,7 @@
 """Joining the lines of hits that generated bpftrace scripts print in parts
 (the live test of real bpftrace output is tests/test_bpftrace.py)."""
 
-from probegen.runtime.hitlines import HitJoiner
+from probegen.runtime.trace import HitJoiner
 
 
 def test_parts_join_by_thread_between_other_lines():

@@ -94,7 +94,7 @@ def test_probegen_trace_timeline_has_every_span_at_the_printed_times_on_its_thre
 def test_a_split_hit_never_completed_is_no_hit_and_keeps_the_spans_by_thread():
     """The parts of a hit the trace ended in the middle of are left out: read
     as a hit without a thread, they made every span paired by thread vanish."""
-    from probegen.runtime.trace_timeline import _hit
+    from probegen.runtime.trace import _hit
 
     labels = {"begin": ["id", "name"], "end": []}
     assert _hit("1.000002: begin [tid 7] id=3 name=a b", labels) == (1000002000, 7, "begin", {"id": 3, "name": "a b"})

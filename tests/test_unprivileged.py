@@ -21,7 +21,7 @@ from helpers.drift import DRIFT_CATALOG, build_drift
 from helpers.tracing import Process
 from probegen.files.inputs import open_seekable
 from probegen.files.unprivileged import Unprivileged, deadline_in, run_unprivileged
-from probegen.runtime import enum_names
+from probegen.runtime import fit
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (it gives root up to nobody)")
 
@@ -102,7 +102,7 @@ def test_deadline_memory_output_and_files_are_bounded(tmp_path):
 ])
 def test_the_childs_answer_is_checked_as_data(answer):
     with pytest.raises(Unprivileged):
-        enum_names._checked_sources(answer, ["nvmf_tgt_state"], {"exe"})
+        fit._checked_sources(answer, ["nvmf_tgt_state"], {"exe"})
 
 
 @root_only

@@ -3,7 +3,7 @@ render_lines makes them again for the process `probegen trace` traces. No BEGIN 
 block, so SPDK's ``scripts/bpftrace.sh`` can append its own. A probe's block is
 whole_body (a hit in one printf) or, for bpftrace 0.17's 512-byte stack, pieces_body
 (strings read PIECE characters at a time; a hit one printf cannot hold printed as several
-lines, ``PROBE [tid TID K/N]``, which trace joins: runtime/hitlines.py).
+lines, ``PROBE [tid TID K/N]``, which trace joins: runtime/trace.py).
 """
 
 import itertools

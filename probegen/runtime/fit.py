@@ -2,7 +2,9 @@
 has, each line fitted to their notes (SPDK v25.09's ``nvmf_ctrlr_destruct`` passes one
 argument more than master's), enum names from its debug info. A differing count prints
 every argument by position, a differing size or sign that argument as the note has it,
-with a warning; what prints the same value (``-4@$0`` for a ``uint64_t``) is no difference."""
+with a warning; what prints the same value (``-4@$0`` for a ``uint64_t``) is no difference.
+Enum names come from the process's own files' debug info, else the catalog's (SPDK v25.09
+numbers two nvmf_tgt_state states the other way round from master)."""
 
 import itertools
 import re
@@ -10,9 +12,9 @@ import sys
 from dataclasses import replace
 
 from probegen.catalog.ctype import Kind, integer_type, parse_ctype
-from probegen.errors import printable
+from probegen.errors import InputError, NoDebugInfo, printable
 from probegen.files.marker import has_marker
-from probegen.generators.lines import EnumTable, Field, ProbeLine, Style, probe_line
+from probegen.generators.lines import EnumTable, Field, ProbeLine, Style, enum_table, probe_line
 from probegen.runtime import trace
 
 # A script made with --binary reads struct members through such a cast.
@@ -97,7 +99,6 @@ def regenerate(pid: int, scripts: list[trace.Script], groups: dict, catalog, deb
     """(the generated line scripts made again for this process, each such probe's labels).
     ``tids``: the lines name their thread too (``PROBE [tid TID] ...``), for trace's own reading."""
     from probegen.generators.bpftrace import render_lines
-    from probegen.runtime.enum_names import for_process
 
     chosen = {}
     for number in groups:
@@ -109,9 +110,7 @@ def regenerate(pid: int, scripts: list[trace.Script], groups: dict, catalog, deb
         chosen[number] = [(p, notes[k]) for p in catalog.probes for k in keys if k[1] == p.name and k in notes]
     enums = list(dict.fromkeys(a.ctype.enum_name for pairs in chosen.values() for p, _ in pairs
                                for a in p.note_args if a.ctype.enum_name and not a.hex))
-    tables, messages = for_process(catalog, pid, holders, enums, deadline) if debug_info else ({}, [])
-    for message in messages:
-        _say(message)
+    tables = _enum_tables(catalog, pid, holders, enums, deadline) if debug_info and enums else {}
     scripts, labels = list(scripts), {}
     for number, pairs in chosen.items():
         lines = []
@@ -123,3 +122,83 @@ def regenerate(pid: int, scripts: list[trace.Script], groups: dict, catalog, deb
                 _say(f"probegen trace: warning: {warning}")
         scripts[number] = scripts[number]._replace(text=render_lines(catalog, groups[number], lines, big_strings=big))
     return scripts, labels
+
+
+# What the child runs with (imported before it gives up root).
+_READER_MODULES = ("elftools", "probegen.elf", "probegen.dwarf", "probegen.generators.lines")
+
+
+def from_debug_info(catalog, enums: list[str], files) -> dict:
+    """In the child: each enum's names from the first of ``files`` ((shown name,
+    path)) whose DWARF has it, and why the others have none, as plain data."""
+    from probegen.dwarf import DwarfTypes
+
+    found: dict = {}
+    reasons = []
+    for shown, path in files:
+        missing = [enum for enum in enums if enum not in found]
+        if not missing:
+            break
+        try:
+            types = DwarfTypes.open(path)
+        except InputError as exc:  # damaged: the catalog's names are still good enough to trace with
+            reasons.append(f"{shown} has no debug info" if isinstance(exc, NoDebugInfo)
+                           else f"debug info of {shown} unusable: {exc}")
+            continue
+        with types:
+            for enum in missing:
+                if types.enumerators(enum):
+                    found[enum] = [shown, enum_table(catalog, enum, types).names]
+        if any(enum not in found for enum in enums):
+            reasons.append(f"not in the debug info of {shown}")
+    return {"binary": found, "why": "; ".join(reasons) or "no file to read"}
+
+
+def _enum_tables(catalog, pid: int, holders: dict, enums: list[str], deadline: float) -> dict[str, EnumTable]:
+    """Each enum's table from the debug info of the executable and the files holding the traced
+    probes, parsed in a child without root; says where each of ``enums`` is named."""
+    from probegen.files.unprivileged import Unprivileged, run_unprivileged
+
+    files = [trace.mapped_files(pid)[0], *holders.values()]
+    try:
+        with trace.opened(pid, files) as opened:
+            named = [(trace.shown(mapped.name), path) for mapped, path in opened]
+            found = run_unprivileged(from_debug_info, catalog, enums, named,
+                                     deadline=deadline,
+                                     what=f"reading enum names from the debug info of process {pid}'s files",
+                                     modules=_READER_MODULES)
+        from_binary, why = _checked_sources(found, enums, {shown for shown, _ in named})
+    except Unprivileged as exc:
+        from_binary, why = {}, str(exc)
+    by_file: dict[str, list[str]] = {}
+    for enum, (shown, table) in from_binary.items():
+        written = enum_table(catalog, enum, None)
+        differs = written is not None and dict(written.names) != dict(table.names)
+        by_file.setdefault(shown, []).append(enum + (" (differs from the catalog's)" if differs else ""))
+    for shown, done in by_file.items():
+        _say(f"probegen trace: enum names from the debug info of {shown}: {', '.join(done)}")
+    for enum in enums:
+        if enum not in from_binary:
+            _say(f"probegen trace: enum names of {enum} from the catalog {catalog.path.name}: {why}")
+    return {enum: table for enum, (_, table) in from_binary.items()}
+
+
+def _checked_sources(found, enums: list[str], shown_names: set[str]) -> tuple[dict, str]:
+    """({enum: (shown name, EnumTable)}, why the others have none) from the
+    child's answer, each part checked (it read hostile data)."""
+    from probegen.files.unprivileged import Unprivileged
+
+    from_binary = {}
+    try:
+        for enum, (shown, rows) in found["binary"].items():
+            names = tuple((value, name) for value, name in rows)
+            values = {v for v, n in names if type(v) is int and isinstance(n, str)}  # each once, each named
+            if enum not in enums or shown not in shown_names or not names or len(values) != len(names):
+                raise ValueError(enum)
+            from_binary[enum] = (shown, EnumTable(enum, names, any(v < 0 for v, _ in names)))
+        if not isinstance(found["why"], str):
+            raise ValueError(found["why"])
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise Unprivileged("probegen: error: the enum names read from debug info are not what probegen "
+                           "asked for") from None
+    return from_binary, found["why"]

@@ -1,9 +1,11 @@
 """bpftrace on a live process: generated scripts made again for it (runtime/fit.py),
 the markers of every script (``__EXE__``, ``usdt:*:NAME``, ``__PID__``) naming the
-files holding its probes. The process is not trusted (doc/security.md)."""
+files holding its probes; hits printed in parts joined, in time order, and with --timeline
+read back from the lines. The process is not trusted (doc/security.md)."""
 
 import contextlib
 import functools
+import json
 import os
 import re
 import select
@@ -22,7 +24,7 @@ from probegen.files.inputs import read_input
 from probegen.files.output import open_stream
 from probegen.generators.escape import printf_literal
 from probegen.runtime.bcc import Reorder
-from probegen.runtime.hitlines import HIT, STAMP, HitJoiner
+from probegen.runtime.timeline import trace_events
 
 _STRLEN = re.compile(r"BPFTRACE_STRLEN=(\d+)")
 # address perms offset dev inode path; a path is what follows the spaces.
@@ -36,6 +38,13 @@ _UNNAMEABLE = {b":": "':' (bpftrace splits probe names at colons)",
 STARTUP_SECONDS = 30  # for all a start-up reads from the process's files (notes, enum names)
 # Bounds of a probe's sites and arguments the child may report (sdt.h passes at most 12).
 _MOST_SITES, _MOST_ARGS = 4096, 12
+
+# A hit's line: ``SECONDS.MICROSECONDS: PROBE [tid TID] name=value ...``; one too long for
+# a printf prints in parts, ``[tid TID K/N]`` (1/N, then +TEXT continuing it; others between).
+HIT = re.compile(r"(?P<head>\d+\.\d{6}: (?P<probe>\S+))(?: \[tid (?P<tid>\d+)(?: (?P<part>\d+)/(?P<parts>\d+))?\])?"
+                 r"(?P<rest>.*)")
+STAMP = re.compile(r"(\d+)\.(\d{6}): ")  # bpftrace's nsecs (CLOCK_MONOTONIC)
+CONTINUED = " +"
 
 Script = NamedTuple("Script", [("path", str), ("text", str)])
 # A file the process maps: its name as /proc/PID/maps shows it (what bpftrace looks up)
@@ -356,6 +365,44 @@ def run(pid: int, paths=(), output: str | None = None, *, scripts=(), json_lines
         return _relay(child, out, hits.feed, hits.finish, tick=True)
 
 
+class HitJoiner:
+    """Fed the tracer's lines, gives back the lines to show: a split hit as one
+    line once its last part arrives; ``finish``: parts never completed, as they came."""
+
+    def __init__(self, keep_tid=()) -> None:
+        self.keep_tid = keep_tid
+        self._pending: dict[tuple[str, str], tuple[list[str], list[str], int]] = {}  # (head, tid) -> (lines, texts, N)
+
+    def feed(self, line: str) -> list[str]:
+        match = HIT.fullmatch(line)
+        if match is None or match["part"] is None:
+            return [line]
+        key, part, parts, rest = (match["head"], match["tid"]), int(match["part"]), int(match["parts"]), match["rest"]
+        if part == 1:
+            stale = self._pending.pop(key, ([],))[0]
+            head = match["head"] + f" [tid {match['tid']}]" * (match["probe"] in self.keep_tid)
+            self._pending[key] = ([line], [head + rest], parts)
+            return stale + self._complete(key)
+        lines, texts, expected = self._pending.get(key, ((), (), None))
+        if part != len(lines) + 1 or parts != expected or not rest.startswith(CONTINUED):
+            return [line]  # a part whose first line was lost: shown as it came
+        lines.append(line)
+        texts.append(rest[len(CONTINUED):])
+        return self._complete(key)
+
+    def _complete(self, key) -> list[str]:
+        lines, texts, parts = self._pending[key]
+        if len(lines) < parts:
+            return []
+        del self._pending[key]
+        return ["".join(texts)]
+
+    def finish(self) -> list[str]:
+        lines = [line for hit in self._pending.values() for line in hit[0]]
+        self._pending.clear()
+        return lines
+
+
 class Hits:
     """bpftrace's lines as trace prints them: split hits joined, in timestamp order; ``tap``
     sees them first, with the thread the lines of probes in ``tids`` print, then taken off."""
@@ -418,3 +465,49 @@ def _relay(child: subprocess.Popen, out, convert, finish=None, tick: bool = Fals
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+def _hit(line: str, labels: dict) -> tuple | None:
+    """(ns, tid or None, probe, {label: value}) of a line ``SECONDS.MICROS: PROBE
+    [tid TID] label=value ...`` of a probe in ``labels`` (probe -> its labels); None
+    for any other line, and for a part of a split hit never completed."""
+    match = HIT.fullmatch(line)
+    if match is None or match["part"] is not None or match["probe"] not in labels:
+        return None
+    seconds, micros = STAMP.match(line).groups()
+    rest = match["rest"].removeprefix(" ")
+    args, names = {}, labels[match["probe"]]
+    for number, label in enumerate(names):  # a value runs to the next label (strings hold spaces)
+        start = rest.find(label + "=") + len(label) + 1
+        end = rest.find(" " + names[number + 1] + "=", start) if number + 1 < len(names) else len(rest)
+        value = rest[start:end if end >= 0 else len(rest)]
+        args[label] = int(value) if value.lstrip("-").isdigit() else value
+    tid = match["tid"]
+    return (int(seconds) * 1000000 + int(micros)) * 1000, int(tid) if tid else None, match["probe"], args
+
+
+def with_timeline(path, pid, paths, output, *, catalog, **options) -> int:
+    """``trace --timeline``: run, then the hits of the lines it printed written to ``path`` as
+    trace-event JSON, read by the labels of the catalog's lines or of those made again for the
+    process. Spans are matched by thread too when every hit named its thread."""
+    from probegen.generators.lines import probe_line
+
+    if catalog is None:
+        raise CommandError("--timeline needs the catalog (--catalog) to read the hits")
+    labels = {p.name: [f.label for f in probe_line(catalog, p).fields] for p in catalog.probes}
+    lines: list[str] = []
+    status = run(pid, paths, output, tap=lines.extend, labels=labels, catalog=catalog, **options)
+    hits = [hit for hit in (_hit(line, labels) for line in lines) if hit is not None]
+    threads = all(tid is not None for _, tid, _, _ in hits)
+    spans = [(s.name, s.start.name, s.end.name, [(k.start.name, k.end.name) for k in s.key])
+             for s in catalog.spans if s.key or threads]
+    text = json.dumps(trace_events([(ns, tid or pid, p, a) for ns, tid, p, a in hits], spans, pid))
+    # The trace has ended: a Ctrl-C now would only cut the file short.
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with os.fdopen(open_stream(path), "w", encoding="utf-8") as file:
+            file.write(text)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    return status

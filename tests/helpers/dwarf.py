@@ -205,8 +205,8 @@ def _raise_memlock():
 def trace_first_line(script: str, program: list[str], tmp: Path, needle: str, timeout: float = 60) -> str:
     """Run a script that does not exit by itself; the first output line
     containing ``needle`` (bpftrace is then stopped), a hit printed in
-    several lines joined into one (probegen.runtime.hitlines)."""
-    from probegen.runtime.hitlines import HitJoiner
+    several lines joined into one (probegen.runtime.trace)."""
+    from probegen.runtime.trace import HitJoiner
 
     tracer = _start_bpftrace(script, tmp / "trace.bt")
     target = None
