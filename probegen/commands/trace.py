@@ -107,9 +107,7 @@ def run(args) -> int:
         sys.stdout.write(trace.program_for(args.pid, args.scripts, **common))
         return 0
     if args.timeline is not None:
-        from probegen.runtime.trace import with_timeline
-
-        return with_timeline(args.timeline, args.pid, args.scripts, args.output, **common)
+        return trace.with_timeline(args.timeline, args.pid, args.scripts, args.output, **common)
     json_lines = None
     if args.json:  # imported only here: it brings jinja2
         from probegen.runtime.summary import JsonLines

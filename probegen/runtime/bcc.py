@@ -348,20 +348,14 @@ def program_text(tool, args, probes, spans, types=None):
 
 # --- summaries -----------------------------------------------------------
 
-def slot_range(slot):
-    """(low, high) of a printed row. Slot n holds [2**(n-1), 2**n) (bpf_log2l's;
-    0 for 0): slots 0 and 1 share the row 0 -> 1."""
-    if slot <= 1:
-        return 0, 1
-    return 1 << (slot - 1), (1 << slot) - 1
-
-
 def rows(slots):
-    """(low, high, count) rows from the first slot to the last with a count."""
+    """(low, high, count) rows from the first slot to the last with a count. Slot n holds
+    [2**(n-1), 2**n) (bpf_log2l's; 0 for 0): slots 0 and 1 share the row 0 -> 1."""
     merged = {}
     for slot, count in slots.items():
         merged[max(slot, 1)] = merged.get(max(slot, 1), 0) + count
-    return [slot_range(s) + (merged.get(s, 0),) for s in range(1, max(merged, default=1) + 1)]
+    return [(1 << (s - 1) if s > 1 else 0, (1 << s) - 1, merged.get(s, 0))
+            for s in range(1, max(merged, default=1) + 1)]
 
 
 def format_histogram(unit, table):
@@ -764,7 +758,6 @@ class Libbcc:
             ev_name = b"probegen_%d_%x_%d" % (os.getpid(), address, len(self.fds))
             fd = self.lib.bpf_attach_uprobe(function.fd, 0, ev_name, binary, address, pid, ref_ctr_offset)
             if fd < 0:
-                self.detach()
                 return "cannot attach probe %s at %s:0x%x (semaphore offset 0x%x): %s" % (
                     name, printable(text(binary)), address, ref_ctr_offset, os.strerror(ct.get_errno() or -fd))
             self.fds.append(fd)
@@ -877,11 +870,9 @@ def main(tool, argv=None):
     except Exception as exc:
         return fail("cannot load the BPF program (root needed): %s" % exc)
     libbcc = Libbcc()
-    error = libbcc.attach(bpf, usdt, tool.provider, names)
-    if error:
-        return fail(error)
     try:
-        return run(tool, args, bpf, probes, spans, stop)
+        error = libbcc.attach(bpf, usdt, tool.provider, names)
+        return fail(error) if error else run(tool, args, bpf, probes, spans, stop)
     finally:
         libbcc.detach()
 

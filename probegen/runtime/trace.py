@@ -446,8 +446,7 @@ def _relay(child: subprocess.Popen, out, convert, finish=None, tick: bool = Fals
         if child.poll() is None:
             child.send_signal(signum)
 
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with _signals(forward):
         rest = b""
         while True:
             lines = [None]
@@ -462,9 +461,17 @@ def _relay(child: subprocess.Popen, out, convert, finish=None, tick: bool = Fals
         held = [*convert(rest.decode("utf-8", errors))] if rest else []
         out.writelines(f"{line}\n" for line in held + (finish() if finish else []))
         return child.wait()
+
+
+@contextlib.contextmanager
+def _signals(handler):
+    """SIGINT and SIGTERM handled by ``handler`` within."""
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
     finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        for s, before in previous.items():
+            signal.signal(s, before)
 
 
 def _hit(line: str, labels: dict) -> tuple | None:
@@ -502,12 +509,6 @@ def with_timeline(path, pid, paths, output, *, catalog, **options) -> int:
     spans = [(s.name, s.start.name, s.end.name, [(k.start.name, k.end.name) for k in s.key])
              for s in catalog.spans if s.key or threads]
     text = json.dumps(trace_events([(ns, tid or pid, p, a) for ns, tid, p, a in hits], spans, pid))
-    # The trace has ended: a Ctrl-C now would only cut the file short.
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        with os.fdopen(open_stream(path), "w", encoding="utf-8") as file:
-            file.write(text)
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+    with _signals(signal.SIG_IGN), os.fdopen(open_stream(path), "w", encoding="utf-8") as file:
+        file.write(text)  # the trace has ended: a Ctrl-C now would only cut the file short
     return status
