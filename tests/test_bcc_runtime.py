@@ -211,7 +211,7 @@ def test_histograms_per_by_and_per_key(tool, per_key):
 def test_runtime_loads_without_bcc_or_probegen():
     """The tool embeds the module: it may import only the standard library
     at load time (bcc inside main), on the system's Python 3.9 or later."""
-    source = generator.runtime_source()  # with timeline.py in place of its import
+    source = generator.runtime_source()
     tree = ast.parse(source)
     top = {alias.name.split(".")[0] for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
     top |= {node.module.split(".")[0] for node in tree.body if isinstance(node, ast.ImportFrom)}

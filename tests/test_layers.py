@@ -50,10 +50,9 @@ RANK = {
     "checks": 5, "runtime": 5, "importers": 5, "reports": 5,
     "commands": 6, "cli": 7, "__main__": 8,
 }
-# The BCC generator copies the runtime's source (and the timeline writer's)
-# into each tool it writes (the tool runs under the system's python3, where
-# probegen may be absent).
-ALLOWED = {("generators/bcc.py", "probegen.runtime.bcc"), ("generators/bcc.py", "probegen.runtime.timeline")}
+# The BCC generator copies the runtime's source into each tool it writes (the
+# tool runs under the system's python3, where probegen may be absent).
+ALLOWED = {("generators/bcc.py", "probegen.runtime.bcc")}
 
 
 def _package_of(module: str) -> str | None:

@@ -11,7 +11,7 @@ from helpers import CATALOGS, C_DIR, require_bpftrace
 from helpers.tracing import Process, build_program, probegen_argv
 from probegen.catalog import load_catalog
 from probegen.generators.bpftrace import render_files
-from probegen.runtime.timeline import trace_events
+from probegen.runtime.bcc import trace_events
 
 CATALOG = CATALOGS / "spans.yaml"
 STAMP = re.compile(r"^(\d+)\.(\d{6}): (\w+) ?(.*)$")

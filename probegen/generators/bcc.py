@@ -1,5 +1,5 @@
 """The BCC tool of a catalog: the catalog's probes, spans and enums as tables, then
-probegen's BCC runtime (runtime/bcc.py and runtime/timeline.py, copied in: the tool runs
+probegen's BCC runtime (runtime/bcc.py, copied in: the tool runs
 under the system's python3, where BCC lives and probegen need not be installed)."""
 
 import ast
@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import probegen.runtime.bcc
-import probegen.runtime.timeline
 from probegen.catalog import Catalog
 from probegen.catalog.model import Arg
 from probegen.files.output import GeneratedFile
@@ -25,7 +24,6 @@ KIND, WRITES_DIRECTORY = "bcc", True
 # reads into per-CPU memory): SPDK's NQNs (char[224]) whole.
 BCC_DEFAULT_MAX_LEN = 255
 ROW_WIDTH = 114  # a table row's longest one-line form (the tool's lines: 120)
-TIMELINE_IMPORT = "from probegen.runtime.timeline import trace_events  # a tool carries timeline.py's source here\n"
 
 
 def field_format(field: Field, arg: Arg) -> str:
@@ -86,16 +84,11 @@ def render_tool(catalog: Catalog, types: "TypeSource | None" = None) -> str:
 
 
 def runtime_source() -> str:
-    """runtime/bcc.py with timeline.py in place of its import, without their docstrings."""
-    def body(module) -> str:
-        source = Path(module.__file__).read_text(encoding="utf-8")
-        tree = ast.parse(source)
-        assert ast.get_docstring(tree) is not None, "a module opens with its docstring"
-        return "\n".join(source.split("\n")[tree.body[0].end_lineno:])
-
-    source = body(probegen.runtime.bcc)
-    assert TIMELINE_IMPORT in source
-    return source.replace(TIMELINE_IMPORT, body(probegen.runtime.timeline).lstrip("\n"))
+    """runtime/bcc.py without its docstring."""
+    source = Path(probegen.runtime.bcc.__file__).read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    assert ast.get_docstring(tree) is not None, "a module opens with its docstring"
+    return "\n".join(source.split("\n")[tree.body[0].end_lineno:])
 
 
 def tool_name(catalog: Catalog) -> str:

@@ -20,8 +20,6 @@ import sys
 import time
 import zlib
 
-from probegen.runtime.timeline import trace_events  # a tool carries timeline.py's source here
-
 UNITS = {False: ("usecs", "us", 1000), True: ("msecs", "ms", 1000000)}  # by -m: text, JSON, ns per unit
 STARS = 40  # width of a histogram's distribution column
 POLL_MS = 100  # how long a turn of the main loop waits for events
@@ -489,6 +487,27 @@ class Reorder:
 
     def due(self):
         self.release(time.monotonic_ns() - REORDER_NS)  # bpf_ktime_get_ns is CLOCK_MONOTONIC
+
+
+# Hits and spans as Chrome trace-event JSON (Perfetto UI, chrome://tracing, speedscope): a track
+# per thread, an instant event per hit, a slice per span on the thread that started it.
+def trace_events(hits, spans, pid):
+    """The trace-event object of ``hits`` [(ns, tid, probe, {arg: value})] in time
+    order and ``spans`` [(name, start probe, end probe, [(start arg, end arg)])],
+    an end matched to a start by those arguments' values (else by thread)."""
+    events, open_ = [], {}
+    for ns, tid, probe, args in hits:
+        events.append({"name": probe, "ph": "i", "s": "t", "ts": ns / 1000, "pid": pid, "tid": tid, "args": args})
+        for name, start, end, keys in spans:
+            if probe == start:
+                key = tuple(args.get(a) for a, _ in keys) if keys else tid
+                open_[(name, key)] = (ns, tid, args)
+            elif probe == end:
+                begun = open_.pop((name, tuple(args.get(b) for _, b in keys) if keys else tid), None)
+                if begun is not None:
+                    events.append({"name": name, "ph": "X", "ts": begun[0] / 1000, "dur": (ns - begun[0]) / 1000,
+                                   "pid": pid, "tid": begun[1], "args": begun[2]})
+    return {"traceEvents": events, "displayTimeUnit": "ns"}
 
 
 def listing(tool):

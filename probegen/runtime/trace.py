@@ -23,8 +23,7 @@ from probegen.errors import CommandError, InputError, Location
 from probegen.files.inputs import read_input
 from probegen.files.output import open_stream
 from probegen.generators.escape import printf_literal
-from probegen.runtime.bcc import Reorder
-from probegen.runtime.timeline import trace_events
+from probegen.runtime.bcc import Reorder, trace_events
 
 _STRLEN = re.compile(r"BPFTRACE_STRLEN=(\d+)")
 # address perms offset dev inode path; a path is what follows the spaces.

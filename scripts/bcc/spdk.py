@@ -159,24 +159,6 @@ import sys
 import time
 import zlib
 
-def trace_events(hits, spans, pid):
-    """The trace-event object of ``hits`` [(ns, tid, probe, {arg: value})] in time
-    order and ``spans`` [(name, start probe, end probe, [(start arg, end arg)])],
-    an end matched to a start by those arguments' values (else by thread)."""
-    events, open_ = [], {}
-    for ns, tid, probe, args in hits:
-        events.append({"name": probe, "ph": "i", "s": "t", "ts": ns / 1000, "pid": pid, "tid": tid, "args": args})
-        for name, start, end, keys in spans:
-            if probe == start:
-                key = tuple(args.get(a) for a, _ in keys) if keys else tid
-                open_[(name, key)] = (ns, tid, args)
-            elif probe == end:
-                begun = open_.pop((name, tuple(args.get(b) for _, b in keys) if keys else tid), None)
-                if begun is not None:
-                    events.append({"name": name, "ph": "X", "ts": begun[0] / 1000, "dur": (ns - begun[0]) / 1000,
-                                   "pid": pid, "tid": begun[1], "args": begun[2]})
-    return {"traceEvents": events, "displayTimeUnit": "ns"}
-
 UNITS = {False: ("usecs", "us", 1000), True: ("msecs", "ms", 1000000)}  # by -m: text, JSON, ns per unit
 STARS = 40  # width of a histogram's distribution column
 POLL_MS = 100  # how long a turn of the main loop waits for events
@@ -503,20 +485,14 @@ def program_text(tool, args, probes, spans, types=None):
 
 # --- summaries -----------------------------------------------------------
 
-def slot_range(slot):
-    """(low, high) of a printed row. Slot n holds [2**(n-1), 2**n) (bpf_log2l's;
-    0 for 0): slots 0 and 1 share the row 0 -> 1."""
-    if slot <= 1:
-        return 0, 1
-    return 1 << (slot - 1), (1 << slot) - 1
-
-
 def rows(slots):
-    """(low, high, count) rows from the first slot to the last with a count."""
+    """(low, high, count) rows from the first slot to the last with a count. Slot n holds
+    [2**(n-1), 2**n) (bpf_log2l's; 0 for 0): slots 0 and 1 share the row 0 -> 1."""
     merged = {}
     for slot, count in slots.items():
         merged[max(slot, 1)] = merged.get(max(slot, 1), 0) + count
-    return [slot_range(s) + (merged.get(s, 0),) for s in range(1, max(merged, default=1) + 1)]
+    return [(1 << (s - 1) if s > 1 else 0, (1 << s) - 1, merged.get(s, 0))
+            for s in range(1, max(merged, default=1) + 1)]
 
 
 def format_histogram(unit, table):
@@ -650,6 +626,27 @@ class Reorder:
 
     def due(self):
         self.release(time.monotonic_ns() - REORDER_NS)  # bpf_ktime_get_ns is CLOCK_MONOTONIC
+
+
+# Hits and spans as Chrome trace-event JSON (Perfetto UI, chrome://tracing, speedscope): a track
+# per thread, an instant event per hit, a slice per span on the thread that started it.
+def trace_events(hits, spans, pid):
+    """The trace-event object of ``hits`` [(ns, tid, probe, {arg: value})] in time
+    order and ``spans`` [(name, start probe, end probe, [(start arg, end arg)])],
+    an end matched to a start by those arguments' values (else by thread)."""
+    events, open_ = [], {}
+    for ns, tid, probe, args in hits:
+        events.append({"name": probe, "ph": "i", "s": "t", "ts": ns / 1000, "pid": pid, "tid": tid, "args": args})
+        for name, start, end, keys in spans:
+            if probe == start:
+                key = tuple(args.get(a) for a, _ in keys) if keys else tid
+                open_[(name, key)] = (ns, tid, args)
+            elif probe == end:
+                begun = open_.pop((name, tuple(args.get(b) for _, b in keys) if keys else tid), None)
+                if begun is not None:
+                    events.append({"name": name, "ph": "X", "ts": begun[0] / 1000, "dur": (ns - begun[0]) / 1000,
+                                   "pid": pid, "tid": begun[1], "args": begun[2]})
+    return {"traceEvents": events, "displayTimeUnit": "ns"}
 
 
 def listing(tool):
@@ -919,7 +916,6 @@ class Libbcc:
             ev_name = b"probegen_%d_%x_%d" % (os.getpid(), address, len(self.fds))
             fd = self.lib.bpf_attach_uprobe(function.fd, 0, ev_name, binary, address, pid, ref_ctr_offset)
             if fd < 0:
-                self.detach()
                 return "cannot attach probe %s at %s:0x%x (semaphore offset 0x%x): %s" % (
                     name, printable(text(binary)), address, ref_ctr_offset, os.strerror(ct.get_errno() or -fd))
             self.fds.append(fd)
@@ -1032,11 +1028,9 @@ def main(tool, argv=None):
     except Exception as exc:
         return fail("cannot load the BPF program (root needed): %s" % exc)
     libbcc = Libbcc()
-    error = libbcc.attach(bpf, usdt, tool.provider, names)
-    if error:
-        return fail(error)
     try:
-        return run(tool, args, bpf, probes, spans, stop)
+        error = libbcc.attach(bpf, usdt, tool.provider, names)
+        return fail(error) if error else run(tool, args, bpf, probes, spans, stop)
     finally:
         libbcc.detach()
 
