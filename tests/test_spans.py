@@ -15,7 +15,7 @@ import pytest
 from probegen.catalog import load_catalog
 from probegen.errors import CatalogError, InputError
 from probegen.generators import bpftrace, spans
-from probegen.runtime.summary import JsonLines, summary_script
+from probegen.runtime.trace import JsonLines, summary_script
 from helpers import CATALOGS, REPO, run_cli
 
 PROBES = """\

@@ -12,7 +12,7 @@ cannot name exactly (':', '*' or a newline in its name) is refused, exit 2.
 Ctrl-C or SIGTERM ends tracing cleanly. See probegen/runtime/trace.py.
 
 Summary modes need no script: --hist measures the catalog's spans, --count
-counts hits, --json prints JSON lines (probegen/runtime/summary.py).
+counts hits, --json prints JSON lines (probegen/runtime/trace.py).
 
 Enum names of generated scripts come from the traced binary's debug info
 when it has that enum, so a script made for one version prints another's
@@ -95,12 +95,10 @@ def run(args) -> int:
             raise CommandError(message)
     deadline = deadline_in(trace.STARTUP_SECONDS)  # one time limit for every file read at start-up
     if summary:
-        from probegen.runtime.summary import summary_script
-
         trace.check_process(args.pid)
     # The catalog names the enums of generated scripts, and the maps of the span script.
     catalog = load_catalog(args.catalog) if summary or Path(args.catalog).exists() else None
-    texts = [summary_script(catalog, args.pid, args.hist, args.count, args.interval, deadline)] if summary else []
+    texts = [trace.summary_script(catalog, args.pid, args.hist, args.count, args.interval, deadline)] if summary else []
     common = dict(scripts=texts, duration=args.duration, catalog=catalog, debug_info=not args.no_debug_info,
                   deadline=deadline)
     if args.dry_run:
@@ -108,9 +106,5 @@ def run(args) -> int:
         return 0
     if args.timeline is not None:
         return trace.with_timeline(args.timeline, args.pid, args.scripts, args.output, **common)
-    json_lines = None
-    if args.json:  # imported only here: it brings jinja2
-        from probegen.runtime.summary import JsonLines
-
-        json_lines = JsonLines(catalog)
+    json_lines = trace.JsonLines(catalog) if args.json else None
     return trace.run(args.pid, args.scripts, args.output, json_lines=json_lines, **common)
