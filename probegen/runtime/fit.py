@@ -1,10 +1,9 @@
 """A generated script made again for the traced process: its probes that the process
 has, each line fitted to their notes (SPDK v25.09's ``nvmf_ctrlr_destruct`` passes one
-argument more than master's), enum names from its debug info. A differing count prints
+argument more than master's, and numbers two nvmf_tgt_state states the other way round),
+enum names from its files' debug info, else the catalog's. A differing count prints
 every argument by position, a differing size or sign that argument as the note has it,
-with a warning; what prints the same value (``-4@$0`` for a ``uint64_t``) is no difference.
-Enum names come from the process's own files' debug info, else the catalog's (SPDK v25.09
-numbers two nvmf_tgt_state states the other way round from master)."""
+with a warning; what prints the same value (``-4@$0`` for a ``uint64_t``) is no difference."""
 
 import itertools
 import re
