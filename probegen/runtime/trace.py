@@ -570,23 +570,24 @@ class JsonLines:
         try:
             event = json.loads(line)
         except ValueError:
-            return [_dump({"type": "text", "text": line})]
+            return [json.dumps({"type": "text", "text": line})]
         kind, data = (event.get("type"), event.get("data")) if isinstance(event, dict) else (None, None)
         if kind == "attached_probes" and isinstance(data, dict):
             probes = data.get("probes") if self.attached is None else self.attached
-            return [_dump({"type": "attached", "probes": probes})]
+            return [json.dumps({"type": "attached", "probes": probes})]
         if kind == "time" and isinstance(data, str):
-            return [_dump({"type": "interval", "time": data.strip()})]
+            return [json.dumps({"type": "interval", "time": data.strip()})]
         if kind in ("hist", "map") and isinstance(data, dict) and len(data) == 1:
             (name, value), = data.items()
             what, span = self.maps.get(name, (None, None))
             if what == "hits" and isinstance(value, dict):
-                return [_dump({"type": "hits", "probe": k, "count": v}) for k, v in value.items() if v]
+                return [json.dumps({"type": "hits", "probe": k, "count": v}) for k, v in value.items() if v]
             if what == "unmatched" and isinstance(value, int):
-                return [_dump({"type": "unmatched", "span": span.name, "count": value})] if value else []
+                return [json.dumps({"type": "unmatched", "span": span.name, "count": value})] if value else []
             keyed = value if span is not None and span.by else {"": value}
             if what == "span" and isinstance(keyed, dict):
-                return [_dump(h) for h in (_hist(span, key, buckets) for key, buckets in keyed.items()) if h["count"]]
+                hists = [_hist(span, key, buckets) for key, buckets in keyed.items()]
+                return [json.dumps(h) for h in hists if h["count"]]
         return [line]
 
 
@@ -599,7 +600,3 @@ def _hist(span, key: str, buckets) -> dict:
     kept = [b for b in buckets if isinstance(b, dict) and b.get("count")]
     return {"type": "span", "span": span.name, "by": by, "unit": "us",
             "count": sum(b["count"] for b in kept), "buckets": kept}
-
-
-def _dump(value: dict) -> str:
-    return json.dumps(value, separators=(", ", ": "))
