@@ -162,8 +162,7 @@ def _enum_tables(catalog, pid: int, holders: dict, enums: list[str], deadline: f
     try:
         with trace.opened(pid, files) as opened:
             named = [(trace.shown(mapped.name), path) for mapped, path in opened]
-            found = run_unprivileged(from_debug_info, catalog, enums, named,
-                                     deadline=deadline,
+            found = run_unprivileged(from_debug_info, catalog, enums, named, deadline=deadline,
                                      what=f"reading enum names from the debug info of process {pid}'s files",
                                      modules=_READER_MODULES)
         from_binary, why = _checked_sources(found, enums, {shown for shown, _ in named})
