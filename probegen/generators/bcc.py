@@ -1,6 +1,6 @@
 """The BCC tool of a catalog: the catalog's probes, spans and enums as tables, then
-probegen's BCC runtime (runtime/bcc.py, copied in: the tool runs
-under the system's python3, where BCC lives and probegen need not be installed)."""
+probegen's BCC runtime (runtime/bcc.py, copied in: the tool runs under the system's
+python3, where BCC lives and probegen need not be installed)."""
 
 import ast
 import re
