@@ -42,10 +42,7 @@ VERIFIER_PIECES = 512
 TIME = ("$t / 1000000000", "$t % 1000000000 / 1000")
 
 
-class Item(NamedTuple):
-    """A run of a printf: format text, arguments, their stack bytes and ``copy``, the
-    extra buffer the largest argument's read needs."""
-
+class Item(NamedTuple):  # a run of a printf; copy: the extra stack its argument's read takes
     format: str
     args: tuple[str, ...] = ()
     size: int = 0
@@ -96,9 +93,12 @@ def _pointers(line: ProbeLine, name) -> tuple[dict[int, str], list[str]]:
     return pointers, rows
 
 
-def _head(line: ProbeLine) -> Item:
-    return Item("%llu.%06llu: " + printf_literal(line.probe.name) + " [tid %d]" * line.tid,
-                TIME + ("tid",) * line.tid, (2 + line.tid) * WORD_BYTES)
+def _head(line: ProbeLine, part: int = 0, parts: int = 0) -> Item:
+    """The start of a hit's line, or of its line ``part`` of ``parts`` (one after the first
+    continues the one before it after its ``+``)."""
+    tid = f" [tid %d {part}/{parts}]" + " +" * (part > 1) if parts else " [tid %d]" * line.tid
+    args = TIME + ("tid",) * bool(tid)
+    return Item("%llu.%06llu: " + printf_literal(line.probe.name) + tid, args, len(args) * WORD_BYTES)
 
 
 def _call(item: Item) -> str:
@@ -254,13 +254,6 @@ def _limit(line: ProbeLine) -> int:
     return BPF_STACK - STACK_MARGIN - WORD_BYTES * scalars - PIECE_BYTES * enums
 
 
-def _tag(line: ProbeLine, part: int, parts: int) -> Item:
-    """The start of line ``part`` of ``parts``; a line after the first continues the one
-    before it after its ``+``."""
-    text = f"%llu.%06llu: {printf_literal(line.probe.name)} [tid %d {part}/{parts}]" + (" +" if part > 1 else "")
-    return Item(text, TIME + ("tid",), 3 * WORD_BYTES)
-
-
 def _records(line: ProbeLine, known: dict, limit: int) -> list[Item]:
     """The hit as one printf if it fits ``limit``, else as several: whole fields while they
     fit, a field too long for a line split between its pieces."""
@@ -268,7 +261,7 @@ def _records(line: ProbeLine, known: dict, limit: int) -> list[Item]:
     if _stack(items) <= limit:
         return [_join(items)]
     read = read_pieces(line)
-    room = _tag(line, 2, 2)  # every line's tag takes the same stack
+    room = _head(line, 2, 2)  # every line's tag takes the same stack
     groups: list[list[Item]] = [[]]
     for n, f in enumerate(line.fields):
         field = _field_items(f, n, known.get(n), read.get(n))
@@ -278,7 +271,7 @@ def _records(line: ProbeLine, known: dict, limit: int) -> list[Item]:
             if groups[-1] and _stack([room, *groups[-1], item]) > limit:
                 groups.append([])
             groups[-1].append(item)
-    return [_join([_tag(line, n, len(groups)), *group]) for n, group in enumerate(groups, 1)]
+    return [_join([_head(line, n, len(groups)), *group]) for n, group in enumerate(groups, 1)]
 
 
 def _one_record_layout(line: ProbeLine, known: dict) -> dict[int, int] | None:

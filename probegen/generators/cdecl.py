@@ -49,10 +49,6 @@ def _natural_enum_size(enum: m.Enum) -> int:
     return 4 if all(-(1 << 31) <= v < 1 << 31 for v in values) or all(0 <= v < 1 << 32 for v in values) else 8
 
 
-def _enum_size(enum: m.Enum) -> int:
-    return _natural_enum_size(enum) if enum.size is None else enum.size
-
-
 def _place_bits(cur: int, unit: int, width: int) -> int:
     # SysV: a bitfield does not cross a boundary of its type's alignment.
     return _align_up(cur, unit) if cur // unit != (cur + width - 1) // unit else cur
@@ -76,7 +72,7 @@ class Planner:
         if isinstance(t, m.Base):
             return max(1, min(t.size, 16))
         if isinstance(t, m.Enum):
-            return _enum_size(t)
+            return _natural_enum_size(t) if t.size is None else t.size
         if isinstance(t, m.Pointer):
             return t.size
         if isinstance(t, m.Array):
@@ -139,7 +135,6 @@ class Planner:
             return self._plans[id(t)]
         plan = self._plans[id(t)] = Plan(t.kind if isinstance(t, m.Struct) else "enum", t.name)
         if isinstance(t, m.Enum):
-            plan.size, plan.align = t.size, _enum_size(t)
             plan.enumerators = [(e.name, f"{e.value}ULL" if e.value > 0x7FFFFFFFFFFFFFFF else str(e.value))
                                 for e in t.enumerators]
             for e in t.enumerators:  # C has one namespace for all enumerators
