@@ -4,6 +4,7 @@ styled how, so the two tools cannot drift apart.
 """
 
 import enum
+from collections import namedtuple
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -28,13 +29,9 @@ class Style(enum.Enum):
     ENUM = "enum"  # the enumerator's name, or UNKNOWN(number)
 
 
-@dataclass(frozen=True)
-class EnumTable:
-    """Names an enum's values print as (strip_prefix applied)."""
-
-    name: str
-    names: tuple[tuple[int, str], ...]  # (value, display name), values unique
-    signed: bool  # any negative value: the note records it as signed
+# The names an enum's values print as: names, (value, display name) with strip_prefix applied, values
+# unique; signed: a value is negative (the note records it as signed).
+EnumTable = namedtuple("EnumTable", "name names signed")
 
 
 @dataclass(frozen=True)
