@@ -68,15 +68,11 @@ def semaphore_source(catalogs: list[Catalog]) -> str:
     """C defining each semaphore of the catalogs once (what `dtrace -G`'s object holds):
     hidden, so each binary or library keeps its own, in .probes as <sys/sdt.h> expects. Names
     are checked C identifiers."""
-    lines = [marker.LINES["c"]]
-    for catalog in catalogs:
-        for probe in catalog.probes:
-            if catalog.has_semaphore(probe):
-                lines.append(f"__extension__ volatile unsigned short {semaphore_name(catalog.provider, probe.name)} "
-                             '__attribute__((visibility("hidden"), section(".probes"), used));')
-    if len(lines) == 1:
-        lines.append("typedef int probegen_no_semaphores;  /* ISO C wants a declaration */")
-    return "\n".join(lines) + "\n"
+    names = [semaphore_name(c.provider, p.name) for c in catalogs for p in c.probes if c.has_semaphore(p)]
+    hidden = '__attribute__((visibility("hidden"), section(".probes"), used))'
+    lines = [f"__extension__ volatile unsigned short {name} {hidden};" for name in names]
+    lines = lines or ["typedef int probegen_no_semaphores;  /* ISO C wants a declaration */"]
+    return "\n".join([marker.LINES["c"], *lines]) + "\n"
 
 
 def render_files(catalog: Catalog, output: Path, types=None) -> list[GeneratedFile]:

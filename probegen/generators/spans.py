@@ -15,7 +15,7 @@ from probegen.catalog import Arg, Catalog, Probe, Span
 from probegen.catalog.ctype import Kind
 from probegen.files.output import GeneratedFile
 from probegen.bpftrace import DEFAULT_STRLEN, STRLEN_LIMIT
-from probegen.generators.lines import UNKNOWN_ENUM, enum_lookup, enum_table
+from probegen.generators.lines import UNKNOWN_ENUM, arg_fields, enum_lookup
 from probegen.generators.render import render
 
 SPAN_SCRIPT = "spans"
@@ -82,15 +82,14 @@ def _span_parts(catalog: Catalog, span: Span, blocks: dict[str, _Block], strlen:
         # An enum's name (UNKNOWN for a value without one: 0.17 cannot make a string of a number)
         # into a variable, then one hist(): a hist() per branch fails 0.17's verifier beside a
         # string span key.
-        by_enum = by.arg.ctype.kind is Kind.ENUM and not by.arg.hex
-        table = enum_table(catalog, by.arg.ctype.enum_name, None) if by_enum else None
+        table = arg_fields(catalog, by.arg, None)[0].enum
         if table is not None or by.at_start:  # a value stored at the start is read before it is deleted
             by_reads.append(f"{var}_b{i} = {value};")
-            if table is not None:
-                by_setup += enum_lookup(table, f"{var}_b{i}", f"{var}_n{i}", f"{var}_known{i}", unnamed=UNKNOWN_ENUM)
-            parts.append(f"{var}_n{i}" if table is not None else f"{var}_b{i}")
-        else:
-            parts.append(value)
+            value = f"{var}_b{i}"
+        if table is not None:
+            by_setup += enum_lookup(table, value, f"{var}_n{i}", f"{var}_known{i}", unnamed=UNKNOWN_ENUM)
+            value = f"{var}_n{i}"
+        parts.append(value)
     start_key, end_key = ", ".join(start_keys), ", ".join(end_keys)
     by_keys = f"[{', '.join(parts)}]" if parts else ""
     start_block.starts += [f"// starts {span.name}", f"{start_map}[{start_key}] = $now;",
