@@ -1,7 +1,5 @@
-"""Generators: the catalog model as files, through templates. An output is one module here
-declaring ``KIND`` (its key under the catalog's ``outputs:``), ``WRITES_DIRECTORY``
-(scripts) or not (one file), and ``render_files(catalog, output, types=None)`` (``types``:
-a binary's DWARF, which scripts print struct members from).
+"""Generators: the catalog model as files, through templates; an output is a module here
+declaring ``KIND``, ``WRITES_DIRECTORY`` and ``render_files`` (doc/internals.md, "How to add an output").
 """
 
 import functools

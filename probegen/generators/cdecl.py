@@ -91,7 +91,7 @@ class Planner:
             if isinstance(under, m.Pointer):  # qualifies the pointer: "char *const p"
                 return self.declarator(under, f"{quals} {inner}".strip())
             head, decl, nested = self.declarator(under, inner)
-            return (f"{quals} {head}".strip() if quals else head), decl, nested
+            return f"{quals} {head}".strip(), decl, nested
         if isinstance(t, m.Pointer):
             star = f"(*{inner})" if isinstance(m.unqualified(t.target), (m.Array, m.Function)) else f"*{inner}"
             return self.declarator(t.target, star)
