@@ -31,8 +31,8 @@ class Plan:  # how one struct, union or enum is written
     enumerators: list[tuple[str, str]] = field(default_factory=list)  # (name, C literal)
     size: int = 0
     align: int = 1  # alignment of the type as written (what an outer layout sees)
-    comment: str = ""  # e.g. "typedef struct {...} foo_t" or the size, with --annotate
-    tail_comment: str = ""
+    comment: str = ""  # above it: "typedef struct {...} foo_t: ..." or its name in the debug info
+    tail_comment: str = ""  # its size and member count, with --annotate
 
 
 def _align_up(value: int, align: int) -> int:
