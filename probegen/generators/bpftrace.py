@@ -42,7 +42,7 @@ VERIFIER_PIECES = 512
 TIME = ("$t / 1000000000", "$t % 1000000000 / 1000")
 
 
-class Item(NamedTuple):  # a run of a printf; copy: the extra stack its argument's read takes
+class Item(NamedTuple):  # a run of a printf: format, arguments, their stack bytes, the extra copy a read takes
     format: str
     args: tuple[str, ...] = ()
     size: int = 0
