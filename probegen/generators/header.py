@@ -47,8 +47,7 @@ def render_header(catalog: Catalog, extern_semaphores: bool = False) -> str:
             probe=probe, macro=macro, params=", ".join(params), semaphore=semaphore,
             has_semaphore=has_semaphore,  # else a weak 0 for the note
             enabled=f"(__builtin_expect({semaphore} != 0, 0) != 0)" if has_semaphore else "1",
-            # (declaration of the typed local, parameter, local name); style dtrace passes
-            # the parameters as written (passed_as_written), uncast
+            # (declaration of the typed local, parameter, local name); style dtrace has none
             locals=[] if dtrace else [(arg.ctype.declare(local), param, local)
                                       for arg, local, param in zip(probe.args, locals_, params)],
             passed_as_written=params if dtrace else [],
