@@ -105,11 +105,12 @@ class CType:
         """Whether a note argument of this size and sign carries this type."""
         return size == self.size_on(pointer_size) and self.signed in (None, signed)
 
-    def promotes_from(self, size: int, signed: bool, pointer_size: int = 8) -> bool:
-        """Whether a narrower integer passed at a site converts to this
-        integer type without loss (a uint8_t to int; signed only to signed)."""
-        return (self.kind is Kind.INTEGER and size < self.size_on(pointer_size)
-                and (not signed or self.signed is not False))
+    def carries(self, size: int, signed: bool, pointer_size: int = 8) -> bool:
+        """Whether a note argument of this size and sign passes this type: it matches, or is
+        a narrower integer that converts without loss (uint8_t to int; signed only to signed)."""
+        return self.matches_note(size, signed, pointer_size) or (
+            self.kind is Kind.INTEGER and size < self.size_on(pointer_size)
+            and (not signed or self.signed is not False))
 
     def holds_constant(self, value: int, pointer_size: int = 8) -> bool:
         """Whether a literal in a note (whose size and sign are the literal's

@@ -61,8 +61,7 @@ def _arg_matches(arg: NoteArg, ctype, pointer_size: int) -> bool:
     if arg.floating:
         return False
     literal = isinstance(arg.operand, Constant) and ctype.holds_constant(arg.operand.value, pointer_size)
-    return (literal or ctype.matches_note(arg.size, arg.signed, pointer_size)
-            or ctype.promotes_from(arg.size, arg.signed, pointer_size))
+    return literal or ctype.carries(arg.size, arg.signed, pointer_size)
 
 
 def _arg0_problem(probe: Probe, arg: NoteArg) -> str | None:

@@ -457,8 +457,7 @@ def _covers(declared: str, passed: str, typedefs: dict) -> bool:
     (the widest type their sites convert to) is one of ``declared``."""
     want, got = parse_ctype(declared, typedefs), parse_ctype(passed)
     sizes = (4, 8) if got.pointer_sized else (8,)  # binaries of both pointer sizes, or one
-    return all(want.matches_note(got.size_on(p), bool(got.signed), p)
-               or want.promotes_from(got.size_on(p), bool(got.signed), p) for p in sizes)
+    return all(want.carries(got.size_on(p), bool(got.signed), p) for p in sizes)
 
 
 def catalogs_of(path, header_output=None, cpp: list[str] | None = None) -> list:

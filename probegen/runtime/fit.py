@@ -42,7 +42,7 @@ def _carries(ctype, arg) -> bool:
     negative one in an unsigned type: bpftrace prints that extended to 64 bits)."""
     if arg.floating:
         return False
-    if ctype.matches_note(arg.size, arg.signed) or ctype.promotes_from(arg.size, arg.signed):
+    if ctype.carries(arg.size, arg.signed):
         return True
     value = arg.constant if isinstance(arg, trace.NoteFacts) else trace._literal(arg)
     return (value is not None and ctype.kind is Kind.INTEGER and ctype.holds_constant(value)
