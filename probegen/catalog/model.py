@@ -1,5 +1,6 @@
 """The probe catalog as typed data, built once by ``load_catalog``."""
 
+from collections import namedtuple
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -75,9 +76,7 @@ class EnumDecl:
     enumerators: tuple[Enumerator, ...] = ()
 
     def display_name(self, enumerator: str) -> str:
-        if self.strip_prefix and enumerator.startswith(self.strip_prefix):
-            return enumerator[len(self.strip_prefix):] or enumerator
-        return enumerator
+        return enumerator.removeprefix(self.strip_prefix) or enumerator
 
 
 @dataclass(frozen=True)
@@ -96,23 +95,11 @@ class HeaderConfig:
     guard_derived: bool = True  # the guard was not written: a header -o FILE derives its own
 
 
-@dataclass(frozen=True)
-class SpanKey:
-    """An argument of both probes matching a span's end to its start."""
-
-    name: str
-    start: Arg
-    end: Arg
-
-
-@dataclass(frozen=True)
-class SpanBy:
-    """An argument splitting a span's histogram by value: the end probe's,
-    else the start probe's (``at_start``: kept with the start time)."""
-
-    name: str
-    arg: Arg  # the argument of the probe it is read at
-    at_start: bool
+# An argument of both probes (start and end Arg) matching a span's end to its start.
+SpanKey = namedtuple("SpanKey", "name start end")
+# An argument splitting a span's histogram by value: the Arg of the end probe,
+# else of the start probe (at_start: kept with the start time).
+SpanBy = namedtuple("SpanBy", "name arg at_start")
 
 
 @dataclass(frozen=True)
