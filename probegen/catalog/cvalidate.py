@@ -41,7 +41,6 @@ MAX_DEPTH = 32  # deeper nesting than any clock needs is refused, not recursed i
 _HIDDEN_IN_DOCS = re.compile(
     "[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 )
-DOC_KEYS = frozenset(("doc",))  # keys whose values are free text
 # Keywords a cast's type may use.
 _TYPE_WORDS = frozenset("const volatile signed unsigned char short int long void bool _Bool float double struct union "
                         "enum".split())

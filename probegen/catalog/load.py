@@ -11,7 +11,6 @@ from pathlib import Path
 
 import yaml
 
-from probegen.catalog import constants
 from probegen.catalog.ctype import C_KEYWORDS, CTypeError, Kind, is_identifier, parse_ctype, shown
 from probegen.catalog.cvalidate import CExpressionError, clock_expression, include_problem
 from probegen.catalog.model import (
@@ -31,6 +30,11 @@ _KEYWORD_MACROS = {"alignas": "<stdalign.h>", "alignof": "<stdalign.h>", "static
 # Members of the struct itself, through nested and anonymous members; not
 # through pointers ("->"), which the scripts would have to read again.
 _MEMBER_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+# Enum arguments are 4 bytes in every generated file, as the note records an
+# enum whose values fit int or unsigned int (INT_MIN through UINT32_MAX print
+# by name with bpftrace 0.17 and BCC); a larger value makes the compiler
+# widen the enum to 8 bytes, which scripts would misread.
+INT32_MIN, INT32_MAX, UINT32_MAX = -(2**31), 2**31 - 1, 2**32 - 1
 # Tags that mean something only to PyYAML's constructor ('<<' merges, '='):
 # in a catalog they are text.
 _CONSTRUCTOR_TAGS = frozenset(("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value"))
@@ -104,6 +108,19 @@ def _compose(data: bytes, shown_path: str) -> yaml.Node:
     return root
 
 
+def _c_integer(text: str) -> int:
+    """A C integer constant with an optional sign, as the schema's enumerator
+    pattern allows; ValueError for octal digits past 7."""
+    digits = text.rstrip("uUlL")
+    negative = digits.startswith("-")
+    digits = digits.lstrip("+-").lstrip()
+    octal = digits[0] == "0" and len(digits) > 1 and digits[1] not in "xXbB"
+    if octal and not set(digits) <= set("01234567"):
+        raise ValueError(f"'{digits}' is not an octal constant (a leading 0 means octal in C)")
+    value = int(digits, 8 if octal else 0)
+    return -value if negative else value
+
+
 def _location(shown_path: str, text: str | bytes, index: int) -> Location:
     newline = "\n" if isinstance(text, str) else b"\n"
     return Location(shown_path, text.count(newline, 0, index) + 1, index - text.rfind(newline, 0, index))
@@ -128,8 +145,7 @@ class _Builder:
         self.diagnostics.append(Diagnostic(self.loc(node), message))
         self._reported.add((node.start_mark.line, node.start_mark.column))
 
-    def reported(self, node: yaml.Node) -> bool:
-        """Whether a problem was reported at the node (by the schema, say)."""
+    def reported(self, node: yaml.Node) -> bool:  # by the schema, say
         return (node.start_mark.line, node.start_mark.column) in self._reported
 
     def scalar(self, node: yaml.ScalarNode):
@@ -250,22 +266,24 @@ class _Builder:
                     continue
                 if equals:
                     try:
-                        next_value = constants.c_integer(value)
+                        next_value = _c_integer(value)
                     except ValueError as exc:  # octal digits past 7
                         self.error(entry, f"enum '{name}': enumerator '{enumerator}': {exc}")
                         continue
-                problem = constants.range_problem(next_value)
-                if problem:
-                    self.error(entry, f"enum '{name}': enumerator '{enumerator}' = {problem}")
+                if not INT32_MIN <= next_value <= UINT32_MAX:
+                    self.error(entry, f"enum '{name}': enumerator '{enumerator}' = {next_value} is outside "
+                                      f"{INT32_MIN}..{UINT32_MAX}: probegen reads enums as 4 bytes "
+                                      "(int or unsigned int)")
                     break  # the values after it would all be out of range too
                 if any(e.name == enumerator for e in enumerators):
                     self.error(entry, f"enum '{name}': enumerator '{enumerator}' appears twice")
                 enumerators.append(Enumerator(enumerator, next_value, self.loc(entry)))
                 next_value += 1
-            mixed = constants.mixed_problem([e.value for e in enumerators])
-            if mixed:  # at the largest value
-                widest = max(enumerators, key=lambda e: e.value)
-                self.diagnostics.append(Diagnostic(widest.location, f"enum '{name}' {mixed}"))
+            widest = max(enumerators, key=lambda e: e.value, default=None)
+            if widest and widest.value > INT32_MAX and min(e.value for e in enumerators) < 0:  # at the largest
+                self.diagnostics.append(Diagnostic(widest.location, (
+                    f"enum '{name}' has negative values and {widest.value} (above {INT32_MAX}): the compiler "
+                    "would make it 8 bytes, which probegen does not read")))
             enums.append(EnumDecl(name, self.loc(item), values.get("strip_prefix", ""), tuple(enumerators)))
         return enums
 
@@ -309,8 +327,7 @@ class _Builder:
             guard_derived=values.get("guard") is None,
         )
 
-    def build_probes(self, node, data, typedefs, arg0: bool, clock: str | None, enums: set[str]) -> list[Probe]:
-        """``enums``: the names declared under 'enums:'."""
+    def build_probes(self, node, data, typedefs, arg0: bool, clock: str | None, enum_names: set) -> list[Probe]:
         probes: list[Probe] = []
         names: dict[str, yaml.Node] = {}
         max_args = SDT_MAX_ARGS - arg0
@@ -343,7 +360,7 @@ class _Builder:
                                     spdk_arg0(ticks, clock, where) if arg0 else None,
                                     enabled_check=values.get("enabled_check", False) is True))
                 for arg in named_enums:
-                    if arg.ctype.enum_name not in enums:
+                    if arg.ctype.enum_name not in enum_names:
                         self.diagnostics.append(Diagnostic(arg.location, (
                             f"argument '{arg.name}' of '{name}' is 'enum {arg.ctype.enum_name}', "
                             "which is not declared under 'enums:' (scripts print enums by name)")))

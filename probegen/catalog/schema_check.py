@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 import fastjsonschema
 import yaml
 
-from probegen.catalog.cvalidate import DOC_KEYS, text_problem
+from probegen.catalog.cvalidate import text_problem
 from probegen.data import SCHEMA
 
 STR = "tag:yaml.org,2002:str"
@@ -102,7 +102,7 @@ def plain(root: yaml.Node, scalar: Callable[[yaml.Node], Any], marked: bool = Tr
             name = key.value
             if not name.isprintable():
                 unprintable(key, False)
-            data[name] = text(item, name in DOC_KEYS) if type(item) is Scalar else collection(item, name, depth)
+            data[name] = text(item, name == "doc") if type(item) is Scalar else collection(item, name, depth)
         if len(data) < len(node.value):
             keys: set[str] = set()
             for key, _ in node.value:
