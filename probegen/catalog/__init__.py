@@ -6,8 +6,6 @@ from pathlib import Path
 # facts (catalog.ctype) does not build the model's classes (~5 ms).
 _MODEL_NAMES = ("Arg", "Catalog", "Probe", "Span")  # the ones imported from here
 
-__all__ = [*_MODEL_NAMES, "load_catalog"]
-
 
 def __getattr__(name):
     if name not in _MODEL_NAMES:

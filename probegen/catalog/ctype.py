@@ -22,8 +22,7 @@ C_KEYWORDS = frozenset(
 
 
 def is_identifier(name: str) -> bool:
-    """A C identifier that is not a C or C++ keyword."""
-    # For ASCII text, Python's identifiers are C's: [A-Za-z_][A-Za-z0-9_]*.
+    """A C identifier ([A-Za-z_][A-Za-z0-9_]*: for ASCII, Python's) that is no C or C++ keyword."""
     return name.isascii() and name.isidentifier() and name not in C_KEYWORDS
 
 
@@ -204,8 +203,7 @@ class TokenCursor:
         return token
 
     def expect(self, token: str) -> None:
-        if self.peek() != token:
-            found = self.peek()
+        if (found := self.peek()) != token:
             self.fail(f"expected '{token}'" + (f" before '{found}'" if found else " at the end"))
         self.take()
 

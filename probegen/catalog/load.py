@@ -131,7 +131,6 @@ class _Builder:
         self.header_output = None if header_output is None or str(header_output) == "-" else Path(header_output)
         self.shown = shown_path
         self.path = path
-        self.base_dir = path.parent
         self.diagnostics: list[Diagnostic] = []
         self._constructor = yaml.SafeLoader("")
         self._ctypes: dict = {}  # spelling -> CType

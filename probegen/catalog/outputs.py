@@ -21,11 +21,9 @@ def output_paths(builder, outputs, allow_outside: bool) -> dict[str, Path]:
     through ``builder.error``."""
     kinds = load_schema()["properties"]["outputs"]["properties"]
     directories = {kind for kind, schema in kinds.items() if schema.get("x-directory")}  # scripts: they may nest
-    nodes = {}
-    if isinstance(outputs, yaml.MappingNode):
-        nodes = {key.value: value for key, value in outputs.value
-                 if key.value in kinds and isinstance(value, yaml.ScalarNode)}
-    base = str(builder.base_dir)  # already resolved
+    entries = outputs.value if isinstance(outputs, yaml.MappingNode) else ()
+    nodes = {key.value: value for key, value in entries if key.value in kinds and isinstance(value, yaml.ScalarNode)}
+    base = str(builder.path.parent)  # already resolved
     paths: dict[str, str] = {}  # kind -> normalised path, of the outputs placed so far
     written_as: dict[str, str] = {}
     for kind, node in nodes.items():
@@ -57,4 +55,4 @@ def output_paths(builder, outputs, allow_outside: bool) -> dict[str, Path]:
                     builder.error(node, f"outputs: '{inner}' ('{written_as[inner]}') is inside '{outer}' "
                                         f"('{written_as[outer]}'); each output needs its own path")
         paths[kind] = path
-    return {kind: builder.base_dir / written for kind, written in written_as.items()}
+    return {kind: builder.path.parent / written for kind, written in written_as.items()}
