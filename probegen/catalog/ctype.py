@@ -139,9 +139,7 @@ class CType:
         match = "(" in self.spelling and _FUNCTION_POINTER.match(self.spelling)
         if match:
             return f"{match['ret'].rstrip()} (*{name})({match['params']})"
-        if self.spelling.endswith("*"):
-            return f"{self.spelling}{name}"
-        return f"{self.spelling} {name}"
+        return self.spelling + ("" if self.spelling.endswith("*") else " ") + name
 
 
 def _normalise(tokens: list[str]) -> str:

@@ -37,8 +37,7 @@ def build_spans(builder, node, data, probes: list[Probe]) -> tuple[Span, ...]:
         bys = _arguments(builder, fields.get("by"), name, "by", start, end)
         if keys is None or bys is None:
             continue
-        doc = values.get("doc", "")
-        spans.append(Span(name, doc if isinstance(doc, str) else "", start, end, keys, bys, builder.loc(item)))
+        spans.append(Span(name, values.get("doc", ""), start, end, keys, bys, builder.loc(item)))
     return tuple(spans)
 
 
