@@ -58,11 +58,7 @@ class Probe:
         return (self.arg0, *self.args) if self.arg0 else self.args
 
 
-@dataclass(frozen=True)
-class Enumerator:
-    name: str
-    value: int
-    location: Location | None = field(default=None, compare=False, repr=False)  # in the catalog
+Enumerator = namedtuple("Enumerator", "name value location")  # location: in the catalog
 
 
 @dataclass(frozen=True)
