@@ -93,11 +93,7 @@ def _base(name: str | None, size: int, encoding: str) -> m.Type:
         return m.Base(SIGNED_INTS[size], size, encoding)
     if size in UNSIGNED_INTS and encoding != "float":
         return m.Base(UNSIGNED_INTS[size], size, "unsigned" if encoding != "unsigned_char" else encoding)
-    return _bytes(size)
-
-
-def _bytes(size: int) -> m.Type:  # what a type C cannot name becomes
-    return m.Array(m.Base("unsigned char", 1, "unsigned_char"), [size])
+    return m.Array(m.Base("unsigned char", 1, "unsigned_char"), [size])  # its bytes
 
 
 def _is_object(t: m.Type) -> bool:

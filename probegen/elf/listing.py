@@ -1,30 +1,5 @@
-"""What ``probegen list`` prints: a table for people, JSON for programs.
-
-JSON shape (``"version": 1``)::
-
-    {"version": 1,
-     "binaries": [{"path": str, "class": 32|64, "machine": str, "type": "ET_DYN", "stapsdt_base": int|null,
-                   "probes": [{"provider": str, "name": str,
-                               "sites": [{"address": int, "semaphore": int|null, "base": int,
-                                          "args_text": str, "args": [ARG, ...]}]}]}],
-     "errors": [{"path": str, "message": str}]}
-
-    ARG = {"spec": "-4@%eax", "size": 4, "signed": true, "float": false, "type": "s32",
-           "location": "register"|"constant"|"address"|"memory"|"unknown",
-           # register: "register": "eax" (see argspec.Register for names)
-           # constant: "value": int, or float for a floating-point literal
-           # address:  "symbol": str, "offset": int, "relocation": str|null (x86 $sym, arm #sym+8)
-           # memory:   "base", "index": str|null, "scale": int, "offset": int,
-           #           "symbol", "relocation", "segment": str|null
-           # unknown:  "text": str (the operand as written)
-          }
-
-"machine": a short name ("x86_64", "i386", "aarch64", "arm", "ppc64le",
-"s390x", "mips64el", "riscv64"), else the ELF name ("EM_SPARCV9", or
-"EM_<number>" for a machine pyelftools does not name). "address": the pc
-after the ``.stapsdt.base`` adjustment tracers make for prelinked files
-(``readelf -n``'s Location otherwise); "base": the note's own.
-"""
+"""What ``probegen list`` prints: a table for people, JSON for programs (its
+shape: doc/verify-import.md, "probegen list")."""
 
 import re
 

@@ -58,10 +58,6 @@ class BinaryProbe:
     name: str
     sites: tuple[ProbeSite, ...]
 
-    @property
-    def key(self) -> tuple[str, str]:
-        return self.provider, self.name
-
 
 @dataclass(frozen=True)
 class Binary:

@@ -194,7 +194,7 @@ def _holders_in(paths: list[str], wanted: list) -> list[list]:
         except ElfError:
             continue  # not an ELF file (locale archive, data file)
         for probe in reversed(probes):  # a name without its provider: the file's last probe of that name
-            for key in {probe.key, (None, probe.name)} & missing:
+            for key in {(probe.provider, probe.name), (None, probe.name)} & missing:
                 missing.discard(key)
                 sites = [[[arg.size, arg.signed, arg.floating, _literal(arg)] for arg in site.args]
                          for site in probe.sites]
