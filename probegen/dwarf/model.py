@@ -83,7 +83,7 @@ class Pointer(Type):
 
 @dataclass(eq=False)
 class Qualified(Type):
-    qualifiers: tuple[str, ...]  # subset of ("const", "volatile", "restrict"), in that order
+    qualifiers: tuple[str, ...]  # of "const", "volatile", "restrict", "_Atomic", in that order
     target: Type
 
     @property

@@ -183,16 +183,12 @@ def _machine(register: str, *memory: str, immediate: str = "", addresses: bool =
     ``name``), a literal (an int after ``immediate``, with ``addresses`` a
     float or address too; ``bare``: an int alone), or memory in the first
     ``memory`` form that reads it, its groups naming the parts ({R}: a
-    register). Compiled on first use: a binary needs one machine's (all
-    eight take 3 ms)."""
-
-    @functools.cache
-    def compiled() -> tuple[re.Pattern, list[re.Pattern]]:
-        return re.compile(register), [re.compile(form.replace("{R}", register)) for form in memory]
+    register). re compiles them on first use (and caches them): a binary
+    needs one machine's, and all eight take 3 ms."""
+    forms = [form.replace("{R}", register) for form in memory]
 
     def decode(text: str) -> Operand | None:
-        plain, forms = compiled()
-        if plain.fullmatch(text):
+        if re.fullmatch(register, text):
             return Register(name(text))
         if immediate and text.startswith(immediate):
             text = text[len(immediate):]
@@ -209,7 +205,7 @@ def _machine(register: str, *memory: str, immediate: str = "", addresses: bool =
         if value is not None:
             return Constant(value)
         for form in forms:
-            match = form.fullmatch(text)
+            match = re.fullmatch(form, text)
             operand = _memory(match.groupdict(), name) if match else None
             if operand is not None:
                 return operand
