@@ -20,8 +20,8 @@ from probegen.cli import main
 from probegen.errors import InputError
 from probegen.checks.lint import ScriptSyntaxError, lint_text
 from probegen.checks.lint.cdefs import MAX_NESTED_STRUCTS, struct_definitions
-from probegen.checks.lint.lexer import EOF, tokenize
-from probegen.checks.lint.parser import MAX_NESTING, CDefinition
+from probegen.checks.lint.lexer import CDEF, EOF, Token, tokenize
+from probegen.checks.lint.parser import MAX_NESTING
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG = ROOT / "probes.yaml"
@@ -149,7 +149,7 @@ def test_c_definition_reader_is_linear_on_hostile_text(name):
     text = HOSTILE_DEFINITIONS[name]
     start = time.monotonic()
     try:
-        struct_definitions([CDefinition(1, 1, text)], "hostile.bt")
+        struct_definitions([Token(CDEF, text, 1, 1)], "hostile.bt")
     except ScriptSyntaxError as error:
         assert f"structs nested more than {MAX_NESTED_STRUCTS} deep" in str(error)
     assert time.monotonic() - start < HANG_BOUND, name
@@ -162,7 +162,7 @@ def test_c_definitions_still_read_members():
         struct { int inner; };
         void (*cb)(int);
     };"""
-    members = struct_definitions([CDefinition(3, 1, text)], "s.bt")["a"].members
+    members = struct_definitions([Token(CDEF, text, 3, 1)], "s.bt")["a"].members
     assert set(members) == {"name", "x", "y", "z", "inner", "cb"}
     assert (members["x"].location.line, members["x"].location.column) == (5, 28)
     assert (members["z"].location.line, members["z"].location.column) == (5, 35)
@@ -170,7 +170,7 @@ def test_c_definitions_still_read_members():
 
 def test_bit_width_int_cannot_read_is_no_crash():
     # '²' is a digit to str.isdigit() but no number to int().
-    members = struct_definitions([CDefinition(1, 1, "struct a { int x : \u00b2; int y; };")], "s.bt")["a"].members
+    members = struct_definitions([Token(CDEF, "struct a { int x : \u00b2; int y; };", 1, 1)], "s.bt")["a"].members
     assert set(members) == {"x", "y"}
 
 

@@ -60,11 +60,12 @@ def attach_string(data: bytes) -> str:
     return '"' + "".join(_ATTACH[byte] for byte in data) + '"'
 
 
+COMMENT = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)", re.S)  # closed or not
 # What a script may hold, as bpftrace 0.17's lexer sees it: markers count
 # only where they stand in code, never inside a comment or a string (a
 # quoted name there would end the string and become code).
 LEXEME = re.compile(
-    r"(?P<comment>//[^\n]*|/\*.*?(?:\*/|\Z))"
+    rf"(?P<comment>{COMMENT.pattern})"
     r'|(?P<string>"(?:[^"\\\n]|\\[^\n])*(?:"|$))'
     r"|\busdt:(?P<usdt>__EXE__|\*):(?:(?P<provider>[A-Za-z_]\w*):)?(?P<name>[A-Za-z_]\w*)\b"
     r"|\b(?:uprobe|uretprobe):(?P<exe>__EXE__)(?=:)"

@@ -7,10 +7,11 @@ member whose type is not understood still exists, of an unknown type.
 import re
 from collections import namedtuple
 
+from probegen.bpftrace import COMMENT
 from probegen.catalog.ctype import CTypeError, floating_type, parse_ctype
 from probegen.errors import Location
 from probegen.checks.lint.layout import Layout, Shape, array, scalar
-from probegen.checks.lint.lexer import COMMENT, ScriptSyntaxError, positions
+from probegen.checks.lint.lexer import ScriptSyntaxError, positions
 
 _AGGREGATE = re.compile(r"\b(struct|union)\s+(?:([A-Za-z_]\w*)\s*)?\{")
 _FUNCTION_POINTER = re.compile(r"\(\s*\*\s*([A-Za-z_]\w*)\s*\)")
@@ -32,11 +33,8 @@ MAX_NESTED_STRUCTS = 64
 # printed with %s as is; struct: the one it points to or holds), then where it is laid out
 # (spelling: its type as written, "struct x *", "char[16]"; bit: where it starts, None after a
 # declaration that cannot be sized; bits: a bitfield's width).
-class Field(namedtuple("Field", "name location ctype text struct spelling shape bit bits",
-                       defaults=(None, False, None, "", None, None, None))):
-    @property
-    def offset(self) -> int | None:
-        return None if self.bit is None else self.bit // 8
+Field = namedtuple("Field", "name location ctype text struct spelling shape bit bits",
+                   defaults=(None, False, None, "", None, None, None))
 
 
 # members: by name, an anonymous member's own included; kind: "struct" or "union".

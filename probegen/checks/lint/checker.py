@@ -209,8 +209,6 @@ class Checker:
         if node.struct_name is None:
             ctype = ast.CAST_INTEGERS.get(node.type_text)
             return Value(f"({node.type_text}) value", ctype) if ctype else None
-        if not node.pointer:
-            return None
         if value is not None and value.ctype is not None and not value.text:
             problem = _not_an_address(value.ctype, node.struct_name)
             if problem:
@@ -265,7 +263,7 @@ class Checker:
                     continue
                 except InputError:
                     continue  # not in the binary at all (a kernel struct)
-                if info.offset is None:
+                if info.bit is None:
                     continue  # laid out no further than a declaration this cannot size
                 problem = mismatch(info, member, spelling(member.type), self.types_name)
                 if problem:

@@ -133,7 +133,7 @@ def mismatch(copy, member, binary_spelling: str, where: str) -> str | None:
     """What differs between the copy's member (a probegen.checks.lint.cdefs.Field)
     and the binary's (a probegen.dwarf.model.Member), or None."""
     shape = dwarf_shape(member.type)
-    copy_at = f"bit {copy.bit}" if copy.bits else f"offset {copy.offset}"
+    copy_at = f"bit {copy.bit}" if copy.bits else f"offset {copy.bit // 8}"
     binary_at = f"bit {member.bit_offset}" if member.bit_size else f"offset {member.offset}"
     copy_size, binary_size = _size(copy.bits, copy.shape.size), _size(member.bit_size, shape.size)
     bitfield = copy.bits is not None or member.bit_size is not None

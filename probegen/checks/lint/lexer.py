@@ -10,6 +10,7 @@ import bisect
 import re
 from collections import namedtuple
 
+from probegen.bpftrace import COMMENT
 from probegen.errors import InputError, Location
 
 ATTACH, CDEF, PREPROC = "attach point", "C definition", "preprocessor line"
@@ -35,8 +36,6 @@ _DEFINITION_END = re.compile(r"[A-Za-z_0-9 \t,*]*;")
 _SPACE = re.compile(r"\s+")
 # A string on one line; a backslash escapes any character, a newline too.
 _STRING = re.compile(r'"(?:[^"\\\n]|\\[\s\S])*"')
-# A comment, closed or not: the same as probegen.bpftrace.LEXEME's.
-COMMENT = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)", re.S)
 # A preprocessor line, continued by a backslash at its end.
 _PREPROCESSOR = re.compile(r"(?:[^\n]*\\\r?\n)*[^\n]*")
 _BRACES = {"{": 1, "}": -1}

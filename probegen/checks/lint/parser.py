@@ -32,7 +32,7 @@ Ident = namedtuple("Ident", "line column name")  # a builtin (arg1, pid, comm)
 Var = namedtuple("Var", "line column name")  # name with the '$'
 Str = namedtuple("Str", "line column raw")  # raw: between the quotes, escapes as written
 Call = namedtuple("Call", "line column name args")
-Cast = namedtuple("Cast", "line column type_text struct_name pointer operand")  # "struct x *", "uint32"
+Cast = namedtuple("Cast", "line column type_text struct_name operand")  # struct_name: x in "(struct x *)"
 Member = namedtuple("Member", "line column base name")  # base->name or base.name
 Map = namedtuple("Map", "parts")  # parts: the keys
 # Numbers, operators, indexing, tuples, sizeof, return: only their parts are checked.
@@ -41,9 +41,8 @@ Assign = namedtuple("Assign", "target op value")  # target: a Var or a Map; op: 
 # branches: (condition, statements) of the if, each "else if" and the else (condition
 # None; empty if there is none). A loop (unroll, while) is an If of one branch.
 If = namedtuple("If", "branches")
-CDefinition = namedtuple("CDefinition", "line column text")
 ProbeBlock = namedtuple("ProbeBlock", "attach_points predicate body")  # attach points: Tokens
-Script = namedtuple("Script", "path blocks definitions preprocessor")
+Script = namedtuple("Script", "path blocks definitions preprocessor")  # definitions: Tokens
 
 
 def _shown(token: Token) -> str:
@@ -122,7 +121,7 @@ class _Parser:
                 self.advance()
                 if script.blocks:
                     self.error("C definitions must come before the first probe", token)
-                script.definitions.append(CDefinition(token.line, token.column, token.text))
+                script.definitions.append(token)
             elif token.kind == lexer.ATTACH:
                 script.blocks.append(self.probe_block())
             else:
@@ -254,9 +253,9 @@ class _Parser:
             else:
                 self.error(f"unexpected {_shown(token)} in a cast")
         self.advance()
-        struct_name = words[1] if len(words) == 2 and words[0] in ("struct", "union") else None
+        struct_name = words[1] if stars and len(words) == 2 and words[0] in ("struct", "union") else None
         type_text = " ".join(words) + (" " + "*" * stars if stars else "") + array
-        return Cast(open_paren.line, open_paren.column, type_text, struct_name, stars > 0, self.unary())
+        return Cast(open_paren.line, open_paren.column, type_text, struct_name, self.unary())
 
     def primary(self):
         token = self.token
