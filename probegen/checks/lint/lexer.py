@@ -163,6 +163,6 @@ class _Lexer:
         return self.tokens
 
 
-def tokenize(text: str, path: str = "<script>") -> list[Token]:
+def tokenize(text: str, path: str) -> list[Token]:
     """A script's tokens, ending with an EOF token, or a ScriptSyntaxError at the first problem."""
     return _Lexer(text, path).run()

@@ -280,7 +280,6 @@ class _Parser:
         return Ident(token.line, token.column, token.text)
 
     def type_call(self, name: Token) -> Other:
-        """``sizeof(...)``: skipped to its closing parenthesis."""
         depth = 0
         while True:
             token = self.advance()
@@ -325,5 +324,5 @@ class _Parser:
 
 
 @room_for_nesting()
-def parse(text: str, path: str = "<script>") -> Script:
+def parse(text: str, path: str) -> Script:
     return _Parser(lexer.tokenize(text, path), path).script()
