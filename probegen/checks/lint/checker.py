@@ -22,7 +22,7 @@ _WILDCARD = re.compile(r"[*?\[]")
 # A field of an attach point: up to a ':' outside quotes (``uprobe:"/a:b":f`` has three).
 _FIELD = re.compile(r'(?<![^:])(?:"[^"]*"|[^:"])*')
 # Hints for conversions bpftrace 0.17 does not know.
-_UNKNOWN_CONVERSION_HINTS = {"i": "use %d", "#": "write 0x%lx", "+": "drop the flag", " ": "drop the flag"}
+_UNKNOWN_CONVERSION_HINTS = {"i": "use %d", "#": "write 0x%lx", "+": "drop the flag"}
 
 
 def _merge(first: dict, second: dict) -> dict:
