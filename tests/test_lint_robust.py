@@ -174,6 +174,13 @@ def test_bit_width_int_cannot_read_is_no_crash():
     assert set(members) == {"x", "y"}
 
 
+def test_struct_aligned_zero_is_no_crash():
+    # aligned(0) on a struct, as on a member, asks for no alignment (it divided by zero).
+    text = "struct b { struct a { } __attribute__((aligned(0))) y; int z; };"
+    members = struct_definitions([Token(CDEF, text, 1, 1)], "s.bt")["b"].members
+    assert members["z"].bit == 0
+
+
 @pytest.mark.parametrize("text", [
     "struct a { int x; }" + " " * 200_000 + "x",
     "#define X \\\n" * 50_000 + "BEGIN { }\n",

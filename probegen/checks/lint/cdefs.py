@@ -18,7 +18,7 @@ _FUNCTION_POINTER = re.compile(r"\(\s*\*\s*([A-Za-z_]\w*)\s*\)")
 _BIT_WIDTH = re.compile(r"\s*(\w+)\s*")
 # __attribute__((...)) with one level of inner parentheses: aligned(8).
 _ATTRIBUTE = re.compile(r"__attribute__\s*\(\(((?:[^()]|\([^()]*\))*)\)\)")
-_ALIGNED = re.compile(r"\b(?:__)?aligned(?:__)?\s*\(\s*(\d+)\s*\)")
+_ALIGNED = re.compile(r"\b(?:__)?aligned(?:__)?\s*\(\s*0*([1-9]\d*)\s*\)")  # aligned(0) asks for none
 _PACKED = re.compile(r"\b(?:__)?packed(?:__)?\b")
 _BOUND = re.compile(r"\[\s*(\d*)\s*\]")
 _SPLITTER = re.compile(r"[{}()\[\];,]")
