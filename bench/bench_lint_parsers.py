@@ -27,7 +27,7 @@ from timing import PYTHON, REPO, Command, race  # noqa: E402
 
 sys.path.insert(0, str(REPO))
 from probegen.checks.lint import cdefs, parser  # noqa: E402
-from probegen.checks.lint.parser import CDefinition  # noqa: E402
+from probegen.checks.lint.lexer import CDEF, Token  # noqa: E402
 
 GRAMMAR = Path(__file__).with_name("bpftrace.lark")
 LARK = f"lark.Lark(open({str(GRAMMAR)!r}).read(), parser='lalr', lexer='contextual', propagate_positions=True)"
@@ -118,7 +118,7 @@ def bench_pycparser(scripts: dict[str, str]) -> None:
     for name, text in {"a typedef from a header": "struct a { spdk_msg_fn fn; pid_t pid; };",
                        "bpftrace's u64": "struct a { u64 x; };",
                        "5,000 nested structs": "struct a { " + "struct b { " * 5000 + "int x;" + "} y;" * 5000 + " };"}.items():
-        print(f"   {name}:\n      cdefs.py:  {outcome(lambda: cdefs.struct_definitions([CDefinition(1, 1, text)], 'c.bt'))}"
+        print(f"   {name}:\n      cdefs.py:  {outcome(lambda: cdefs.struct_definitions([Token(CDEF, text, 1, 1)], 'c.bt'))}"
               f"\n      pycparser: {outcome(lambda: c.parse(STDINT + text))}")
 
 

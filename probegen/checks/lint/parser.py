@@ -324,5 +324,5 @@ class _Parser:
 
 
 @room_for_nesting()
-def parse(text: str, path: str) -> Script:
+def parse(text: str, path: str = "<script>") -> Script:
     return _Parser(lexer.tokenize(text, path), path).script()
