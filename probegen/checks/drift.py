@@ -10,9 +10,6 @@ from probegen.catalog.model import Catalog, EnumDecl
 from probegen.checks.verify import Finding
 from probegen.errors import InputError, NoDebugInfo
 
-ENUM_CHECK, MEMBER_CHECK = "enum-drift", "member-drift"
-
-
 @dataclass
 class DebugInfos:
     """(path, probegen.dwarf.DwarfTypes) of each binary with DWARF, and why the others' could not be used."""
@@ -20,8 +17,6 @@ class DebugInfos:
     catalog: Catalog
     types: list[tuple[str, object]] = field(default_factory=list)
     without: list[tuple[str, str]] = field(default_factory=list)  # (binary, why)
-    enums_checked: int = 0
-    members_checked: int = 0
 
     def summary(self) -> str:
         """What verify's summary adds."""
@@ -29,7 +24,8 @@ class DebugInfos:
             return ""
         if not self.types:
             return "; enums and members not checked: no binary has debug info"
-        enums, members = self.enums_checked, self.members_checked
+        enums = len(self.catalog.enums)
+        members = sum(len(arg.members) for probe in self.catalog.probes for arg in probe.args)
         checked = (f"; {enums} enum{'s' if enums != 1 else ''} and {members} member path{'s' if members != 1 else ''}"
                    " checked against debug info")
         if self.without:
@@ -70,12 +66,10 @@ def check(catalog: Catalog, infos: DebugInfos) -> list[Finding]:
         return []
     found: list[Finding] = []
     for enum in catalog.enums:
-        infos.enums_checked += 1
         found += _enum_drift(enum, infos)
     for probe in catalog.probes:
         for arg in probe.args:
             if arg.members:
-                infos.members_checked += len(arg.members)
                 found += _member_drift(probe.name, arg, infos)
     return found
 
@@ -88,13 +82,13 @@ def _enum_drift(enum: EnumDecl, infos: DebugInfos) -> list[Finding]:
     holders = [(path, types) for path, types in infos.types if types.has(enum.name, ("enum", "typedef"))]
     if not holders:
         return [Finding(enum.location, f"enum '{enum.name}' is not in the debug info of {_binaries(infos)}",
-                        ENUM_CHECK)]
+                        "enum-drift")]
     found = []
     for path, types in holders:
         try:
             enumerators = types.enum(enum.name).enumerators
         except InputError as exc:  # two different enums of that name, damaged DWARF
-            found.append(Finding(enum.location, f"enum '{enum.name}': {exc}", ENUM_CHECK, binary=path))
+            found.append(Finding(enum.location, f"enum '{enum.name}': {exc}", "enum-drift", binary=path))
             continue
         if not enum.enumerators:
             continue  # names come from the binary anyway
@@ -103,17 +97,17 @@ def _enum_drift(enum: EnumDecl, infos: DebugInfos) -> list[Finding]:
             where = e.location or enum.location
             if e.name not in in_binary:
                 found.append(Finding(where, f"enum {enum.name}: {e.name} (= {e.value}) is not in "
-                                     f"{path}'s enum {enum.name}", ENUM_CHECK, binary=path))
+                                     f"{path}'s enum {enum.name}", "enum-drift", binary=path))
             elif in_binary[e.name] != e.value:
                 found.append(Finding(where, f"enum {enum.name}: {e.name} is {e.value} in the catalog "
                                      f"but {in_binary[e.name]} in {path} (scripts made from the catalog print "
-                                     "another name for it there)", ENUM_CHECK, binary=path))
+                                     "another name for it there)", "enum-drift", binary=path))
         declared = {e.name for e in enum.enumerators}
         extra = [f"{e.name} = {e.value}" for e in enumerators if e.name not in declared]
         if extra:
             found.append(Finding(enum.location, f"enum {enum.name} in {path} has enumerator"
                                  f"{'s' if len(extra) > 1 else ''} the catalog lacks: {', '.join(extra)}",
-                                 ENUM_CHECK, binary=path))
+                                 "enum-drift", binary=path))
     return found
 
 
@@ -125,7 +119,7 @@ def _member_drift(probe_name: str, arg, infos: DebugInfos) -> list[Finding]:
     what = f"probe '{probe_name}' argument {arg.index} '{arg.name}'"
     if not holders:
         return [Finding(arg.location, f"{what}: struct {struct} is not in the debug info of {_binaries(infos)}",
-                        MEMBER_CHECK, probe_name)]
+                        "member-drift", probe_name)]
     found = []
     for path, types in holders:
         source = TypeSource(types)
@@ -134,5 +128,5 @@ def _member_drift(probe_name: str, arg, infos: DebugInfos) -> list[Finding]:
                 source.member_ctype(struct, member)
             except InputError as exc:  # no such member (NoSuchMember), or one scripts cannot print
                 found.append(Finding(arg.member_locations[i], f"{what}: member '{member}': in the debug info of "
-                                     f"{path}: {exc}", MEMBER_CHECK, probe_name, path))
+                                     f"{path}: {exc}", "member-drift", probe_name, path))
     return found

@@ -10,7 +10,7 @@ from probegen.elf.notes import Binary, BinaryProbe
 from probegen.errors import Location, printable
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Finding:
     location: Location  # the catalog entry, or the binary for probes the catalog lacks
     message: str
@@ -100,9 +100,7 @@ def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bo
 
     libraries_have_notes = any(b.has_notes and b.path in followed for b in binaries)
     for binary in binaries:
-        if binary.path in followed:
-            continue
-        if not binary.has_notes and not libraries_have_notes:
+        if not binary.has_notes and not libraries_have_notes and binary.path not in followed:
             spdk = " (for SPDK: ./configure --with-usdt)" if catalog.provider == "spdk" else ""
             add(Finding(Location(binary.path), "no .note.stapsdt section: the binary has no USDT probes at all; "
                         f"USDT is not configured in this build{spdk}", "no-notes", binary=binary.path))
