@@ -18,11 +18,11 @@ def configure(parser):
 
 
 def run(args) -> int:
-    from probegen.errors import printable
     from probegen.commands.scripts import binary_types
-    from probegen.generators import leftover_files, render_outputs
+    from probegen.errors import Diagnostic, Location, printable
     from probegen.files.output import stale
-    from probegen.reports import load_catalog_reported
+    from probegen.generators import leftover_files, render_outputs
+    from probegen.reports import Outcome, emit, load_catalog_reported, render, shown_path
 
     catalog = load_catalog_reported(args)
     with binary_types(args) as types:
@@ -41,9 +41,6 @@ def run(args) -> int:
     if leftovers:
         summary += f"; {len(leftovers)} file(s) no longer generated"
     if args.format != "text":
-        from probegen.errors import Diagnostic, Location
-        from probegen.reports import Outcome, emit, render, shown_path
-
         outcome = Outcome("check", str(args.catalog), summary, subjects=[shown_path(f.path) for f in files])
         for file in files:
             if file.path in out_of_date:

@@ -19,7 +19,6 @@ def configure(parser):
 def run(args) -> int:
     import json
     import sys
-
     from dataclasses import replace
 
     from probegen.elf import ElfError, read_binary

@@ -175,7 +175,7 @@ class _Reader:
 
     def expect(self, text: str, what: str = "") -> Token:
         token = self.take()
-        if token.text != text or token.kind == "eof":
+        if token.text != text:
             self.fail(token, f"expected '{text}'{what}, found {_shown(token)}")
         return token
 
@@ -218,9 +218,7 @@ class _Reader:
             if probe.name in probes:
                 self.fail(token, f"probe '{probe.name}' is declared twice (first at {probes[probe.name].location})")
             probes[probe.name] = probe
-        self.take()
-        if self.peek().text == ";":
-            self.take()
+        self.take()  # a ';' after the '}' is skipped as file() skips any
         return DProvider(name.text, tuple(probes.values()))
 
     def probe(self) -> DProbe:
