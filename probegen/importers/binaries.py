@@ -4,7 +4,6 @@ integers (a pointer and a uint64_t look the same).
 """
 
 import functools
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,9 +92,9 @@ def _variables_type(variables: list[tuple[NoteArg, int]], notes: list[str]) -> s
     specs = ", ".join(sorted({a.spec for a, _ in variables}))
     if len({p for _, p in variables}) > 1 and all(a.size == p for a, p in variables):
         return "intptr_t" if sum(a.signed for a, _ in variables) * 2 > len(variables) else "void *"
-    counts = Counter(a.size for a, _ in variables)
-    size = max(counts)
-    if len(counts) > 1:
+    sizes = {a.size for a, _ in variables}
+    size = max(sizes)
+    if len(sizes) > 1:
         notes.append(f"sites pass different sizes: {specs}")
     signs = {a.signed for a, _ in variables if a.size == size}
     if len(signs) > 1 and size == 1 and not any(a.signed for a, _ in variables if a.size < size):
@@ -152,7 +151,7 @@ def infer_catalog(binaries: list[Binary], provider: str) -> ImportedCatalog:
     ticks = _spdk_arg0(provider, sites)
     probes, disagreements = [], []
     for name, seen in sites.items():
-        counts = Counter(len(s.args) for s, _ in seen)
+        counts = {len(s.args) for s, _ in seen}
         if len(counts) > 1:
             disagreements.append(f"probe '{name}': sites pass {' or '.join(map(str, sorted(counts)))} arguments")
             continue
