@@ -10,6 +10,7 @@ from probegen.catalog.model import Catalog, EnumDecl
 from probegen.checks.verify import Finding
 from probegen.errors import InputError, NoDebugInfo
 
+
 @dataclass
 class DebugInfos:
     """(path, probegen.dwarf.DwarfTypes) of each binary with DWARF, and why the others' could not be used."""
