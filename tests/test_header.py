@@ -171,6 +171,20 @@ def test_typed_macros_carry_catalog_sizes(tmp_path, types_catalog, types_include
     assert run(binary, 3) == {"ENABLED": 0, "CLOCK": 3}
 
 
+@pytest.mark.parametrize("cxx", [False, True], ids=["c11", "c++17"])
+def test_qualified_function_pointer_argument_compiles(tmp_path, cxx):
+    """A 'void (* const)(int)' argument is held in a local the macro declares
+    (void (*const _pg_fn)(int)), with probes on and off."""
+    (tmp_path / "fp.yaml").write_text("provider: fp\nheader:\n  enable_macro: FP_USDT\nprobes:\n"
+                                      "  - {name: cb, group: g, doc: d, args: [{name: fn, type: void (* const)(int)}]}\n")
+    (tmp_path / "fp.h").write_text(render_header(load_catalog(tmp_path / "fp.yaml")))
+    (tmp_path / "main.c").write_text('#include "fp.h"\nstatic void f(int x) { (void)x; }\n'
+                                     "int main(void) { PROBE_CB(f); return 0; }\n")
+    for defines in ([], ["FP_USDT"]):
+        binary = compile_c([tmp_path / "main.c"], tmp_path / f"fp{len(defines)}", include_dirs=[tmp_path],
+                           defines=defines, cxx=cxx)
+        assert [n["name"] for n in readelf_probes(binary)] == (["cb"] if defines else [])
+
 def test_typed_macros_compiled_out_evaluate_nothing(tmp_path, types_include):
     binary = compile_c([C_DIR / "header_types.c"], tmp_path / "types_off", include_dirs=[types_include])
     assert not has_section(binary, ".note.stapsdt")

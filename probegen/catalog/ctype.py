@@ -55,7 +55,7 @@ _INTEGER_GROUPS = {
 }
 _INTEGERS = {name: facts for facts, names in _INTEGER_GROUPS.items() for name in names.split(", ")}
 _QUALIFIERS = ("const", "volatile", "restrict")
-_FUNCTION_POINTER = re.compile(r"^(?P<ret>.+?)\(\s*\*\s*\)\s*\((?P<params>.*)\)$")
+_FUNCTION_POINTER = re.compile(r"^(?P<ret>.+?)\(\s*\*(?P<qualifiers>[a-z ]*)\)\s*\((?P<params>.*)\)$")
 
 
 def integer_type(size: int, signed: bool, exact: bool = False) -> str:
@@ -138,7 +138,8 @@ class CType:
     def declare(self, name: str) -> str:  # of a variable of this type
         match = "(" in self.spelling and _FUNCTION_POINTER.match(self.spelling)
         if match:
-            return f"{match['ret'].rstrip()} (*{name})({match['params']})"
+            qualifiers = " ".join(match["qualifiers"].split() + [name])  # void (*const cb)(int)
+            return f"{match['ret'].rstrip()} (*{qualifiers})({match['params']})"
         return self.spelling + ("" if self.spelling.endswith("*") else " ") + name
 
 
