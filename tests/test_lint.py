@@ -142,10 +142,9 @@ def sched_binary(tmp_path_factory):
 @pytest.fixture(scope="module")
 def sched_types(sched_binary):
     from probegen.dwarf import DwarfTypes
-    from probegen.generators.typesource import TypeSource
 
     with DwarfTypes.open(sched_binary) as types:
-        yield TypeSource(types)
+        yield types
 
 
 def test_binary_agrees_with_clean_script_copies(catalog, sched_types, sched_binary):
@@ -476,12 +475,11 @@ def test_binary_finds_a_moved_and_retyped_member_of_a_struct_copy(drift_builds, 
     text = script.read_text()
     catalog = load_catalog(DRIFT_CATALOG)
     from probegen.dwarf import DwarfTypes
-    from probegen.generators.typesource import TypeSource
 
     with DwarfTypes.open(master) as types:
-        assert lint_file(script, catalog, TypeSource(types), str(master)) == []
+        assert lint_file(script, catalog, types, str(master)) == []
     with DwarfTypes.open(old) as types:
-        findings = lint_file(script, catalog, TypeSource(types), str(old))
+        findings = lint_file(script, catalog, types, str(old))
     struct = "member '{}' of the script's copy of struct spdk_nvmf_qpair"
     assert [(f.location.line, f.rule, f.message) for f in findings] == [
         (line_of(text, " qid;"), "struct-layout", struct.format("qid") + ": the copy has unsigned short "
@@ -502,7 +500,6 @@ def test_binary_struct_copy_retyped_and_unsized(drift_builds, capsys):
     linter cannot size no offset is claimed."""
     from helpers.drift import DRIFT_CATALOG
     from probegen.dwarf import DwarfTypes
-    from probegen.generators.typesource import TypeSource
 
     catalog = load_catalog(DRIFT_CATALOG)
     text = """struct spdk_nvmf_qpair {
@@ -514,7 +511,7 @@ struct spdk_nvmf_tgt_copy { mystery_t a; uint32_t qid; };
 BEGIN { }
 """
     with DwarfTypes.open(drift_builds["v25_09"]) as types:
-        findings = lint_text(text, "copy.bt", catalog, TypeSource(types), "v25_09")
+        findings = lint_text(text, "copy.bt", catalog, types, "v25_09")
     assert [(f.location.line, f.rule, f.message) for f in findings] == [
         (3, "struct-layout", "member 'qid' of the script's copy of struct spdk_nvmf_qpair: the copy has int "
          "(4 bytes) at offset 8, v25_09 has unsigned int (4 bytes) at offset 8 (retyped: bpftrace would read "

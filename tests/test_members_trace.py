@@ -20,7 +20,6 @@ from probegen.cli import main
 from probegen.dwarf import DwarfTypes
 from probegen.generators import bpftrace
 from probegen.generators.lines import probe_line
-from probegen.generators.typesource import TypeSource
 from probegen.files.output import write_all
 from helpers import CATALOGS, C_DIR, SYSTEM_PYTHON, require_bpftrace
 from helpers.tracing import build_program, expected_lines, probegen_argv, require_bcc, run_traced, tracer_lines
@@ -106,7 +105,7 @@ def test_program_prints_every_field_the_catalog_asks_for(catalog, binary, untrac
     argument and member the generated line has (so an equal tracer line
     checked them all), and every probe fires."""
     with DwarfTypes.open(binary) as types:
-        fields = {p.name: [f.label for f in probe_line(catalog, p, TypeSource(types)).fields] for p in catalog.probes}
+        fields = {p.name: [f.label for f in probe_line(catalog, p, types).fields] for p in catalog.probes}
     assert {l.split()[0] for l in untraced} == set(fields)
     for line in untraced:
         assert labels(line) == fields[line.split()[0]], line

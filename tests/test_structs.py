@@ -19,7 +19,7 @@ from probegen.catalog.ctype import Kind
 from probegen.dwarf import DwarfTypes, model as m
 from probegen.generators.cdecl import order_definitions
 from probegen.generators.structs import render_definitions
-from probegen.generators.typesource import TypeSource
+from probegen.generators.typesource import member_ctype
 from probegen.errors import InputError
 
 SOURCE = C_DIR / "dwarf_types.c"
@@ -129,21 +129,20 @@ def test_annotate_and_typedefs(binaries):
 
 def test_member_ctypes(binaries):
     with DwarfTypes.open(binaries["dwarf5"]) as types:
-        source = TypeSource(types)
-        subnqn = source.member_ctype("spdk_nvmf_subsystem", "subnqn")
+        subnqn = member_ctype(types, "spdk_nvmf_subsystem", "subnqn")
         assert subnqn.kind is Kind.STRING
-        qid = source.member_ctype("spdk_nvmf_qpair", "qid")
+        qid = member_ctype(types, "spdk_nvmf_qpair", "qid")
         assert (qid.kind, qid.size, qid.signed, qid.spelling) == (Kind.INTEGER, 2, False, "qid_t")
-        state = source.member_ctype("spdk_nvmf_qpair", "state")
+        state = member_ctype(types, "spdk_nvmf_qpair", "state")
         assert (state.kind, state.enum_name) == (Kind.ENUM, "spdk_nvmf_subsystem_state")
-        assert source.member_ctype("spdk_nvmf_subsystem", "id.nsid").size == 4
-        assert source.member_ctype("spdk_nvmf_subsystem", "id.hi").size == 4  # through anonymous members
+        assert member_ctype(types, "spdk_nvmf_subsystem", "id.nsid").size == 4
+        assert member_ctype(types, "spdk_nvmf_subsystem", "id.hi").size == 4  # through anonymous members
         assert types.member("spdk_nvmf_subsystem", "id.hi").offset == 352 + 12
-        assert source.member_ctype("spdk_nvmf_qpair", "tgt").struct_name == "spdk_nvmf_tgt"
-        assert source.member_ctype("spdk_nvmf_qpair", "cb").kind is Kind.FUNCTION_POINTER
-        assert source.member_ctype("spdk_nvmf_qpair", "name").kind is Kind.STRING
+        assert member_ctype(types, "spdk_nvmf_qpair", "tgt").struct_name == "spdk_nvmf_tgt"
+        assert member_ctype(types, "spdk_nvmf_qpair", "cb").kind is Kind.FUNCTION_POINTER
+        assert member_ctype(types, "spdk_nvmf_qpair", "name").kind is Kind.STRING
         with pytest.raises(InputError, match="no member 'qidd'.*qid"):
-            source.member_ctype("spdk_nvmf_qpair", "qidd")
+            member_ctype(types, "spdk_nvmf_qpair", "qidd")
         names = [e.name for e in types.enumerators("spdk_nvmf_subsystem_state")]
         assert names[0] == "SPDK_NVMF_SUBSYSTEM_INACTIVE" and len(names) == 8
         assert [(e.name, e.value) for e in types.enumerators("odd_values")] == [

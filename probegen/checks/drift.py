@@ -113,7 +113,7 @@ def _enum_drift(enum: EnumDecl, infos: DebugInfos) -> list[Finding]:
 
 
 def _member_drift(probe_name: str, arg, infos: DebugInfos) -> list[Finding]:
-    from probegen.generators.typesource import TypeSource
+    from probegen.generators.typesource import member_ctype
 
     struct = arg.ctype.struct_name
     holders = [(path, types) for path, types in infos.types if types.has(struct, ("struct", "union", "typedef"))]
@@ -123,10 +123,9 @@ def _member_drift(probe_name: str, arg, infos: DebugInfos) -> list[Finding]:
                         "member-drift", probe_name)]
     found = []
     for path, types in holders:
-        source = TypeSource(types)
         for i, member in enumerate(arg.members):
             try:
-                source.member_ctype(struct, member)
+                member_ctype(types, struct, member)
             except InputError as exc:  # no such member (NoSuchMember), or one scripts cannot print
                 found.append(Finding(arg.member_locations[i], f"{what}: member '{member}': in the debug info of "
                                      f"{path}: {exc}", "member-drift", probe_name, path))

@@ -22,10 +22,9 @@ def binary_types(args):
         yield None
         return
     from probegen.dwarf import DwarfTypes
-    from probegen.generators.typesource import TypeSource
 
     with DwarfTypes.open(args.binary, getattr(args, "debug_file", None)) as types:
-        yield TypeSource(types)
+        yield types
 
 
 def run(args) -> int:

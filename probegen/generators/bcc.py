@@ -16,7 +16,7 @@ from probegen.generators.lines import Field, Style, arg_fields, probe_line, stru
 from probegen.generators.render import render
 
 if TYPE_CHECKING:  # it loads drgn, which only --binary needs
-    from probegen.generators.typesource import TypeSource
+    from probegen.dwarf.types import DwarfTypes
 
 KIND, WRITES_DIRECTORY = "bcc", True
 
@@ -42,7 +42,7 @@ def field_format(field: Field, arg: Arg) -> str:
     return {Style.HEX: "x", Style.SIGNED: "s"}.get(field.style, "u") + str(bits)
 
 
-def _arg_format(catalog: Catalog, arg: Arg, types: "TypeSource | None") -> str:
+def _arg_format(catalog: Catalog, arg: Arg, types: "DwarfTypes | None") -> str:
     return field_format(arg_fields(catalog, arg, types)[0], arg)
 
 
@@ -58,7 +58,7 @@ def _row(values: tuple, rest: str) -> str:
     return row if len(row) <= ROW_WIDTH else f"({head},\n     {rest})"
 
 
-def render_tool(catalog: Catalog, types: "TypeSource | None" = None) -> str:
+def render_tool(catalog: Catalog, types: "DwarfTypes | None" = None) -> str:
     lines = [probe_line(catalog, p, types) for p in catalog.probes]
     probes = [_row((line.probe.name, line.probe.group, line.probe.doc, line.arg_count),
                    "[%s]" % ", ".join(field_row(f, line.probe.note_args[f.index]) for f in line.fields))
@@ -98,5 +98,5 @@ def tool_name(catalog: Catalog) -> str:
     return f"{catalog.provider}{'_usdt' if shadowed else ''}.py"
 
 
-def render_files(catalog: Catalog, output: Path, types: "TypeSource | None" = None) -> list[GeneratedFile]:
+def render_files(catalog: Catalog, output: Path, types: "DwarfTypes | None" = None) -> list[GeneratedFile]:
     return [GeneratedFile(Path(output) / tool_name(catalog), render_tool(catalog, types), executable=True)]

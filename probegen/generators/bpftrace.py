@@ -22,7 +22,7 @@ from probegen.generators.render import render
 from probegen.generators.spans import render_files as render_span_files
 
 if TYPE_CHECKING:  # it loads drgn, which only --binary needs
-    from probegen.generators.typesource import TypeSource
+    from probegen.dwarf.types import DwarfTypes
 
 KIND, WRITES_DIRECTORY = "bpftrace", True
 # Characters one str() reads at bpftrace 0.17's default BPFTRACE_STRLEN (one
@@ -355,12 +355,12 @@ def render_lines(catalog: Catalog, group: str, lines: list[ProbeLine], definitio
                   piece=PIECE, max_arg=MAX_ARG_INDEX, for_process=big_strings is not None)
 
 
-def render_script(catalog: Catalog, group: str, probes, types: "TypeSource | None" = None) -> str:
+def render_script(catalog: Catalog, group: str, probes, types: "DwarfTypes | None" = None) -> str:
     lines = [probe_line(catalog, p, types) for p in probes]
     return render_lines(catalog, group, lines, struct_definitions(lines, types))
 
 
-def render_files(catalog: Catalog, output: Path, types: "TypeSource | None" = None) -> list[GeneratedFile]:
+def render_files(catalog: Catalog, output: Path, types: "DwarfTypes | None" = None) -> list[GeneratedFile]:
     output = Path(output)  # catalog.load refuses groups named like the other scripts
     files = [GeneratedFile(output / f"{stem}.bt", render_script(catalog, stem, probes, types), executable=True)
              for stem, probes in [*((g, catalog.probes_in(g)) for g in catalog.groups), ("all", catalog.probes)]]

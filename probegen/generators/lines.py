@@ -14,8 +14,8 @@ from probegen.catalog.ctype import CType, Kind
 from probegen.errors import InputError
 from probegen.generators.escape import c_string
 
-if TYPE_CHECKING:  # importing it loads the DWARF reader, which lint without a binary does not need
-    from probegen.generators.typesource import TypeSource
+if TYPE_CHECKING:
+    from probegen.dwarf.types import DwarfTypes
 
 UNKNOWN_ENUM = "UNKNOWN"  # printed, with the number, for a value its enum has no name for
 
@@ -63,7 +63,7 @@ class ProbeLine:
     tid: bool = False  # "PROBE [tid TID] ...": the thread too (for probegen trace's own reading)
 
 
-def enum_table(catalog: Catalog, enum_name: str, types: "TypeSource | None") -> EnumTable | None:
+def enum_table(catalog: Catalog, enum_name: str, types: "DwarfTypes | None") -> EnumTable | None:
     """Names from the binary's DWARF when known, else from the catalog."""
     decl = catalog.enum(enum_name)
     enumerators = (types.enumerators(enum_name) if types is not None else None) or (decl.enumerators if decl else ())
@@ -96,11 +96,13 @@ def _field(catalog, label, ctype, index, hex_=False, max_len=None, types=None, *
     return Field(label, style, index, ctype, max_len or DEFAULT_MAX_LEN, table, **member)
 
 
-def arg_fields(catalog: Catalog, arg: Arg, types: "TypeSource | None") -> list[Field]:
+def arg_fields(catalog: Catalog, arg: Arg, types: "DwarfTypes | None") -> list[Field]:
     fields = [_field(catalog, arg.name, arg.ctype, arg.index, arg.hex, arg.max_len, types)]
     if types is not None:
+        from probegen.generators.typesource import member_ctype  # only with a binary's DWARF
+
         for member in arg.members:
-            ctype = types.member_ctype(arg.ctype.struct_name, member)
+            ctype = member_ctype(types, arg.ctype.struct_name, member)
             # bpftrace prints a char array member whole (up to its NUL): BCC must not cut it
             array = ctype.kind is Kind.STRING and not ctype.pointer_sized and ctype.size > 0
             fields.append(_field(catalog, f"{arg.name}->{member}", ctype, arg.index, types=types,
@@ -108,7 +110,7 @@ def arg_fields(catalog: Catalog, arg: Arg, types: "TypeSource | None") -> list[F
     return fields
 
 
-def probe_line(catalog: Catalog, probe: Probe, types: "TypeSource | None" = None) -> ProbeLine:
+def probe_line(catalog: Catalog, probe: Probe, types: "DwarfTypes | None" = None) -> ProbeLine:
     """Each note argument with a name (SPDK's arg0 0 has none; its clock has) and the struct
     members it asks for."""
     fields: list[Field] = []
@@ -125,12 +127,12 @@ def probe_line(catalog: Catalog, probe: Probe, types: "TypeSource | None" = None
     return ProbeLine(probe, tuple(fields), len(probe.note_args))
 
 
-def struct_definitions(lines: list[ProbeLine], types: "TypeSource | None") -> str:
+def struct_definitions(lines: list[ProbeLine], types: "DwarfTypes | None") -> str:
     """C of the structs whose members the lines print ("" for none)."""
     from probegen.generators.structs import render_definitions  # only with a binary's DWARF
 
     structs = list(dict.fromkeys(f.struct for line in lines for f in line.fields if f.struct))
-    return render_definitions(types.types, structs) if types is not None and structs else ""
+    return render_definitions(types, structs) if types is not None and structs else ""
 
 
 def enum_chain(table: EnumTable, value: str, name: str) -> list[str]:

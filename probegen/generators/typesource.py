@@ -1,5 +1,5 @@
-"""A binary's debug info as script generators and lint use it: enum names, and members as
-probegen.catalog.ctype models them. It wraps probegen.dwarf.DwarfTypes, which knows no catalog.
+"""A binary's struct members as probegen.catalog.ctype models them, for script generators
+and lint (probegen.dwarf, which reads them, knows no catalog).
 """
 
 from probegen.catalog.ctype import CType, Kind
@@ -8,20 +8,13 @@ from probegen.errors import InputError
 from probegen.generators.cdecl import Planner
 
 
-class TypeSource:
-    def __init__(self, types):  # a probegen.dwarf.DwarfTypes
-        self.types = types
-        self.pointer_size = types.pointer_size
-        # The reader's own: enumerators (None if absent), member at a path (NoSuchMember if none)
-        self.enumerators, self.member = types.enumerators, types.member
-
-    def member_ctype(self, struct_name: str, member_path: str) -> CType:
-        """Of the member at ``member_path`` ("qid", "id.nsid"); char arrays are STRING.
-        probegen.errors.NoSuchMember if there is no such member."""
-        member = self.types.member(struct_name, member_path)
-        if member.bit_size is not None:
-            raise InputError(f"{struct_name}.{member_path} is a bitfield: scripts cannot read it by address")
-        return to_ctype(member.type)
+def member_ctype(types, struct_name: str, member_path: str) -> CType:
+    """Of the member at ``member_path`` ("qid", "id.nsid") in a probegen.dwarf.DwarfTypes; char
+    arrays are STRING. probegen.errors.NoSuchMember if there is no such member."""
+    member = types.member(struct_name, member_path)
+    if member.bit_size is not None:
+        raise InputError(f"{struct_name}.{member_path} is a bitfield: scripts cannot read it by address")
+    return to_ctype(member.type)
 
 
 def spelling(t: m.Type) -> str:

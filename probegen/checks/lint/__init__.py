@@ -17,7 +17,7 @@ from probegen.checks.lint.parser import parse, room_for_nesting
 @room_for_nesting()
 def lint_text(text: str, path: str, catalog: Catalog, types=None, types_name: str | None = None) -> list[Diagnostic]:
     """``path`` names the script in messages; ``types``, a
-    probegen.generators.typesource.TypeSource named ``types_name``, checks struct members."""
+    probegen.dwarf.DwarfTypes named ``types_name``, checks struct members."""
     return Checker(catalog, parse(text, path), types, types_name).run()
 
 

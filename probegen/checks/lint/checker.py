@@ -50,7 +50,7 @@ def _close(name: str, names) -> str:
 class Checker:
     def __init__(self, catalog: Catalog, script: ast.Script, types, types_name: str | None):
         self.catalog, self.script = catalog, script
-        self.types, self.types_name = types, types_name  # a probegen.generators.typesource.TypeSource, or None
+        self.types, self.types_name = types, types_name  # a probegen.dwarf.DwarfTypes, or None
         self.catalog_name = catalog.path.name
         self.structs = struct_definitions(script.definitions, script.path, catalog.typedefs,
                                           8 if types is None else types.pointer_size)
@@ -233,9 +233,11 @@ class Checker:
             return Value(f"{node.name} of struct {struct}", info.ctype, info.text, info.struct)
         if self.types is None:
             return None
+        from probegen.generators.typesource import member_ctype
+
         path = f"{base.path}.{node.name}" if base.path else node.name
         try:
-            ctype = self.types.member_ctype(struct, path)
+            ctype = member_ctype(self.types, struct, path)
         except NoSuchMember as exc:  # the script's mistake, unlike what follows
             self.report((node.line, node.column), f"in the debug info of {self.types_name}: {exc}", "struct-member")
             return None
