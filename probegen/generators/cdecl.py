@@ -35,7 +35,7 @@ class Plan:  # how one struct, union or enum is written
     tail_comment: str = ""  # its size and member count, with --annotate
 
 
-def _align_up(value: int, align: int) -> int:
+def align_up(value: int, align: int) -> int:
     return (value + align - 1) // align * align
 
 
@@ -49,9 +49,11 @@ def _natural_enum_size(enum: m.Enum) -> int:
     return 4 if all(-(1 << 31) <= v < 1 << 31 for v in values) or all(0 <= v < 1 << 32 for v in values) else 8
 
 
-def _place_bits(cur: int, unit: int, width: int) -> int:
-    # SysV: a bitfield does not cross a boundary of its type's alignment.
-    return _align_up(cur, unit) if cur // unit != (cur + width - 1) // unit else cur
+def bit_start(bit: int, unit: int, width: int) -> int:
+    """Where SysV puts a bitfield of ``width`` bits, of a type ``unit`` bits wide, at ``bit`` or
+    after: at the next unit if it would cross one, or has no bits."""
+    crosses = bit // unit != (bit + width - 1) // unit
+    return align_up(bit, unit) if crosses or not width else bit
 
 
 _PAD = re.compile(r"__pad\d+")
@@ -198,13 +200,13 @@ class Planner:
             if member.bit_size is not None:
                 target = member.bit_offset
                 unit = max(size, 1) * 8
-                natural = _place_bits(cur, unit, member.bit_size) if member.bit_size else _align_up(cur, unit)
+                natural = bit_start(cur, unit, member.bit_size)
                 # Packing a member of alignment 1 changes nothing (gcc warns).
                 packed = force_packed and a > 1
                 if natural != target or force_packed:
                     items.extend(self._pad_bits(names, cur, target, struct))
                     cur = target
-                    if _place_bits(cur, unit, member.bit_size) != cur:
+                    if member.bit_size and bit_start(cur, unit, member.bit_size) != cur:
                         packed = True
                 items.append(self._item(member, packed))
                 cur = target + member.bit_size
@@ -217,7 +219,7 @@ class Planner:
             if target < here:
                 raise _unlike(struct, f"member {member.name or '(anonymous)'} at offset {target} "
                                       "overlaps the one before")
-            if (packed and target > here) or (not packed and _align_up(here, a) != target):
+            if (packed and target > here) or (not packed and align_up(here, a) != target):
                 items.extend(self._pad_bits(names, cur, target * 8, struct))
             items.append(self._item(member, packed))
             if not packed:
@@ -227,10 +229,10 @@ class Planner:
         if struct.alignment and struct.alignment > align and items and not force_packed:
             items[0].attributes += f" __attribute__((aligned({struct.alignment})))"
             align = struct.alignment
-        size = struct.size if struct.size is not None else _align_up(end, align)
+        size = struct.size if struct.size is not None else align_up(end, align)
         if size % align != 0 and not force_packed:
             return self._plan_struct(struct, plan, force_packed=True)
-        if _align_up(end, align) != size:
+        if align_up(end, align) != size:
             if size < end:
                 raise _unlike(struct, f"members end at {end}, past its size {size}")
             last = m.unqualified(members[-1].type) if members else None
@@ -245,7 +247,7 @@ class Planner:
         items = []
         if cur % 8 and target // 8 > cur // 8:
             items.append(self._bit_pad(8 - cur % 8))
-            cur = _align_up(cur, 8)
+            cur = align_up(cur, 8)
         if target // 8 > cur // 8:
             items.append(self._pad(names, target // 8 - cur // 8))
             cur = target // 8 * 8
@@ -263,10 +265,10 @@ class Planner:
             if not packed and (member.name or member.bit_size is None):
                 align = max(align, self.align_of(member.type))
             biggest = max(biggest, _size(member.type) if member.bit_size is None else (member.bit_size + 7) // 8)
-        size = union.size if union.size is not None else _align_up(biggest, align)
+        size = union.size if union.size is not None else align_up(biggest, align)
         if size % align != 0 and not force_packed:
             return self._plan_union(union, plan, force_packed=True)
-        if _align_up(biggest, align) != size:
+        if align_up(biggest, align) != size:
             items.append(self._pad(names, size))
         plan.items, plan.size, plan.align = items, size, align
 

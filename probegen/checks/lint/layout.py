@@ -13,6 +13,7 @@ from collections import namedtuple
 from dataclasses import dataclass
 
 from probegen.catalog.ctype import CType, Kind
+from probegen.generators.cdecl import align_up, bit_start
 
 _NUMBERS = ("integer", "bool", "enum")
 # A Shape's kind for each probegen.catalog.ctype kind: addresses are read alike.
@@ -38,10 +39,6 @@ def array(element: Shape, bounds) -> Shape:
     return Shape("array", element.size * count, element.align, element=element, count=count)
 
 
-def _align_up(value: int, align: int) -> int:
-    return (value + align - 1) // align * align
-
-
 @dataclass
 class Layout:
     union: bool
@@ -52,7 +49,7 @@ class Layout:
 
     @property
     def size(self) -> int:
-        return _align_up(_align_up(self.end, 8) // 8, self.align)
+        return align_up(align_up(self.end, 8) // 8, self.align)
 
     def shape(self, tag: str | None) -> Shape | None:
         if not self.complete:
@@ -69,12 +66,10 @@ class Layout:
         member_align = max(1 if packed else shape.align, aligned or 0)
         start = 0 if self.union else self.end
         if bits is not None:
-            unit = shape.size * 8
-            if bits == 0 or start // unit != (start + bits - 1) // unit:
-                start = _align_up(start, unit)
+            start = bit_start(start, shape.size * 8, bits)
             end = start + bits
         else:
-            start = _align_up(start, member_align * 8)
+            start = align_up(start, member_align * 8)
             end = start + shape.size * 8
         self.align = max(self.align, member_align)
         self.end = max(self.end, end)
