@@ -16,6 +16,7 @@ from probegen.checks.lint import parser as ast
 from probegen.checks.lint.cdefs import struct_definitions
 from probegen.checks.lint.formats import Value, mismatch, parse_format, suggest
 from probegen.checks.lint.lexer import Token
+from probegen.generators.typesource import member_ctype, spelling
 
 _ARG = re.compile(r"arg([0-9]+)\Z")
 _WILDCARD = re.compile(r"[*?\[]")
@@ -233,8 +234,6 @@ class Checker:
             return Value(f"{node.name} of struct {struct}", info.ctype, info.text, info.struct)
         if self.types is None:
             return None
-        from probegen.generators.typesource import member_ctype
-
         path = f"{base.path}.{node.name}" if base.path else node.name
         try:
             ctype = member_ctype(self.types, struct, path)
@@ -252,7 +251,6 @@ class Checker:
         """The script's copies of structs (SPDK's sched.bt keeps some by hand) against
         the binary: each member there, where the copy puts it, as big and read alike."""
         from probegen.checks.lint.layout import mismatch
-        from probegen.generators.typesource import spelling
 
         for definition in self.structs.values():
             for name, info in definition.members.items():
