@@ -13,6 +13,7 @@ from collections import namedtuple
 from dataclasses import dataclass
 
 from probegen.catalog.ctype import CType, Kind
+from probegen.dwarf import model as m
 from probegen.generators.cdecl import align_up, bit_start
 
 _NUMBERS = ("integer", "bool", "enum")
@@ -78,8 +79,6 @@ class Layout:
 
 def dwarf_shape(t) -> Shape:
     """A probegen.dwarf.model type as a Shape."""
-    from probegen.dwarf import model as m
-
     u = m.unqualified(t)
     size = u.size or 0
     if isinstance(u, m.Base):
