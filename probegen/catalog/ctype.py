@@ -67,6 +67,17 @@ def integer_type(size: int, signed: bool, exact: bool = False) -> str:
     return sign + {1: "char", 2: "short", 4: "int", 8: "long"}[size]
 
 
+def align_up(value: int, align: int) -> int:
+    return (value + align - 1) // align * align
+
+
+def bit_start(bit: int, unit: int, width: int) -> int:
+    """Where SysV puts a bitfield of ``width`` bits, of a type ``unit`` bits wide, at ``bit`` or
+    after: at the next unit if it would cross one, or has no bits."""
+    crosses = bit // unit != (bit + width - 1) // unit
+    return align_up(bit, unit) if crosses or not width else bit
+
+
 class CTypeError(ValueError):
     """A type the catalog cannot use; the message says why and what to write."""
 

@@ -9,7 +9,7 @@ import itertools
 import re
 from dataclasses import dataclass, field
 
-from probegen.catalog.ctype import integer_type
+from probegen.catalog.ctype import align_up, bit_start, integer_type
 from probegen.dwarf import model as m
 from probegen.errors import InputError
 
@@ -35,10 +35,6 @@ class Plan:  # how one struct, union or enum is written
     tail_comment: str = ""  # its size and member count, with --annotate
 
 
-def align_up(value: int, align: int) -> int:
-    return (value + align - 1) // align * align
-
-
 def _size(t: m.Type) -> int:
     return m.unqualified(t).size or 0
 
@@ -47,13 +43,6 @@ def _natural_enum_size(enum: m.Enum) -> int:
     """sizeof the enum as a C compiler makes it from its enumerators."""
     values = [e.value for e in enum.enumerators]
     return 4 if all(-(1 << 31) <= v < 1 << 31 for v in values) or all(0 <= v < 1 << 32 for v in values) else 8
-
-
-def bit_start(bit: int, unit: int, width: int) -> int:
-    """Where SysV puts a bitfield of ``width`` bits, of a type ``unit`` bits wide, at ``bit`` or
-    after: at the next unit if it would cross one, or has no bits."""
-    crosses = bit // unit != (bit + width - 1) // unit
-    return align_up(bit, unit) if crosses or not width else bit
 
 
 _PAD = re.compile(r"__pad\d+")

@@ -12,9 +12,8 @@ import math
 from collections import namedtuple
 from dataclasses import dataclass
 
-from probegen.catalog.ctype import CType, Kind
+from probegen.catalog.ctype import CType, Kind, align_up, bit_start
 from probegen.dwarf import model as m
-from probegen.generators.cdecl import align_up, bit_start
 
 _NUMBERS = ("integer", "bool", "enum")
 # A Shape's kind for each probegen.catalog.ctype kind: addresses are read alike.
