@@ -119,13 +119,16 @@ def test_fit_reads_each_argument_as_the_notes_have_it():
     from probegen.catalog import load_catalog
     from probegen.elf.argspec import parse_args
     from probegen.generators.lines import Style
+    from probegen.runtime import trace
     from probegen.runtime.fit import fit
 
     catalog = load_catalog(SPDK_CATALOG)
     probe = catalog.probe("nvmf_subsystem_change_state_done")  # arg0 0, subnqn, two enums, status int
 
-    def sites(*specs):
-        return [parse_args(spec, "EM_X86_64") for spec in specs]
+    def sites(*specs):  # as the child without root reports them to probegen trace
+        parsed = [parse_args(spec, "EM_X86_64") for spec in specs]
+        return [tuple(trace.NoteFacts(a.size, a.signed, a.floating, trace._literal(a)) for a in site)
+                for site in parsed]
 
     same, warnings = fit(catalog, probe, sites("-4@$0 8@%rbp -4@%r12d -4@%r13d -4@%eax"), {})
     assert not warnings and [f.style for f in same.fields] == [Style.STRING, Style.ENUM, Style.ENUM, Style.SIGNED]
@@ -226,17 +229,16 @@ def test_what_verify_accepts_prints_the_same_and_is_no_warning(tmp_path):
         assert trace._sites_ok(rows)
         return [tuple(trace.NoteFacts(*a) for a in site) for site in rows]
 
-    for read in (sites, facts):
-        line, warnings = fit(catalog, insert, read("8@%rdi 1@%sil"), {})
-        assert not warnings and line == fit(catalog, insert, read("8@%rdi -4@%esi"), {})[0]
-        line, warnings = fit(catalog, get, read("-4@%ebx 8@%rbp 1@%sil -4@$-1 -4@$0",
-                                                "-4@%ebx 8@%r12 8@%r13 -4@%eax 8@%rdx"), {})
-        assert not warnings and [f.ctype.name for f in line.fields][2:] == ["uint64_t", "int", "uint64_t"]
-        _, warnings = fit(catalog, insert, read("8@%rdi 8@%r13"), {})
-        assert warnings == ["assoc__insert: argument keylen is int in the catalog (4 bytes), 8 bytes, unsigned "
-                            "in the process's note: printed as the note has it"]
-        _, warnings = fit(catalog, get, read("-4@%ebx 8@%rbp 1@%sil -4@%eax -4@$-1"), {})
-        assert warnings == ["command__get: argument casid is uint64_t in the catalog (8 bytes), 4 bytes, signed "
-                            "in the process's note: printed as the note has it"]
+    line, warnings = fit(catalog, insert, facts("8@%rdi 1@%sil"), {})
+    assert not warnings and line == fit(catalog, insert, facts("8@%rdi -4@%esi"), {})[0]
+    line, warnings = fit(catalog, get, facts("-4@%ebx 8@%rbp 1@%sil -4@$-1 -4@$0",
+                                             "-4@%ebx 8@%r12 8@%r13 -4@%eax 8@%rdx"), {})
+    assert not warnings and [f.ctype.name for f in line.fields][2:] == ["uint64_t", "int", "uint64_t"]
+    _, warnings = fit(catalog, insert, facts("8@%rdi 8@%r13"), {})
+    assert warnings == ["assoc__insert: argument keylen is int in the catalog (4 bytes), 8 bytes, unsigned "
+                        "in the process's note: printed as the note has it"]
+    _, warnings = fit(catalog, get, facts("-4@%ebx 8@%rbp 1@%sil -4@%eax -4@$-1"), {})
+    assert warnings == ["command__get: argument casid is uint64_t in the catalog (8 bytes), 4 bytes, signed "
+                        "in the process's note: printed as the note has it"]
     assert [a.constant for a in facts("-4@$0 8@%rdx 4@$7")[0]] == [0, None, 7]
     assert not trace._sites_ok([[[4, True, False, 1 << 64]]]) and not trace._sites_ok([[[4, True, False]]])

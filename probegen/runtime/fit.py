@@ -37,16 +37,15 @@ def _shown(column) -> str:
 
 
 def _carries(ctype, arg) -> bool:
-    """Whether the catalog's type prints the site's argument as bpftrace reads it:
+    """Whether the catalog's type prints the site's argument (NoteFacts) as bpftrace reads it:
     the note's type, a narrower integer it holds, or a literal it holds (not a
     negative one in an unsigned type: bpftrace prints that extended to 64 bits)."""
     if arg.floating:
         return False
     if ctype.carries(arg.size, arg.signed):
         return True
-    value = arg.constant if isinstance(arg, trace.NoteFacts) else trace._literal(arg)
-    return (value is not None and ctype.kind is Kind.INTEGER and ctype.holds_constant(value)
-            and not (value < 0 and ctype.signed is False))
+    return (arg.constant is not None and ctype.kind is Kind.INTEGER and ctype.holds_constant(arg.constant)
+            and not (arg.constant < 0 and ctype.signed is False))
 
 
 def fit(catalog, probe, sites, enums: dict[str, EnumTable]) -> tuple[ProbeLine, list[str]]:
@@ -123,10 +122,6 @@ def regenerate(pid: int, scripts: list[trace.Script], groups: dict, catalog, deb
     return scripts, labels
 
 
-# What the child runs with (imported before it gives up root).
-_READER_MODULES = ("elftools", "probegen.elf", "probegen.dwarf", "probegen.generators.lines")
-
-
 def from_debug_info(catalog, enums: list[str], files) -> dict:
     """In the child: each enum's names from the first of ``files`` ((shown name,
     path)) whose DWARF has it, and why the others have none, as plain data."""
@@ -164,7 +159,7 @@ def _enum_tables(catalog, pid: int, holders: dict, enums: list[str], deadline: f
             named = [(trace.shown(mapped.name), path) for mapped, path in opened]
             found = run_unprivileged(from_debug_info, catalog, enums, named, deadline=deadline,
                                      what=f"reading enum names from the debug info of process {pid}'s files",
-                                     modules=_READER_MODULES)
+                                     modules=("elftools", "probegen.elf", "probegen.dwarf"))
         from_binary, why = _checked_sources(found, enums, {shown for shown, _ in named})
     except Unprivileged as exc:
         from_binary, why = {}, str(exc)
