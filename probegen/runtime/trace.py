@@ -281,11 +281,6 @@ def header(scripts: list[Script], wanted) -> str:
     return f'\nBEGIN\n{{\n\tprintf("{printf_literal(text)}\\n");\n}}\n'
 
 
-def strlen(text: str) -> int | None:
-    """BPFTRACE_STRLEN the scripts as written (not substituted) ask for, if any."""
-    return max((int(v) for v in _STRLEN.findall(text)), default=None)
-
-
 def _executable_target(pid: int) -> str:
     exe, files = executable(pid), mapped_files(pid)
     if not files or files[0].name != exe:
@@ -334,7 +329,7 @@ def _program(pid: int, scripts: list[Script], duration: int | None = None, catal
 def run(pid: int, paths=(), output: str | None = None, *, scripts=(), json_lines=None, tap=None,
         labels: dict | None = None, **options) -> int:
     """Trace until bpftrace ends (Ctrl-C, SIGTERM, --duration, the process's exit): its exit status.
-    ``json_lines``: a summary.JsonLines for -f json; ``tap``: sees the lines; ``labels``: updated with
+    ``json_lines``: a JsonLines for -f json; ``tap``: sees the lines; ``labels``: updated with
     those of the lines made again for the process, which then name their thread for ``tap``."""
     if os.geteuid() != 0:
         raise CommandError("bpftrace needs root: run as root (e.g. with sudo)")
@@ -347,7 +342,8 @@ def run(pid: int, paths=(), output: str | None = None, *, scripts=(), json_lines
                                          **options)
     if labels is not None:
         labels.update(fitted)
-    wanted = strlen("\n".join(s.text for s in scripts))  # unless the environment sets one
+    # The BPFTRACE_STRLEN the scripts as written ask for, unless the environment sets one.
+    wanted = max((int(v) for s in scripts for v in _STRLEN.findall(s.text)), default=None)
     env = {"BPFTRACE_STRLEN": str(wanted), **os.environ} if wanted else None
     # The output: opened here under output's checks (bpftrace would follow a link).
     # The program: 0600 and O_EXCL under a random name, so nobody can swap it.
@@ -555,7 +551,7 @@ def summary_script(catalog, pid: int, hist: str | None, count: str | None,
 class JsonLines:
     """Turns bpftrace -f json lines into probegen's JSON lines."""
 
-    def __init__(self, catalog=None):
+    def __init__(self, catalog):
         from probegen.generators.spans import HITS_MAP, hist_map, unmatched_map  # jinja2 with them: only here
 
         self.attached: int | None = None  # USDT probes attached, set by trace (else bpftrace's attach points)
