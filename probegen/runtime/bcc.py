@@ -531,6 +531,8 @@ DWARF_OUTPUT = 1 << 20  # bytes of results read from it
 SECTION_BYTES = 256 << 20  # a debug section larger than this, inflated or not, is not read
 # A compressed section's claimed size is believed up to this (real DWARF: 3-10x).
 EXPANSION, EXPANSION_SLACK = 64, 1 << 20
+# The reason no file's enums can be read: the child stops there, and so do its results.
+NO_PYELFTOOLS = "pyelftools is not installed for %s (Debian: python3-pyelftools)" % sys.executable
 
 
 def printed_enums(probes, spans):
@@ -646,7 +648,7 @@ def read_enums(files, wanted, pid=None, seconds=DWARF_SECONDS):
             for number, ((shown, _), file) in enumerate(zip(files, opened)):
                 if missing and file is not None:
                     found, why = parse_enums(shown, file, missing)
-                    missing = [] if why and "pyelftools" in why else [e for e in missing if e not in (found or {})]
+                    missing = [] if why == NO_PYELFTOOLS else [e for e in missing if e not in (found or {})]
                     os.write(writer, (json.dumps([number, found, why]) + "\n").encode())
         finally:
             os._exit(0)
@@ -666,7 +668,7 @@ def read_enums(files, wanted, pid=None, seconds=DWARF_SECONDS):
         with contextlib.suppress(ValueError, TypeError, IndexError):  # the last may be cut by the limit
             number, found, why = json.loads(line)
             results[number][1:] = [found, why]
-    last = next((n for n, r in enumerate(results) if r[2] and "pyelftools" in r[2]), len(results))
+    last = next((n for n, r in enumerate(results) if r[2] == NO_PYELFTOOLS), len(results))
     return [tuple(r) for r in results[:last + 1]]
 
 
@@ -676,7 +678,7 @@ def parse_enums(shown, file, wanted):
         found = dwarf_enums(file, wanted)
         return (found, None) if found is not None else (None, "'%s' has no debug info" % shown)
     except ImportError:
-        return None, "pyelftools is not installed for %s (Debian: python3-pyelftools)" % sys.executable
+        return None, NO_PYELFTOOLS
     except Exception as exc:  # MemoryError too
         return None, "debug info of '%s' unusable: %s" % (shown, str(exc) or type(exc).__name__)
 
