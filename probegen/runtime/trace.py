@@ -289,6 +289,11 @@ def _executable_target(pid: int) -> str:
     return attach_target(pid, files[0], "the executable")
 
 
+def strlen(text: str) -> int | None:
+    """BPFTRACE_STRLEN the scripts as written (not substituted) ask for, if any."""
+    return max((int(v) for v in _STRLEN.findall(text)), default=None)
+
+
 def program_for(pid: int, paths=(), *, scripts=(), big_strings: bool | None = None, **options) -> str:
     """The program `probegen trace` would run for the scripts at ``paths`` and given
     as text, for a bpftrace holding big strings or not (None: as on PATH)."""
@@ -342,8 +347,7 @@ def run(pid: int, paths=(), output: str | None = None, *, scripts=(), json_lines
                                          **options)
     if labels is not None:
         labels.update(fitted)
-    # The BPFTRACE_STRLEN the scripts as written ask for, unless the environment sets one.
-    wanted = max((int(v) for s in scripts for v in _STRLEN.findall(s.text)), default=None)
+    wanted = strlen("\n".join(s.text for s in scripts))  # unless the environment sets one
     env = {"BPFTRACE_STRLEN": str(wanted), **os.environ} if wanted else None
     # The output: opened here under output's checks (bpftrace would follow a link).
     # The program: 0600 and O_EXCL under a random name, so nobody can swap it.
