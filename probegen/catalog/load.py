@@ -418,4 +418,3 @@ class _Builder:
                 self.error(node, f"argument '{name}': 'length' names '{length}', {what}: name the integer "
                                  f"argument of probe '{probe_name}' that holds the string's length")
         return list(args.values())
-

@@ -168,4 +168,3 @@ class Catalog:
 
     def probes_in(self, group: str) -> tuple[Probe, ...]:
         return self._probes_by_group.get(group, ())
-

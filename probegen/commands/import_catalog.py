@@ -66,4 +66,3 @@ def run(args) -> int:
             print(printable(note), file=sys.stderr)
     emit(text, args.output)
     return 0
-
