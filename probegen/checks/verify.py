@@ -2,24 +2,20 @@
 catalog entry (or the binary) it is about; enums and member paths in checks.drift.
 """
 
-from dataclasses import dataclass, field, replace
+from collections import namedtuple
+from dataclasses import dataclass, field
 
 from probegen.catalog.model import Arg, Catalog, Probe
 from probegen.elf.argspec import Constant, NoteArg
 from probegen.elf.notes import Binary, BinaryProbe
-from probegen.errors import Location, printable
+from probegen.errors import Diagnostic, Location
 
 
-@dataclass(frozen=True)
-class Finding:
-    location: Location  # the catalog entry, or the binary for probes the catalog lacks
-    message: str
-    check: str = ""  # a rule of probegen.reports.rules
-    probe: str | None = None
-    binary: str | None = None
+class Finding(namedtuple("Finding", "location message check probe binary", defaults=("", None, None)), Diagnostic):
+    """A Diagnostic (its ``rule``: ``check``, one of probegen.reports.rules') at the catalog entry, or the
+    binary for probes the catalog lacks, with the probe and binary it is about."""
 
-    def __str__(self) -> str:
-        return printable(f"{self.location}: error: {self.message}")
+    __slots__ = ()
 
 
 @dataclass
@@ -157,7 +153,7 @@ def _check_probe(probe: Probe, occurrences, add) -> None:
             for key, finding in _site_problems(probe, binary, site):
                 problems.setdefault(key, (finding, []))[1].append(site.address)
     for finding, addresses in problems.values():
-        add(replace(finding, message=finding.message.replace("{site}", _sites(addresses))))
+        add(finding._replace(message=finding.message.replace("{site}", _sites(addresses))))
 
 
 def _sites(addresses: list[int]) -> str:

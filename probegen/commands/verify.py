@@ -77,7 +77,7 @@ def _reported(catalog, report, errors, form: str) -> str:
         summary += f"; {len(errors)} file(s) could not be read"
     outcome = Outcome("verify", str(catalog.path), summary, report=report)
     if report is not None:
-        outcome.results = [Diagnostic(f.location, f.message, rule=f.check) for f in report.findings]
+        outcome.results = report.findings
         outcome.subjects = [b.path for b in report.binaries]
     outcome.problems = [Diagnostic(e.location, e.message) for e in errors]
     return render(outcome, form)

@@ -43,8 +43,7 @@ def verify_junit(report, errors=()) -> str:
     cases += [(binary_class, binary.path, by_binary.pop(binary.path, []), None) for binary in report.binaries]
     cases += [(binary_class, path, findings, None) for path, findings in by_binary.items()]
     cases += [(binary_class, error.location.path, [], error.message) for error in errors]
-    return _junit("probegen verify", [(classname, name, [(f.message, f.check, str(f)) for f in findings], error)
-                                      for classname, name, findings, error in cases])
+    return _junit("probegen verify", cases)
 
 
 def outcome_json(outcome: Outcome) -> dict:
@@ -66,7 +65,7 @@ def outcome_junit(outcome: Outcome) -> str:
     """A test case per checked file, failed by its findings; an errored one per unreadable file."""
     by_file: dict[str, list] = {subject: [] for subject in outcome.subjects}
     for result in outcome.results:
-        by_file.setdefault(result.location.path, []).append((result.message, result.rule, str(result)))
+        by_file.setdefault(result.location.path, []).append(result)
     errors = {p.location.path: p.message for p in outcome.problems}
     for path in errors:
         by_file.setdefault(path, [])
@@ -75,7 +74,7 @@ def outcome_junit(outcome: Outcome) -> str:
 
 
 def _junit(name: str, cases) -> str:
-    """``cases``: (class name, name, failures as (message, rule, line), error message or None).
+    """``cases``: (class name, name, failures (Diagnostics), error message or None).
     printable(): names and messages quote file names, and XML 1.0 allows no control characters."""
     import xml.etree.ElementTree as ET
 
@@ -88,10 +87,10 @@ def _junit(name: str, cases) -> str:
         case = ET.SubElement(suite, "testcase", {"classname": classname, "name": printable(case_name)})
         if failures:
             failure = ET.SubElement(case, "failure", {
-                "message": printable(failures[0][0]) if len(failures) == 1 else f"{len(failures)} findings",
-                "type": ",".join(sorted({rule for _, rule, _ in failures})),
+                "message": printable(failures[0].message) if len(failures) == 1 else f"{len(failures)} findings",
+                "type": ",".join(sorted({f.rule for f in failures})),
             })
-            failure.text = "\n".join(line for _, _, line in failures)
+            failure.text = "\n".join(map(str, failures))
         if error is not None:
             ET.SubElement(case, "error", {"message": printable(error), "type": "input"})
     ET.indent(root)
