@@ -1,5 +1,5 @@
-"""The kinds of findings each command reports, by rule id (SARIF ``reportingDescriptor``s, annotation
-titles): verify's JSON ``check`` field and lint's Diagnostic ``rule``."""
+"""The kinds of findings each command reports, by rule id (verify's JSON ``check``, a Diagnostic's ``rule``):
+each one a command reports is here, as SARIF results point at its ``reportingDescriptor`` by index."""
 
 CATALOG_ERROR = {"catalog-error": "The catalog has an error, so nothing else was checked"}
 

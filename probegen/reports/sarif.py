@@ -31,13 +31,9 @@ def physical_location(location: Location) -> dict:
 def sarif_log(outcome: Outcome) -> dict:
     rules = RULES[outcome.command]
     index = {rule: number for number, rule in enumerate(rules)}
-    results = []
-    for result in outcome.results:
-        entry = {"ruleId": result.rule, "level": "error", "message": {"text": result.message},
-                 "locations": [physical_location(result.location)]}
-        if result.rule in index:
-            entry["ruleIndex"] = index[result.rule]
-        results.append(entry)
+    results = [{"ruleId": result.rule, "level": "error", "message": {"text": result.message},
+                "locations": [physical_location(result.location)], "ruleIndex": index[result.rule]}
+               for result in outcome.results]
     notifications = [
         {"level": "error", "message": {"text": problem.message}, "locations": [physical_location(problem.location)]}
         for problem in outcome.problems
