@@ -11,9 +11,8 @@ from probegen.elf.notes import Binary, BinaryProbe
 from probegen.errors import Diagnostic, Location
 
 
-class Finding(namedtuple("Finding", "location message check probe binary", defaults=("", None, None)), Diagnostic):
-    """A Diagnostic (its ``rule``: ``check``, one of probegen.reports.rules') at the catalog entry, or the
-    binary for probes the catalog lacks, with the probe and binary it is about."""
+class Finding(namedtuple("Finding", "location message check probe binary", defaults=(None, None)), Diagnostic):
+    """A Diagnostic (``rule`` reads ``check``, one of probegen.reports.rules') with its probe and binary."""
 
     __slots__ = ()
 
