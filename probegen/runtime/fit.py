@@ -10,10 +10,10 @@ import re
 import sys
 from dataclasses import replace
 
-from probegen.catalog.ctype import Kind, integer_type, parse_ctype
+from probegen.catalog.ctype import CType, Kind, integer_type, parse_ctype
 from probegen.errors import InputError, NoDebugInfo, printable
 from probegen.files.marker import has_marker
-from probegen.generators.lines import EnumTable, Field, ProbeLine, Style, enum_table, probe_line
+from probegen.generators.lines import EnumTable, Field, ProbeLine, enum_table, probe_line, style_of
 from probegen.runtime import trace
 
 # A script made with --binary reads struct members through such a cast.
@@ -23,11 +23,9 @@ _GENERATED = re.compile(r"^// Made from (?P<catalog>.+?): change the catalog and
                         r"(?P<group>\S+): \d+ probes? of provider \S+, a line per hit\.$", re.M)
 
 
-def _integer(column) -> tuple:
-    """(CType, style) of an integer holding the argument at every site: the widest, signed if one is."""
-    signed = any(arg.signed for arg in column)
-    ctype = parse_ctype(integer_type(max(arg.size for arg in column), signed, exact=True))
-    return ctype, Style.SIGNED if signed else Style.UNSIGNED
+def _integer(column) -> CType:
+    """An integer holding the argument at every site: the widest, signed if one is."""
+    return parse_ctype(integer_type(max(arg.size for arg in column), any(arg.signed for arg in column), exact=True))
 
 
 def _shown(column) -> str:
@@ -60,8 +58,7 @@ def fit(catalog, probe, sites, enums: dict[str, EnumTable]) -> tuple[ProbeLine, 
         warnings.append(f"{probe.name}: {', '.join(floating)} floating point in the process's note: "
                         "printed as the integer of its bits")
     if counts != {line.arg_count}:
-        fields = [Field(f"arg{i}", style, i, ctype) for i, column in enumerate(columns)
-                  for ctype, style in [_integer(column)]]
+        fields = [Field(f"arg{i}", style_of(ctype), i, ctype) for i, ctype in enumerate(map(_integer, columns))]
         note, most = " or ".join(str(c) for c in sorted(counts)), max(counts)
         warnings.append(f"{probe.name}: the process's note passes {note} arguments, the catalog {line.arg_count} "
                         f"(arg0 included): printed by position (arg0..arg{most - 1}) as the note has them")
@@ -71,11 +68,11 @@ def fit(catalog, probe, sites, enums: dict[str, EnumTable]) -> tuple[ProbeLine, 
         if all(_carries(field.ctype, arg) for arg in column):
             continue
         warnings.append(f"{probe.name}: argument {field.label} is {field.ctype.name} in the catalog "
-                        f"({field.ctype.size_on(8)} bytes), {_shown(column)} in the process's note: "
+                        f"({field.size} bytes), {_shown(column)} in the process's note: "
                         "printed as the note has it")
         if field.ctype.kind is not Kind.ENUM:  # an enum's value is named whatever its width
-            integer, style = _integer(column)
-            fields[number] = replace(field, ctype=integer, style=style)
+            integer = _integer(column)
+            fields[number] = replace(field, ctype=integer, style=style_of(integer))
     return ProbeLine(probe, tuple(fields), line.arg_count), warnings
 
 
