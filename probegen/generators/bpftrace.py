@@ -16,7 +16,7 @@ from probegen.catalog import Catalog
 from probegen.generators.escape import printf_literal
 from probegen.bpftrace import BIG_STRLEN, BPF_STACK, DEFAULT_STRLEN, MAX_ARG_INDEX, UNREADABLE, conversion
 from probegen.generators.lines import UNKNOWN_ENUM, Field, ProbeLine, Style, enum_chain, enum_lookup, probe_line
-from probegen.generators.lines import struct_definitions
+from probegen.generators.lines import CONTINUED, struct_definitions
 from probegen.files.output import GeneratedFile
 from probegen.generators.render import render
 from probegen.generators.spans import render_files as render_span_files
@@ -96,7 +96,7 @@ def _pointers(line: ProbeLine, name) -> tuple[dict[int, str], list[str]]:
 def _head(line: ProbeLine, part: int = 0, parts: int = 0) -> Item:
     """The start of a hit's line, or of its line ``part`` of ``parts`` (one after the first
     continues the one before it after its ``+``)."""
-    tid = f" [tid %d {part}/{parts}]" + " +" * (part > 1) if parts else " [tid %d]" * line.tid
+    tid = f" [tid %d {part}/{parts}]" + CONTINUED * (part > 1) if parts else " [tid %d]" * line.tid
     args = TIME + ("tid",) * bool(tid)
     return Item("%llu.%06llu: " + printf_literal(line.probe.name) + tid, args, len(args) * WORD_BYTES)
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from probegen.dwarf.types import DwarfTypes
 
 UNKNOWN_ENUM = "UNKNOWN"  # printed, with the number, for a value its enum has no name for
+CONTINUED = " +"  # opens each part but the first of a hit printed in parts ("PROBE [tid TID K/N] +...")
 
 
 class Style(enum.Enum):

@@ -25,6 +25,7 @@ from probegen.errors import CommandError, InputError, Location
 from probegen.files.inputs import read_input
 from probegen.files.output import open_stream
 from probegen.generators.escape import printf_literal
+from probegen.generators.lines import CONTINUED
 from probegen.runtime.bcc import Reorder, trace_events
 
 _STRLEN = re.compile(r"BPFTRACE_STRLEN=(\d+)")
@@ -45,7 +46,6 @@ _MOST_SITES, _MOST_ARGS = 4096, 12
 HIT = re.compile(r"(?P<head>\d+\.\d{6}: (?P<probe>\S+))(?: \[tid (?P<tid>\d+)(?: (?P<part>\d+)/(?P<parts>\d+))?\])?"
                  r"(?P<rest>.*)")
 STAMP = re.compile(r"(\d+)\.(\d{6}): ")  # bpftrace's nsecs (CLOCK_MONOTONIC)
-CONTINUED = " +"
 
 Script = NamedTuple("Script", [("path", str), ("text", str)])
 # A file the process maps: its name as /proc/PID/maps shows it (what bpftrace looks up)
