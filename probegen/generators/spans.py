@@ -122,8 +122,7 @@ def _plan(catalog: Catalog, spans, counted, strlen: int) -> list[_Block]:
     return list(blocks.values())
 
 
-def render_program(catalog: Catalog, spans=None, counted=(), interval: int | None = None,
-                   title: str | None = None, whole: bool = True) -> str:
+def render_program(catalog: Catalog, spans=None, counted=(), interval: int | None = None, whole: bool = True) -> str:
     """A program measuring ``spans`` (default: all the catalog's) and counting hits of the
     ``counted`` probes; ``interval``: print and reset every so many seconds. ``whole``: with
     its own BEGIN and END; without, for runners that add their own (SPDK's bpftrace.sh)."""
@@ -132,8 +131,9 @@ def render_program(catalog: Catalog, spans=None, counted=(), interval: int | Non
                  + [_wanted(b.arg) for s in spans for b in s.by], default=DEFAULT_STRLEN)
     most = max((b.strings for b in _plan(catalog, spans, counted, STRLEN_LIMIT)), default=0)
     strlen = max(DEFAULT_STRLEN, min(wanted, STRING_STACK_BUDGET // most if most else STRLEN_LIMIT, STRLEN_LIMIT))
-    title = title or f"{len(spans)} span{'s' if len(spans) != 1 else ''}"
-    blocks = [("BEGIN", [f'printf("Tracing {title}. Hit Ctrl-C to print.\\n");'])] if whole else []
+    what = [f"{len(spans)} span{'s' if len(spans) != 1 else ''}"] if spans or not counted else []
+    what += [f"hits of {len(counted)} probe{'s' if len(counted) != 1 else ''}"] if counted else []
+    blocks = [("BEGIN", [f'printf("Tracing {" and ".join(what)}. Hit Ctrl-C to print.\\n");'])] if whole else []
     blocks += [(f"usdt:*:{catalog.provider}:{b.probe.name}", b.body) for b in _plan(catalog, spans, counted, strlen)]
     if interval:
         rows = ['time("%H:%M:%S\\n");']

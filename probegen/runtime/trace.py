@@ -546,10 +546,7 @@ def summary_script(catalog, pid: int, hist: str | None, count: str | None,
         counted = [p for p in catalog.probes if p.name in present]
         if not counted:
             raise CommandError(f"process {pid} has none of {catalog.path.name}'s probes")
-    what = [f"{len(spans)} span{'s' if len(spans) != 1 else ''}"] if spans else []
-    what += [f"hits of {len(counted)} probe{'s' if len(counted) != 1 else ''}"] if counted else []
-    text = render_program(catalog, spans, counted, interval=interval, title=" and ".join(what))
-    return Script(f"<{SPAN_SCRIPT} of {catalog.path.name}>", text)
+    return Script(f"<{SPAN_SCRIPT} of {catalog.path.name}>", render_program(catalog, spans, counted, interval=interval))
 
 
 class JsonLines:
