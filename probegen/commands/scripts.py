@@ -33,7 +33,7 @@ def run(args) -> int:
 
     from probegen.catalog import load_catalog
     from probegen.errors import CommandError, InputError, Location, printable
-    from probegen.files.output import refuse_foreign, write_if_changed
+    from probegen.files.output import write_all
     from probegen.generators import require_types_for_members
 
     kind = args.command
@@ -47,10 +47,7 @@ def run(args) -> int:
             raise InputError("not a directory", Location(str(output)))
         require_types_for_members(catalog, types)
         files = importlib.import_module(f"probegen.generators.{kind}").render_files(catalog, output, types)
-    if not args.force:
-        refuse_foreign(files)
-    for file in files:
-        written = write_if_changed(file, not args.force)
+    for state, path in write_all(files, args.force):
         if not args.quiet:
-            print(printable(f"{'wrote' if written else 'unchanged':9} {os.path.relpath(file.path)}"))
+            print(printable(f"{state:9} {os.path.relpath(path)}"))
     return 0

@@ -159,9 +159,12 @@ def open_stream(path) -> int:
         return _open_target(place, create=True)
 
 
-def write_all(files: list[GeneratedFile]) -> list[Path]:
-    """The paths written (those that changed)."""
-    return [f.path for f in files if write_if_changed(f)]
+def write_all(files: list[GeneratedFile], force: bool = False) -> list[tuple[str, Path]]:
+    """("wrote" or "unchanged", path) of each file; unless ``force``, none is written while
+    one path holds a file without the marker."""
+    if not force:
+        refuse_foreign(files)
+    return [("wrote" if write_if_changed(f, not force) else "unchanged", f.path) for f in files]
 
 
 def _check_kind(place: Place, mode: int) -> None:

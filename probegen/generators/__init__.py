@@ -53,12 +53,10 @@ def sync_outputs(catalog: "Catalog", types=None, force: bool = False) -> list[tu
     """Write the catalog's outputs that changed, then remove the generated files it no longer
     produces: ("wrote" | "unchanged" | "removed", path) each. Nothing is written or removed
     where an output path holds a file probegen did not generate, unless ``force``."""
-    from probegen.files.output import refuse_foreign, remove_generated, write_if_changed
+    from probegen.files.output import remove_generated, write_all
 
     files = render_outputs(catalog, types)
-    if not force:
-        refuse_foreign(files)
-    changes = [("wrote" if write_if_changed(f, not force) else "unchanged", f.path) for f in files]
+    changes = write_all(files, force)
     for path in leftover_files(catalog, files):
         if remove_generated(path):
             changes.append(("removed", path))

@@ -67,8 +67,8 @@ def generate(catalog: Catalog, directory: Path) -> Outputs:
     directory.mkdir(parents=True, exist_ok=True)
     header = directory / "probes.h"
     header.write_bytes(render_header(catalog).encode("utf-8"))
-    scripts = write_all(bpftrace.render_files(catalog, directory / "bpf"))
-    tools = write_all(bcc.render_files(catalog, directory / "bcc"))
+    scripts = [path for _, path in write_all(bpftrace.render_files(catalog, directory / "bpf"))]
+    tools = [path for _, path in write_all(bcc.render_files(catalog, directory / "bcc"))]
     doc = directory / "probes.md"
     write_all(docs.render_files(catalog, doc))
     outputs = Outputs(catalog, directory, header, sorted(scripts), sorted(tools), doc)
