@@ -44,6 +44,8 @@ HEADER_WORDS = frozenset(
 # bpftrace 0.17 keywords: a member path through one is a syntax error
 # (measured: $p->if fails, $p->pid, ->comm, ->count, ->BEGIN load).
 BPFTRACE_KEYWORDS = frozenset("if else unroll while return break continue offsetof sizeof".split())
+# A word of a type or of the clock: a macro, or a macro parameter, of that name would replace it.
+IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 
 # The 'header:' keys that hold a name: each a macro the header defines or tests.
 HEADER_NAMES = ("guard", "enable_macro", "disable_macro", "compat_prefix", "typed_prefix")
@@ -196,10 +198,10 @@ def problems(catalog: Catalog) -> list[tuple[Origin, str]]:
                 found.append((definition.origin, f"{definition.what} is {name}, which {why}"))
 
     spellings = {arg.ctype.spelling for probe in catalog.probes for arg in probe.args}
-    type_words = {word for spelling in spellings for word in re.findall(r"[A-Za-z_]\w*", spelling)}
+    type_words = {word for spelling in spellings for word in IDENTIFIER.findall(spelling)}
     # Even unused by the header (no arg0), the clock names the project's own
     # function: a macro of that name defined for the build breaks the project.
-    clock_words = set(re.findall(r"[A-Za-z_]\w*", header.clock or ""))
+    clock_words = set(IDENTIFIER.findall(header.clock or ""))
     for name, what in object_macros.items():
         if name in type_words:
             found.append(("guard" if what == "the include guard" else what,
@@ -211,7 +213,7 @@ def problems(catalog: Catalog) -> list[tuple[Origin, str]]:
             found.append(("provider", f"provider '{catalog.provider}' is a parameter name of the "
                                       "compat_prefix macros (name, a1, a2, ...)"))
         if catalog.arg0 and header.clock:
-            for word in re.findall(r"[A-Za-z_]\w*", header.clock):
+            for word in IDENTIFIER.findall(header.clock):
                 if word in COMPAT_PARAMS:
                     found.append(("clock", f"clock: '{word}' is a parameter name of the compat_prefix "
                                            "macros (name, a1, a2, ...): rename it or drop compat_prefix"))

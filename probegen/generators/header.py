@@ -1,11 +1,11 @@
 """The C header of USDT probe macros, backed by <sys/sdt.h>."""
 
-import re
 from pathlib import Path
 from types import SimpleNamespace
 
 from probegen.catalog import Catalog
-from probegen.catalog.names import enabled_macro, local, no_semaphore_macro, semaphore as semaphore_name, typed_macro
+from probegen.catalog.names import IDENTIFIER, enabled_macro, local, no_semaphore_macro, typed_macro
+from probegen.catalog.names import semaphore as semaphore_name
 from probegen.catalog.ctype import system_headers
 from probegen.files import marker
 from probegen.files.output import GeneratedFile
@@ -13,7 +13,6 @@ from probegen.generators.render import render
 
 KIND, WRITES_DIRECTORY = "header", False
 TEMPLATE = "usdt.h.j2"
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def render_header(catalog: Catalog, extern_semaphores: bool = False) -> str:
@@ -36,7 +35,7 @@ def render_header(catalog: Catalog, extern_semaphores: bool = False) -> str:
         # the provider, the clock) would be substituted there too: it gets a trailing underscore.
         taken = {provider, probe.name, semaphore, sdt_macro, macro, enabled_macro(header, probe.name)}
         for text in [*passed[:1], *(arg.ctype.spelling for arg in probe.args)]:
-            taken.update(_IDENTIFIER.findall(text))
+            taken.update(IDENTIFIER.findall(text))
         for i, param in enumerate(params):  # a renamed one must not meet another parameter either
             while param in taken or param in params[:i] + params[i + 1:]:
                 param += "_"
