@@ -57,6 +57,9 @@ class Probe:
         """What the probe's note carries, in order: argN is note_args[N]."""
         return (self.arg0, *self.args) if self.arg0 else self.args
 
+    def arg(self, name: str) -> Arg | None:
+        return next((arg for arg in self.args if arg.name == name), None)
+
 
 Enumerator = namedtuple("Enumerator", "name value location")  # location: in the catalog
 

@@ -50,10 +50,6 @@ def _probe(builder, node, probes: dict[str, Probe], span: str, role: str) -> Pro
     return probe
 
 
-def _arg(probe: Probe, name: str) -> Arg | None:
-    return next((a for a in probe.args if a.name == name), None)
-
-
 def _readable(builder, node, span: str, probe: Probe, arg: Arg) -> bool:
     if arg.index > MAX_SCRIPT_ARG:
         builder.error(node, f"span '{span}': '{arg.name}' is arg{arg.index} of '{probe.name}'; bpftrace 0.17 "
@@ -79,7 +75,7 @@ def _arguments(builder, node, span: str, what: str, start: Probe, end: Probe) ->
     errors = len(builder.diagnostics)
     found = []
     for name, item in names.items():
-        start_arg, end_arg = _arg(start, name), _arg(end, name)
+        start_arg, end_arg = start.arg(name), end.arg(name)
         if what == "by":
             if end_arg is None and start_arg is None:
                 builder.error(item, f"span '{span}': by '{name}' is not an argument of '{end.name}' or '{start.name}'")

@@ -49,7 +49,7 @@ def md_code(text: str) -> str:
 def _one_liner_value(arg: Arg, probe: Probe) -> tuple[str, str]:
     index, style = f"arg{arg.index}", style_of(arg.ctype, arg.hex)
     if style is Style.STRING and arg.length:  # exactly its length in bytes, unprintable ones escaped
-        return "%r", f"buf({index}, arg{next(a.index for a in probe.args if a.name == arg.length)})"
+        return "%r", f"buf({index}, arg{probe.arg(arg.length).index})"
     if style is Style.STRING:  # 63 characters at most on 0.17, as the note under the table says
         return "%s", f"str({index})"
     if style is Style.ENUM:  # by number: names need the lookups generated scripts have

@@ -119,7 +119,7 @@ def probe_line(catalog: Catalog, probe: Probe, types: "DwarfTypes | None" = None
         if arg.name:
             found = arg_fields(catalog, arg, types)
             if arg.length:  # exactly that many bytes, up to max_len
-                found[0] = replace(found[0], length=next(a.index for a in probe.args if a.name == arg.length))
+                found[0] = replace(found[0], length=probe.arg(arg.length).index)
             fields.extend(found)
     named = sum(1 for f in fields if f.style is Style.ENUM)
     if named > MAX_NAMED_ENUMS:

@@ -176,7 +176,7 @@ class Checker:
         # Only argument() makes a value whose expression is argN.
         match = _ARG.match(value.expression or "")
         arg = self.probe.note_args[int(match[1])] if match else None
-        length = next((a for a in self.probe.args if a.name == arg.length), None) if arg else None
+        length = self.probe.arg(arg.length) if arg else None
         given = node.args[1] if len(node.args) > 1 else None
         if length is not None and getattr(given, "name", None) != f"arg{length.index}":
             self.report(ast.start(node), f"str({value.expression}) of '{arg.name}', which is not NUL-terminated: "
