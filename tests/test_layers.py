@@ -44,11 +44,11 @@ def test_readers_import_no_catalog_generator_or_template(reader):
 # own; the plumbing (rank 0) may use itself.
 RANK = {
     "__init__": 0, "probegen": 0, "errors": 0, "files": 0, "data": 0, "templates": 0,
-    "catalog": 1, "bpftrace": 1,
-    "elf": 2, "dwarf": 3,
-    "generators": 4,
-    "checks": 5, "runtime": 5, "importers": 5, "reports": 5,
-    "commands": 6, "cli": 7, "__main__": 8,
+    "bpftrace": 1, "catalog": 2,
+    "elf": 3, "dwarf": 4,
+    "generators": 5,
+    "checks": 6, "runtime": 6, "importers": 6, "reports": 6,
+    "commands": 7, "cli": 8, "__main__": 9,
 }
 # The BCC generator copies the runtime's source into each tool it writes (the
 # tool runs under the system's python3, where probegen may be absent).

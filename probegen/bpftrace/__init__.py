@@ -1,6 +1,6 @@
 """What probegen knows about bpftrace, in one place: printf conversions, string and literal sizes,
-what each version can do (Debian 12's 0.17 and 13's 0.23.2 are in use), attach-point strings, and
-the lexemes of a script that markers are looked for in.
+what each version can do (Debian 12's 0.17 and 13's 0.23.2 are in use), attach-point strings,
+keywords, and the lexemes of a script that markers are looked for in.
 """
 
 import itertools
@@ -22,6 +22,9 @@ BPF_STACK = 512  # a probe's stack, in bytes
 # support arg6"); later ones print as UNREADABLE.
 MAX_ARG_INDEX = 5
 UNREADABLE = "?"
+# 0.17's keywords: a member path through one is a syntax error
+# (measured: $p->if fails, $p->pid, ->comm, ->count, ->BEGIN load).
+KEYWORDS = frozenset("if else unroll while return break continue offsetof sizeof".split())
 
 
 def conversion(style: str, size: int) -> str:

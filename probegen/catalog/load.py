@@ -11,12 +11,13 @@ from pathlib import Path
 
 import yaml
 
+from probegen.bpftrace import KEYWORDS
 from probegen.catalog.ctype import C_KEYWORDS, CTypeError, Kind, is_identifier, parse_ctype, shown
 from probegen.catalog.cvalidate import CExpressionError, clock_expression, include_problem
 from probegen.catalog.model import (
     MAX_NAMED_ENUMS, SDT_MAX_ARGS, Arg, Catalog, EnumDecl, Enumerator, HeaderConfig, Probe, spdk_arg0,
 )
-from probegen.catalog.names import BPFTRACE_KEYWORDS, HEADER_NAMES, SCRIPT_NAMES, default_guard
+from probegen.catalog.names import HEADER_NAMES, SCRIPT_NAMES, default_guard
 from probegen.catalog.names import problems as name_problems
 from probegen.catalog.outputs import output_paths
 from probegen.catalog.schema_check import STR, Refused, plain, structure_problems
@@ -398,7 +399,7 @@ class _Builder:
                 if not _MEMBER_PATH.fullmatch(member):
                     self.error(member_node, f"argument '{name}': member '{member}' is not a member path like 'qid' "
                                             "or 'id.nsid'")
-                elif not BPFTRACE_KEYWORDS.isdisjoint(member.split(".")):
+                elif not KEYWORDS.isdisjoint(member.split(".")):
                     self.error(member_node, f"argument '{name}': member '{member}' has a bpftrace "
                                             "keyword in its path; bpftrace scripts cannot name it")
             max_len, length = values.get("max_len"), values.get("length")

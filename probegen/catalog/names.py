@@ -41,9 +41,6 @@ HEADER_WORDS = frozenset(
     probe progbits provider public purgem pushsection sdt size size_t space stapsdt template typename use
     wchar_t x x00 x20""".split()
 )
-# bpftrace 0.17 keywords: a member path through one is a syntax error
-# (measured: $p->if fails, $p->pid, ->comm, ->count, ->BEGIN load).
-BPFTRACE_KEYWORDS = frozenset("if else unroll while return break continue offsetof sizeof".split())
 # A word of a type or of the clock: a macro, or a macro parameter, of that name would replace it.
 IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 

@@ -5,12 +5,9 @@ arguments in one, and scripts can read them all.
 
 import yaml
 
+from probegen.bpftrace import MAX_ARG_INDEX
 from probegen.catalog.ctype import Kind
 from probegen.catalog.model import Arg, Probe, Span, SpanBy, SpanKey
-
-# bpftrace 0.17 reads USDT arguments arg0..arg5 only (x86_64); a span
-# script reads every key and by argument.
-MAX_SCRIPT_ARG = 5
 
 
 # What a key compares: arguments of one class can be matched (an int and an
@@ -51,9 +48,9 @@ def _probe(builder, node, probes: dict[str, Probe], span: str, role: str) -> Pro
 
 
 def _readable(builder, node, span: str, probe: Probe, arg: Arg) -> bool:
-    if arg.index > MAX_SCRIPT_ARG:
+    if arg.index > MAX_ARG_INDEX:
         builder.error(node, f"span '{span}': '{arg.name}' is arg{arg.index} of '{probe.name}'; bpftrace 0.17 "
-                            f"reads arg0..arg{MAX_SCRIPT_ARG} only, so span scripts cannot read it")
+                            f"reads arg0..arg{MAX_ARG_INDEX} only, so span scripts cannot read it")
         return False
     return True
 
