@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from probegen.catalog import load_catalog
+from probegen.catalog.model import enum_names
 from probegen.catalog.schema_check import load_schema
 from probegen.catalog.ctype import CTypeError, Kind, parse_ctype
 from probegen.errors import CatalogError, InputError
@@ -65,7 +66,7 @@ def test_default_catalog_models_spdk():
     assert event.args[0].ctype.kind is Kind.FUNCTION_POINTER and event.args[0].ctype.name == "spdk_event_fn"
     states = catalog.enum("spdk_nvmf_subsystem_state")
     assert [e.value for e in states.enumerators] == list(range(8))
-    assert states.display_name("SPDK_NVMF_SUBSYSTEM_PAUSED") == "PAUSED"
+    assert enum_names(states.enumerators, states.strip_prefix)[4] == "PAUSED"
     transport = catalog.enum("spdk_nvme_transport_type")
     assert {e.name: e.value for e in transport.enumerators}["SPDK_NVME_TRANSPORT_PCIE"] == 256
 

@@ -74,8 +74,14 @@ class EnumDecl:
     strip_prefix: str = ""
     enumerators: tuple[Enumerator, ...] = ()
 
-    def display_name(self, enumerator: str) -> str:
-        return enumerator.removeprefix(self.strip_prefix) or enumerator
+
+def enum_names(enumerators, strip_prefix: str = "") -> dict[int, str]:
+    """Value -> the name scripts print: without strip_prefix, unless that is all of it; where
+    values repeat, the first name."""
+    names: dict[int, str] = {}
+    for e in enumerators:
+        names.setdefault(e.value, e.name.removeprefix(strip_prefix) or e.name)
+    return names
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from probegen.bpftrace import DEFAULT_MAX_LEN, cut_literal
-from probegen.catalog.model import MAX_NAMED_ENUMS, Arg, Catalog, Probe
+from probegen.catalog.model import MAX_NAMED_ENUMS, Arg, Catalog, Probe, enum_names
 from probegen.catalog.ctype import CType, Kind
 from probegen.errors import InputError
 from probegen.generators.escape import c_string
@@ -70,9 +70,7 @@ def enum_table(catalog: Catalog, enum_name: str, types: "DwarfTypes | None") -> 
     enumerators = (types.enumerators(enum_name) if types is not None else None) or (decl.enumerators if decl else ())
     if not enumerators:
         return None
-    names: dict[int, str] = {}
-    for e in enumerators:
-        names.setdefault(e.value, decl.display_name(e.name) if decl else e.name)  # an alias keeps the first name
+    names = enum_names(enumerators, decl.strip_prefix if decl else "")
     return EnumTable(enum_name, tuple(names.items()), any(v < 0 for v in names))
 
 

@@ -4,6 +4,7 @@ jinja2 took longer than ``pahole -C``.
 """
 
 from probegen.catalog.ctype import is_identifier
+from probegen.catalog.model import enum_names
 from probegen.errors import InputError, Location
 from probegen.generators.cdecl import Plan, Planner, order_definitions
 from probegen.generators.escape import c_comment, c_string, hash_comment, python_comment
@@ -57,10 +58,7 @@ def render_enum_maps(types, enums: list[str], style: str, strip_prefix: str = ""
         map_name = enum.name or name.split()[-1]  # a C name: "ns__Color" for C++'s "ns::Color"
         if not is_identifier(map_name):
             raise InputError(f"enum name '{name}' cannot name a map")
-        rows: dict[int, str] = {}
-        for e in enum.enumerators:
-            strip = strip_prefix and e.name.startswith(strip_prefix) and len(e.name) > len(strip_prefix)
-            rows.setdefault(e.value, e.name[len(strip_prefix):] if strip else e.name)
+        rows = enum_names(enum.enumerators, strip_prefix)
         if bpftrace:
             out += [f'\t@{map_name}[{value}] = "{c_string(shown)}";\n' for value, shown in rows.items()]
         else:
