@@ -14,21 +14,20 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from probegen.catalog import Catalog
 from probegen.generators.escape import printf_literal
-from probegen.bpftrace import BIG_STRLEN, BPF_STACK, DEFAULT_STRLEN, MAX_ARG_INDEX, UNREADABLE, conversion
+from probegen.bpftrace import BIG_STRLEN, BPF_STACK, DEFAULT_MAX_LEN, DEFAULT_STRLEN, MAX_ARG_INDEX, UNREADABLE
+from probegen.bpftrace import conversion
 from probegen.generators.lines import UNKNOWN_ENUM, Field, ProbeLine, Style, enum_chain, enum_lookup, probe_line
 from probegen.generators.lines import CONTINUED, struct_definitions
 from probegen.files.output import GeneratedFile
 from probegen.generators.render import render
-from probegen.generators.spans import render_files as render_span_files
+from probegen.generators.spans import HITS_MAP, render_files as render_span_files
 
 if TYPE_CHECKING:  # it loads drgn, which only --binary needs
     from probegen.dwarf.types import DwarfTypes
 
 KIND, WRITES_DIRECTORY = "bpftrace", True
-# Characters one str() reads at bpftrace 0.17's default BPFTRACE_STRLEN (one
-# byte is the NUL); every str() takes those 64 bytes of stack.
-PIECE = DEFAULT_STRLEN - 1
-PIECE_BYTES = DEFAULT_STRLEN
+# Characters one str() reads at bpftrace 0.17's default BPFTRACE_STRLEN, and the bytes of stack it takes.
+PIECE, PIECE_BYTES = DEFAULT_MAX_LEN, DEFAULT_STRLEN
 # A printf takes its arguments' bytes of stack and one more copy of its largest string. Measured
 # on bpftrace 0.17: $t, timestamp, four integers and six 64-byte strings (504 bytes counted so)
 # load, seven (568) do not; a margin of 24, not 32, keeps SPDK's nvmf_subsystem_change_state_done one printf.
@@ -364,6 +363,6 @@ def render_files(catalog: Catalog, output: Path, types: "DwarfTypes | None" = No
     output = Path(output)  # catalog.load refuses groups named like the other scripts
     files = [GeneratedFile(output / f"{stem}.bt", render_script(catalog, stem, probes, types), executable=True)
              for stem, probes in [*((g, catalog.probes_in(g)) for g in catalog.groups), ("all", catalog.probes)]]
-    counts = render("bpftrace_count.bt.j2", catalog=catalog)
+    counts = render("bpftrace_count.bt.j2", catalog=catalog, hits=HITS_MAP)
     return files + [GeneratedFile(output / "counts.bt", counts, executable=True),
                     *render_span_files(catalog, output)]
