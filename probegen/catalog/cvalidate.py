@@ -35,12 +35,11 @@ _ARITHMETIC = frozenset("* / % + -".split())
 _COMPARISONS = frozenset("< > <= >= == !=".split())
 MAX_DEPTH = 32  # deeper nesting than any clock needs is refused, not recursed into
 
-# Characters that hide or reorder text (bidirectional overrides: code that
-# reads differently from how it compiles), C0 and C1 controls but layout
-# whitespace, DEL, and unpaired surrogates.
-_HIDDEN_IN_DOCS = re.compile(
-    "[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
+# Characters that hide or reorder text: C0 and C1 controls, DEL, line and paragraph separators,
+# bidirectional overrides (code that reads differently from how it compiles) and lone surrogates
+# (a file name's non-UTF-8 bytes). Outputs show them as escapes; docs may hold layout whitespace.
+HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_HIDDEN_IN_DOCS = re.compile(HIDDEN.pattern + "(?<![\t\n\v\f\r\x85\u2028\u2029])")
 # Keywords a cast's type may use.
 _TYPE_WORDS = frozenset("const volatile signed unsigned char short int long void bool _Bool float double struct union "
                         "enum".split())

@@ -5,10 +5,8 @@ place (a comment, a string) nor start a new line of code.
 
 import re
 
-# Shown as escapes, never written raw: C0 and C1 controls, DEL, line and paragraph
-# separators, bidirectional overrides (code that reads differently from how it compiles)
-# and lone surrogates (a file name's non-UTF-8 bytes).
-_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+from probegen.catalog.cvalidate import HIDDEN
+
 _COMMENT_DELIMITER = re.compile(r"(?<=\*)(?=/)|(?<=/)(?=\*)")
 # ??/ is a backslash (a line splice at a line's end) and ??= a '#' where trigraphs are on
 # (gcc -trigraphs, -std=c11 without GNU extensions).
@@ -36,8 +34,8 @@ def _escape(match: re.Match) -> str:
 
 def one_line(text: str) -> str:
     """Whitespace, line separators included, collapsed to single spaces; every other
-    character of _HIDDEN shown as an escape (\\xNN, \\uNNNN)."""
-    return _HIDDEN.sub(_escape, " ".join(str(text).split()))
+    character of HIDDEN shown as an escape (\\xNN, \\uNNNN)."""
+    return HIDDEN.sub(_escape, " ".join(str(text).split()))
 
 
 def _no_splice(line: str) -> str:
