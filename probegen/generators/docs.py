@@ -9,7 +9,7 @@ from pathlib import Path
 
 from probegen.catalog import Catalog
 from probegen.catalog.model import Arg, Probe
-from probegen.bpftrace import conversion
+from probegen.bpftrace import DEFAULT_STRLEN, conversion
 from probegen.generators.escape import one_line
 from probegen.generators.lines import Style, style_of
 from probegen.files.output import GeneratedFile
@@ -67,7 +67,7 @@ def one_liner(catalog: Catalog, probe: Probe) -> str:
 
 def render_docs(catalog: Catalog, output: Path | None = None) -> str:
     return render(
-        TEMPLATE, catalog=catalog, output=output.name if output else "", placeholder=PLACEHOLDER,
+        TEMPLATE, catalog=catalog, output=output.name if output else "", placeholder=PLACEHOLDER, strlen=DEFAULT_STRLEN,
         groups=[(group, catalog.probes_in(group)) for group in catalog.groups],
         strings=any(style_of(a.ctype, a.hex) is Style.STRING for p in catalog.probes for a in p.args),
         enums=[e for e in catalog.enums if e.enumerators],  # names from DWARF are not listed here
