@@ -67,6 +67,15 @@ def integer_type(size: int, signed: bool, exact: bool = False) -> str:
     return sign + {1: "char", 2: "short", 4: "int", 8: "long"}[size]
 
 
+INT32_MIN, INT32_MAX, UINT32_MAX = -(2**31), 2**31 - 1, 2**32 - 1
+
+
+def enum_size(values) -> int:
+    """sizeof an enum with these values, as C compilers make it."""
+    values = list(values)
+    return 4 if all(INT32_MIN <= v <= INT32_MAX for v in values) or all(0 <= v <= UINT32_MAX for v in values) else 8
+
+
 def align_up(value: int, align: int) -> int:
     return (value + align - 1) // align * align
 

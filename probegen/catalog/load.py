@@ -12,7 +12,8 @@ from pathlib import Path
 import yaml
 
 from probegen.bpftrace import KEYWORDS
-from probegen.catalog.ctype import C_KEYWORDS, CTypeError, Kind, is_identifier, parse_ctype, shown
+from probegen.catalog.ctype import C_KEYWORDS, INT32_MAX, INT32_MIN, UINT32_MAX, CTypeError, Kind, enum_size
+from probegen.catalog.ctype import is_identifier, parse_ctype, shown
 from probegen.catalog.cvalidate import CExpressionError, clock_expression, include_problem
 from probegen.catalog.model import (
     MAX_NAMED_ENUMS, SDT_MAX_ARGS, Arg, Catalog, EnumDecl, Enumerator, HeaderConfig, Probe, spdk_arg0,
@@ -31,11 +32,6 @@ _KEYWORD_MACROS = {"alignas": "<stdalign.h>", "alignof": "<stdalign.h>", "static
 # Members of the struct itself, through nested and anonymous members; not
 # through pointers ("->"), which the scripts would have to read again.
 _MEMBER_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
-# Enum arguments are 4 bytes in every generated file, as the note records an
-# enum whose values fit int or unsigned int (INT_MIN through UINT32_MAX print
-# by name with bpftrace 0.17 and BCC); a larger value makes the compiler
-# widen the enum to 8 bytes, which scripts would misread.
-INT32_MIN, INT32_MAX, UINT32_MAX = -(2**31), 2**31 - 1, 2**32 - 1
 # Tags that mean something only to PyYAML's constructor ('<<' merges, '='):
 # in a catalog they are text.
 _CONSTRUCTOR_TAGS = frozenset(("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value"))
@@ -279,8 +275,11 @@ class _Builder:
                     self.error(entry, f"enum '{name}': enumerator '{enumerator}' appears twice")
                 enumerators.append(Enumerator(enumerator, next_value, self.loc(entry)))
                 next_value += 1
-            widest = max(enumerators, key=lambda e: e.value, default=None)
-            if widest and widest.value > INT32_MAX and min(e.value for e in enumerators) < 0:  # at the largest
+            # Enum arguments are 4 bytes in every generated file, as the note records an enum
+            # whose values fit int or unsigned int (they print by name with bpftrace 0.17 and
+            # BCC); a compiler widens any other to 8 bytes, which scripts would misread.
+            if enum_size(e.value for e in enumerators) > 4:  # reported at the largest
+                widest = max(enumerators, key=lambda e: e.value)
                 self.diagnostics.append(Diagnostic(widest.location, (
                     f"enum '{name}' has negative values and {widest.value} (above {INT32_MAX}): the compiler "
                     "would make it 8 bytes, which probegen does not read")))

@@ -9,7 +9,7 @@ import itertools
 import re
 from dataclasses import dataclass, field
 
-from probegen.catalog.ctype import align_up, bit_start, integer_type
+from probegen.catalog.ctype import align_up, bit_start, enum_size, integer_type
 from probegen.dwarf import model as m
 from probegen.errors import InputError
 
@@ -39,12 +39,6 @@ def _size(t: m.Type) -> int:
     return m.unqualified(t).size or 0
 
 
-def _natural_enum_size(enum: m.Enum) -> int:
-    """sizeof the enum as a C compiler makes it from its enumerators."""
-    values = [e.value for e in enum.enumerators]
-    return 4 if all(-(1 << 31) <= v < 1 << 31 for v in values) or all(0 <= v < 1 << 32 for v in values) else 8
-
-
 _PAD = re.compile(r"__pad\d+")
 _SIZED_INTS = {size: integer_type(size, signed=False) for size in (1, 2, 4, 8)}
 
@@ -63,7 +57,7 @@ class Planner:
         if isinstance(t, m.Base):
             return max(1, min(t.size, 16))
         if isinstance(t, m.Enum):
-            return _natural_enum_size(t) if t.size is None else t.size
+            return enum_size(e.value for e in t.enumerators) if t.size is None else t.size
         if isinstance(t, m.Pointer):
             return t.size
         if isinstance(t, m.Array):
@@ -110,7 +104,7 @@ class Planner:
             # A compiler would not make this enum this size (packed or -fshort-enums), or it has no
             # enumerators to define it with: bpftrace cannot be told; an integer can. An anonymous
             # enum is defined once: "enum { A, B } x, y;" has A and B once.
-            if (t.size not in (None, _natural_enum_size(t)) or not t.enumerators
+            if (t.size not in (None, enum_size(e.value for e in t.enumerators)) or not t.enumerators
                     or (t.name is None and id(t) in self._inline_enums)):
                 return _SIZED_INTS.get(t.size, "unsigned int"), None
             if t.name is None:
