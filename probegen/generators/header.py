@@ -25,7 +25,7 @@ def render_header(catalog: Catalog, extern_semaphores: bool = False) -> str:
     dtrace = header.style == "dtrace"
     probes = []
     for probe in catalog.probes:
-        macro = typed_macro(header, probe.name)
+        macro, enabled = typed_macro(header, probe.name), enabled_macro(header, probe.name)
         semaphore, has_semaphore = semaphore_name(provider, probe.name), catalog.has_semaphore(probe)
         locals_ = [local(arg.name) for arg in probe.args]
         passed = [arg.passed for arg in probe.note_args if arg.passed] + locals_  # SPDK's arg0 first
@@ -33,7 +33,7 @@ def render_header(catalog: Catalog, extern_semaphores: bool = False) -> str:
         params = [arg.name for arg in probe.args]
         # A parameter named like a word of the expansion (an argument named after its enum tag,
         # the provider, the clock) would be substituted there too: it gets a trailing underscore.
-        taken = {provider, probe.name, semaphore, sdt_macro, macro, enabled_macro(header, probe.name)}
+        taken = {provider, probe.name, semaphore, sdt_macro, macro, enabled}
         for text in [*passed[:1], *(arg.ctype.spelling for arg in probe.args)]:
             taken.update(IDENTIFIER.findall(text))
         for i, param in enumerate(params):  # a renamed one must not meet another parameter either
@@ -43,7 +43,7 @@ def render_header(catalog: Catalog, extern_semaphores: bool = False) -> str:
         if dtrace:
             passed = passed[:len(passed) - len(params)] + params
         probes.append(SimpleNamespace(
-            probe=probe, macro=macro, params=", ".join(params), semaphore=semaphore,
+            probe=probe, macro=macro, enabled_macro=enabled, params=", ".join(params), semaphore=semaphore,
             has_semaphore=has_semaphore,  # else a weak 0 for the note
             enabled=f"(__builtin_expect({semaphore} != 0, 0) != 0)" if has_semaphore else "1",
             # (declaration of the typed local, parameter, local name); style dtrace has none
