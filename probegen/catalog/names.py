@@ -47,9 +47,10 @@ IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 # The 'header:' keys that hold a name: each a macro the header defines or tests.
 HEADER_NAMES = ("guard", "enable_macro", "disable_macro", "compat_prefix", "typed_prefix")
 
-# Scripts the bpftrace generator writes besides one per group (all.bt,
-# counts.bt, spans.bt); the BCC tool is one per catalog, PROVIDER.py.
-SCRIPT_NAMES = frozenset(["all", "counts", "spans"])
+# Scripts the bpftrace generator writes besides one per group (NAME.bt), which no
+# group may be named; the BCC tool is one per catalog, PROVIDER.py.
+ALL_SCRIPT, COUNTS_SCRIPT, SPAN_SCRIPT = "all", "counts", "spans"
+SCRIPT_NAMES = frozenset([ALL_SCRIPT, COUNTS_SCRIPT, SPAN_SCRIPT])
 
 Origin = Location | str  # where a name comes from: a position, or a key under 'header:'
 

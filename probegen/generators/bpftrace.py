@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from probegen.catalog import Catalog
+from probegen.catalog.names import ALL_SCRIPT, COUNTS_SCRIPT
 from probegen.generators.escape import printf_literal
 from probegen.bpftrace import BIG_STRLEN, BPF_STACK, DEFAULT_MAX_LEN, DEFAULT_STRLEN, MAX_ARG_INDEX, UNREADABLE
 from probegen.bpftrace import conversion
@@ -362,7 +363,7 @@ def render_script(catalog: Catalog, group: str, probes, types: "DwarfTypes | Non
 def render_files(catalog: Catalog, output: Path, types: "DwarfTypes | None" = None) -> list[GeneratedFile]:
     output = Path(output)  # catalog.load refuses groups named like the other scripts
     files = [GeneratedFile(output / f"{stem}.bt", render_script(catalog, stem, probes, types), executable=True)
-             for stem, probes in [*((g, catalog.probes_in(g)) for g in catalog.groups), ("all", catalog.probes)]]
+             for stem, probes in [*((g, catalog.probes_in(g)) for g in catalog.groups), (ALL_SCRIPT, catalog.probes)]]
     counts = render("bpftrace_count.bt.j2", catalog=catalog, hits=HITS_MAP)
-    return files + [GeneratedFile(output / "counts.bt", counts, executable=True),
+    return files + [GeneratedFile(output / f"{COUNTS_SCRIPT}.bt", counts, executable=True),
                     *render_span_files(catalog, output)]

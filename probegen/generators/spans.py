@@ -13,12 +13,12 @@ from pathlib import Path
 
 from probegen.catalog import Arg, Catalog, Probe, Span
 from probegen.catalog.ctype import Kind
+from probegen.catalog.names import SPAN_SCRIPT
 from probegen.files.output import GeneratedFile
 from probegen.bpftrace import DEFAULT_STRLEN, STRLEN_LIMIT
 from probegen.generators.lines import UNKNOWN_ENUM, arg_fields, enum_lookup
 from probegen.generators.render import render
 
-SPAN_SCRIPT = "spans"
 HITS_MAP = "@hits"
 # bpftrace 0.17 keeps every str() of a probe block on the 512-byte BPF stack beside the map
 # keys made of them: 256 bytes of strings a block always loads.
