@@ -2,17 +2,7 @@
 
 from pathlib import Path
 
-# The model's names, imported on first use: what needs only the C type
-# facts (catalog.ctype) does not build the model's classes (~5 ms).
-_MODEL_NAMES = ("Arg", "Catalog", "Probe", "Span")  # the ones imported from here
-
-
-def __getattr__(name):
-    if name not in _MODEL_NAMES:
-        raise AttributeError(f"module 'probegen.catalog' has no attribute '{name}'")
-    from probegen.catalog import model
-
-    return getattr(model, name)
+from probegen.catalog.model import Arg, Catalog, Probe, Span  # the names imported from here
 
 
 def load_catalog(path: str | Path, header_output=None):
