@@ -12,7 +12,7 @@ cannot name exactly (':', '*' or a newline in its name) is refused, exit 2.
 Ctrl-C or SIGTERM ends tracing cleanly. See probegen/runtime/trace.py.
 
 Summary modes need no script: --hist measures the catalog's spans, --count
-counts hits, --json prints JSON lines (probegen/runtime/trace.py).
+counts hits, --json prints JSON lines.
 
 Enum names of generated scripts come from the traced binary's debug info
 when it has that enum, so a script made for one version prints another's
