@@ -2,7 +2,6 @@
 probegen's BCC runtime (runtime/bcc.py, copied in: the tool runs under the system's
 python3, where BCC lives and probegen need not be installed)."""
 
-import ast
 import re
 import sys
 from pathlib import Path
@@ -84,11 +83,9 @@ def render_tool(catalog: Catalog, types: "DwarfTypes | None" = None) -> str:
 
 
 def runtime_source() -> str:
-    """runtime/bcc.py without its docstring."""
+    """runtime/bcc.py without its docstring, which opens it."""
     source = Path(probegen.runtime.bcc.__file__).read_text(encoding="utf-8")
-    tree = ast.parse(source)
-    assert ast.get_docstring(tree) is not None, "a module opens with its docstring"
-    return "\n".join(source.split("\n")[tree.body[0].end_lineno:])
+    return source[source.index('"""\n', 3) + 4:]
 
 
 def tool_name(catalog: Catalog) -> str:

@@ -488,11 +488,8 @@ def program_text(tool, args, probes, spans, types=None):
 def rows(slots):
     """(low, high, count) rows from the first slot to the last with a count. Slot n holds
     [2**(n-1), 2**n) (bpf_log2l's; 0 for 0): slots 0 and 1 share the row 0 -> 1."""
-    merged = {}
-    for slot, count in slots.items():
-        merged[max(slot, 1)] = merged.get(max(slot, 1), 0) + count
-    return [(1 << (s - 1) if s > 1 else 0, (1 << s) - 1, merged.get(s, 0))
-            for s in range(1, max(merged, default=1) + 1)]
+    return [(1 << (s - 1) if s > 1 else 0, (1 << s) - 1, sum(n for slot, n in slots.items() if max(slot, 1) == s))
+            for s in range(1, max([1, *slots]) + 1)]
 
 
 def format_histogram(unit, table):
@@ -554,16 +551,13 @@ class Histograms:
         return objects, "\n".join(text).lstrip("\n")
 
 
-class Counters:
-    """A kernel per-CPU array of running totals, reported as the change since the last report."""
-
-    def __init__(self, table, size):
-        self.table, self.last = table, [0] * size
-
-    def take(self):
-        now = [self.table.sum(self.table.Key(n)).value for n in range(len(self.last))]
-        changes, self.last = {n: new - old for n, (new, old) in enumerate(zip(now, self.last))}, now
-        return changes
+def changes(table, size):
+    """A kernel per-CPU array of running totals: each next() gives the change since the one before."""
+    last = [0] * size
+    while True:
+        now = [table.sum(table.Key(n)).value for n in range(size)]
+        yield {n: new - old for n, (new, old) in enumerate(zip(now, last))}
+        last = now
 
 
 def count_report(probes, counts):
@@ -785,10 +779,18 @@ def read_enums(files, wanted, pid=None, seconds=DWARF_SECONDS):
                 confine(*owner(pid))
             missing = list(wanted)
             for number, ((shown, _), file) in enumerate(zip(files, opened)):
-                if missing and file is not None:
-                    found, why = parse_enums(shown, file, missing)
-                    missing = [] if why == NO_PYELFTOOLS else [e for e in missing if e not in (found or {})]
-                    os.write(writer, (json.dumps([number, found, why]) + "\n").encode())
+                if not missing or file is None:
+                    continue
+                found = None
+                try:
+                    found = dwarf_enums(file, missing)
+                    why = "'%s' has no debug info" % shown if found is None else None
+                except ImportError:
+                    why, missing = NO_PYELFTOOLS, []
+                except Exception as exc:  # MemoryError too
+                    why = "debug info of '%s' unusable: %s" % (shown, str(exc) or type(exc).__name__)
+                missing = [e for e in missing if e not in (found or {})]
+                os.write(writer, (json.dumps([number, found, why]) + "\n").encode())
         finally:
             os._exit(0)
     os.close(writer)
@@ -809,17 +811,6 @@ def read_enums(files, wanted, pid=None, seconds=DWARF_SECONDS):
             results[number][1:] = [found, why]
     last = next((n for n, r in enumerate(results) if r[2] == NO_PYELFTOOLS), len(results))
     return [tuple(r) for r in results[:last + 1]]
-
-
-def parse_enums(shown, file, wanted):
-    """(found, why not) of one file, in the child."""
-    try:
-        found = dwarf_enums(file, wanted)
-        return (found, None) if found is not None else (None, "'%s' has no debug info" % shown)
-    except ImportError:
-        return None, NO_PYELFTOOLS
-    except Exception as exc:  # MemoryError too
-        return None, "debug info of '%s' unusable: %s" % (shown, str(exc) or type(exc).__name__)
 
 
 def shown_names(enumerators, strip):
@@ -1042,10 +1033,10 @@ def run(tool, args, bpf, probes, spans, stop):
     sys.stdout.reconfigure(line_buffering=True, errors="surrogateescape")
     hits, reorder = [], None
     if args.count:
-        counts, mode = Counters(bpf["counts"], len(tool.probes)), "counting hits"
+        counts, mode = changes(bpf["counts"], len(tool.probes)), "counting hits"
     elif args.hist:
         histograms = Histograms(tool, spans, args.per_key, args.milliseconds)
-        unmatched = Counters(bpf["unmatched"], len(tool.spans))
+        unmatched = changes(bpf["unmatched"], len(tool.spans))
         mode = "%d span%s as histograms" % (len(spans), "s" * (len(spans) != 1))
     else:
         mode = "a line per hit"
@@ -1063,8 +1054,8 @@ def run(tool, args, bpf, probes, spans, stop):
     def summary(stamp=None):
         if stamp:  # an --interval's summary begins
             print(json.dumps({"type": "interval", "time": stamp}) if args.json else "[%s]" % stamp)
-        objects, shown = (count_report(probes, counts.take()) if args.count else
-                          histograms.report(histograms.read(bpf), unmatched.take()))
+        objects, shown = (count_report(probes, next(counts)) if args.count else
+                          histograms.report(histograms.read(bpf), next(unmatched)))
         for line in [json.dumps(o) for o in objects] if args.json else [shown]:
             print(line)
 
