@@ -678,8 +678,7 @@ def shown_names(enumerators, strip):
     """value -> printed name as the catalog's: prefix stripped, an alias keeping the first name."""
     names = {}
     for name, value in enumerators:
-        names.setdefault(value, printable(name[len(strip):] if strip and name.startswith(strip) and name != strip
-                                          else name))
+        names.setdefault(value, printable(name.removeprefix(strip) or name))  # never stripped to nothing
     return names
 
 
