@@ -633,8 +633,7 @@ def trace_events(hits, spans, pid):
         events.append({"name": probe, "ph": "i", "s": "t", "ts": ns / 1000, "pid": pid, "tid": tid, "args": args})
         for name, start, end, keys in spans:
             if probe == start:
-                key = tuple(args.get(a) for a, _ in keys) if keys else tid
-                open_[(name, key)] = (ns, tid, args)
+                open_[(name, tuple(args.get(a) for a, _ in keys) if keys else tid)] = (ns, tid, args)
             elif probe == end:
                 begun = open_.pop((name, tuple(args.get(b) for _, b in keys) if keys else tid), None)
                 if begun is not None:
