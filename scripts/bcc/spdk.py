@@ -488,8 +488,11 @@ def program_text(tool, args, probes, spans, types=None):
 def rows(slots):
     """(low, high, count) rows from the first slot to the last with a count. Slot n holds
     [2**(n-1), 2**n) (bpf_log2l's; 0 for 0): slots 0 and 1 share the row 0 -> 1."""
-    counts = {s: sum(n for slot, n in slots.items() if max(slot, 1) == s) for s in range(1, max([1, *slots]) + 1)}
-    return [(1 << (s - 1) if s > 1 else 0, (1 << s) - 1, n) for s, n in counts.items()]
+    merged = {}
+    for slot, count in slots.items():
+        merged[max(slot, 1)] = merged.get(max(slot, 1), 0) + count
+    return [(1 << (s - 1) if s > 1 else 0, (1 << s) - 1, merged.get(s, 0))
+            for s in range(1, max(merged, default=1) + 1)]
 
 
 def format_histogram(unit, table):
