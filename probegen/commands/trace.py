@@ -106,5 +106,4 @@ def run(args) -> int:
         return 0
     if args.timeline is not None:
         return trace.with_timeline(args.timeline, args.pid, args.scripts, args.output, **common)
-    json_lines = trace.JsonLines(catalog) if args.json else None
-    return trace.run(args.pid, args.scripts, args.output, json_lines=json_lines, **common)
+    return trace.run(args.pid, args.scripts, args.output, as_json=args.json, **common)

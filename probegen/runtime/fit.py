@@ -90,19 +90,19 @@ def _say(message: str) -> None:
 
 
 def regenerate(pid: int, scripts: list[trace.Script], groups: dict, catalog, debug_info: bool, big: bool,
-               holders: dict, notes: dict, deadline: float, tids: bool) -> tuple[list[trace.Script], dict]:
-    """(the generated line scripts made again for this process, each such probe's labels).
-    ``tids``: the lines name their thread too (``PROBE [tid TID] ...``), for trace's own reading."""
+               holders: dict, deadline: float, tids: bool) -> tuple[list[trace.Script], dict]:
+    """(the scripts, the generated line scripts of ``groups`` made again for this process; each such
+    probe's labels). ``tids``: the lines name their thread too (``PROBE [tid TID] ...``), for trace's own reading."""
     from probegen.generators.bpftrace import render_lines
 
     chosen = {}
     for number in groups:
         keys = sorted(trace.wanted_probes(scripts[number]), key=lambda k: k[1])
-        for absent, where in (([k[1] for k in keys if k not in notes], f"process {pid}"),
+        for absent, where in (([k[1] for k in keys if k not in holders], f"process {pid}"),
                               ([k[1] for k in keys if catalog.probe(k[1]) is None], catalog.path.name)):
             if absent:
                 _say(f"probegen trace: not in {where}, not traced: {', '.join(absent)}")
-        chosen[number] = [(p, notes[k]) for p in catalog.probes for k in keys if k[1] == p.name and k in notes]
+        chosen[number] = [(p, holders[k][1]) for p in catalog.probes for k in keys if k[1] == p.name and k in holders]
     enums = list(dict.fromkeys(a.ctype.enum_name for pairs in chosen.values() for p, _ in pairs
                                for a in p.note_args if a.ctype.enum_name and not a.hex))
     tables = _enum_tables(catalog, pid, holders, enums, deadline) if debug_info and enums else {}
@@ -150,7 +150,7 @@ def _enum_tables(catalog, pid: int, holders: dict, enums: list[str], deadline: f
     probes, parsed in a child without root; says where each of ``enums`` is named."""
     from probegen.files.unprivileged import Unprivileged, run_unprivileged
 
-    files = [trace.mapped_files(pid)[0], *holders.values()]
+    files = [trace.mapped_files(pid)[0], *(mapped for mapped, _ in holders.values())]
     try:
         with trace.opened(pid, files) as opened:
             named = [(trace.shown(mapped.name), path) for mapped, path in opened]

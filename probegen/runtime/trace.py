@@ -116,21 +116,17 @@ def mapped_files(pid: int) -> list[MappedFile]:
 
 def _open_regular(pid: int, mapped: MappedFile) -> int | None:
     """A descriptor reading the mapped file if it is a regular file (reading a device could act on it)."""
-    try:
+    with contextlib.suppress(OSError):  # unmapped since maps was read
         try:  # the very file mapped
             fd = os.open(_proc(pid, "map_files", mapped.addresses), os.O_PATH | os.O_CLOEXEC)
         except PermissionError:  # map_files is root's: a dry run without root opens the path in the process's root
             fd = os.open(bytes(_proc(pid, "root")) + mapped.name, os.O_PATH | os.O_CLOEXEC)
-    except OSError:
-        return None  # unmapped since maps was read
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+        try:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                return os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        finally:
+            os.close(fd)
+    return None
 
 
 @contextlib.contextmanager
@@ -146,26 +142,23 @@ def opened(pid: int, files):
         yield found
 
 
-def probe_holders(pid: int, wanted, deadline: float | None = None,
-                  notes: dict | None = None) -> dict[tuple[str | None, str], MappedFile]:
-    """For each (provider or None, name) in ``wanted``, the first mapped file holding it (parsed
-    in a child without root); ``notes``: filled with its sites, tuples of NoteFacts."""
+def probe_holders(pid: int, wanted, deadline: float | None = None) -> dict[tuple[str | None, str], tuple]:
+    """For each (provider or None, name) in ``wanted``, (the first mapped file holding it, its
+    sites: tuples of NoteFacts), parsed in a child without root."""
     from probegen.files.unprivileged import deadline_in, run_unprivileged
 
     with opened(pid, mapped_files(pid)) as files:
-        found = run_unprivileged(_holders_in, [path for _, path in files],
-                                 sorted(wanted, key=lambda key: (key[0] or "", key[1])),
+        found = run_unprivileged(_holders_in, [path for _, path in files], list(wanted),
                                  deadline=deadline or deadline_in(STARTUP_SECONDS),
                                  what=f"reading the probe notes of process {pid}'s files",
                                  modules=("elftools", "probegen.elf"))
-    holders: dict[tuple[str | None, str], MappedFile] = {}
+    holders: dict[tuple[str | None, str], tuple] = {}
     for item in found if isinstance(found, list) else ():  # the child's answer is checked, not trusted
         with contextlib.suppress(TypeError, ValueError):  # not four items, or not hashable
             index, provider, name, sites = item
             if type(index) is int and 0 <= index < len(files) and (provider, name) in wanted and _sites_ok(sites):
-                holders.setdefault((provider, name), files[index][0])
-                if notes is not None:
-                    notes.setdefault((provider, name), [tuple(NoteFacts(*arg) for arg in site) for site in sites])
+                sites = [tuple(NoteFacts(*arg) for arg in site) for site in sites]
+                holders.setdefault((provider, name), (files[index][0], sites))
     return holders
 
 
@@ -246,12 +239,10 @@ def resolve(script: Script, pid: int, holders: dict, exe_target) -> str:
         )
 
     def replace(match: re.Match) -> str:
-        if match["comment"] is not None or match["string"] is not None:
-            return match[0].replace("__PID__", str(pid))  # digits: inert anywhere
-        if match["pid"]:
-            return str(pid)
+        if not (match["usdt"] or match["exe"]):  # a comment, a string or __PID__: digits are inert anywhere
+            return match[0].replace("__PID__", str(pid))
         key = (match["provider"], match["name"])
-        target = attach_target(pid, holders[key], f"probe {_named(key)}") if match["usdt"] else exe_target()
+        target = attach_target(pid, holders[key][0], f"probe {_named(key)}") if match["usdt"] else exe_target()
         return match[0].replace(match["usdt"] or match["exe"], target, 1)  # the marker is the first of its kind
 
     return LEXEME.sub(replace, script.text)
@@ -314,14 +305,11 @@ def _program(pid: int, scripts: list[Script], duration: int | None = None, catal
     deadline = deadline or deadline_in(STARTUP_SECONDS)
     groups = {n: g for n, s in enumerate(scripts) if (g := fit.generated_group(s, catalog))}
     wanted = set().union(*map(wanted_probes, scripts))
-    notes, fitted = {}, {}
-    holders = probe_holders(pid, wanted, deadline, notes) if wanted else {}
-    if groups:
-        scripts, fitted = fit.regenerate(pid, scripts, groups, catalog, debug_info, big, holders, notes, deadline, tids)
-        wanted = set().union(*map(wanted_probes, scripts))
-        if not wanted:
-            raise CommandError(f"process {pid} ({shown(executable(pid))}) has none of "
-                             "the scripts' probes")
+    holders = probe_holders(pid, wanted, deadline) if wanted else {}
+    scripts, fitted = fit.regenerate(pid, scripts, groups, catalog, debug_info, big, holders, deadline, tids)
+    wanted = set().union(*map(wanted_probes, scripts))  # those of the scripts made again
+    if groups and not wanted:
+        raise CommandError(f"process {pid} ({shown(executable(pid))}) has none of the scripts' probes")
     exe_target = functools.cache(lambda: _executable_target(pid))
     program = combine(scripts, [resolve(s, pid, holders, exe_target) for s in scripts]) + header(scripts, wanted)
     if duration is not None:
@@ -331,10 +319,10 @@ def _program(pid: int, scripts: list[Script], duration: int | None = None, catal
     return program, len(wanted), fitted
 
 
-def run(pid: int, paths=(), output: str | None = None, *, scripts=(), json_lines=None, tap=None,
+def run(pid: int, paths=(), output: str | None = None, *, scripts=(), as_json: bool = False, tap=None,
         labels: dict | None = None, **options) -> int:
     """Trace until bpftrace ends (Ctrl-C, SIGTERM, --duration, the process's exit): its exit status.
-    ``json_lines``: a JsonLines for -f json; ``tap``: sees the lines; ``labels``: updated with
+    ``as_json``: JSON lines (JsonLines); ``tap``: sees the lines; ``labels``: updated with
     those of the lines made again for the process, which then name their thread for ``tap``."""
     if os.geteuid() != 0:
         raise CommandError("bpftrace needs root: run as root (e.g. with sudo)")
@@ -357,11 +345,10 @@ def run(pid: int, paths=(), output: str | None = None, *, scripts=(), json_lines
     with out, tempfile.NamedTemporaryFile("w", prefix="probegen-", suffix=".bt", encoding="utf-8") as file:
         file.write(program)
         file.flush()
-        argv = [bpftrace, "-p", str(pid), *(["-f", "json"] if json_lines is not None else []), file.name]
+        argv = [bpftrace, "-p", str(pid), *(["-f", "json"] if as_json else []), file.name]
         child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE)
-        if json_lines is not None:
-            json_lines.attached = attached
-            return _relay(child, out, json_lines.convert, errors="replace")
+        if as_json:
+            return _relay(child, out, JsonLines(options.get("catalog"), attached).convert, errors="replace")
         hits = Hits(tap, set(fitted) if labels is not None else ())
         return _relay(child, out, hits.feed, hits.finish, tick=True)
 
@@ -552,10 +539,10 @@ def summary_script(catalog, pid: int, hist: str | None, count: str | None,
 class JsonLines:
     """Turns bpftrace -f json lines into probegen's JSON lines."""
 
-    def __init__(self, catalog):
+    def __init__(self, catalog, attached: int | None = None):
         from probegen.generators.spans import HITS_MAP, hist_map, unmatched_map  # jinja2 with them: only here
 
-        self.attached: int | None = None  # USDT probes attached, set by trace (else bpftrace's attach points)
+        self.attached = attached  # USDT probes attached, as trace counts them (None: bpftrace's attach points)
         self.maps: dict[str, tuple] = {HITS_MAP: ("hits", None)}
         for span in catalog.spans if catalog is not None else ():
             self.maps[hist_map(span)] = ("span", span)
