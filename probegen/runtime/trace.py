@@ -366,24 +366,22 @@ class HitJoiner:
         if match is None or match["part"] is None:
             return [line]
         key, part, parts, rest = (match["head"], match["tid"]), int(match["part"]), int(match["parts"]), match["rest"]
+        stale = []
         if part == 1:
             stale = self._pending.pop(key, ([],))[0]
             head = match["head"] + f" [tid {match['tid']}]" * (match["probe"] in self.keep_tid)
             self._pending[key] = ([line], [head + rest], parts)
-            return stale + self._complete(key)
-        lines, texts, expected = self._pending.get(key, ((), (), None))
-        if part != len(lines) + 1 or parts != expected or not rest.startswith(CONTINUED):
-            return [line]  # a part whose first line was lost: shown as it came
-        lines.append(line)
-        texts.append(rest[len(CONTINUED):])
-        return self._complete(key)
-
-    def _complete(self, key) -> list[str]:
-        lines, texts, parts = self._pending[key]
+        else:
+            lines, texts, expected = self._pending.get(key, ((), (), None))
+            if part != len(lines) + 1 or parts != expected or not rest.startswith(CONTINUED):
+                return [line]  # a part whose first line was lost: shown as it came
+            lines.append(line)
+            texts.append(rest[len(CONTINUED):])
+        lines, texts, _ = self._pending[key]
         if len(lines) < parts:
-            return []
+            return stale
         del self._pending[key]
-        return ["".join(texts)]
+        return stale + ["".join(texts)]
 
     def finish(self) -> list[str]:
         lines = [line for hit in self._pending.values() for line in hit[0]]
@@ -507,9 +505,8 @@ def _pick(wanted: str | None, known: dict, what: str, catalog) -> list | None:
     names = [n for n in (part.strip() for part in (wanted or "").split(",")) if n]
     unknown = [n for n in names if n not in known]
     if unknown:
-        have = ", ".join(known) or "none"
         raise CommandError(f"{catalog.path.name} has no {what} {', '.join(unknown)} "
-                         f"(its {what}s: {have})")
+                           f"(its {what}s: {', '.join(known) or 'none'})")
     return None if wanted is not None and not names else [known[n] for n in dict.fromkeys(names)]
 
 
@@ -576,11 +573,9 @@ class JsonLines:
 
 
 def _hist(span, key: str, buckets) -> dict:
-    # bpftrace joins a tuple key's parts with ','.
-    parts = key.split(",", len(span.by) - 1) if span.by else []
-    by = {}
-    for b, part in zip(span.by, parts):  # an enum without a name prints its number
-        by[b.name] = int(part) if b.arg.ctype.is_integer_like and part.lstrip("-").isdigit() else part
+    # bpftrace joins a tuple key's parts with ','; an enum without a name prints its number.
+    by = {b.name: int(part) if b.arg.ctype.is_integer_like and part.lstrip("-").isdigit() else part
+          for b, part in zip(span.by, key.split(",", len(span.by) - 1))}
     kept = [b for b in buckets if isinstance(b, dict) and b.get("count")]
     return {"type": "span", "span": span.name, "by": by, "unit": "us",
             "count": sum(b["count"] for b in kept), "buckets": kept}
