@@ -68,7 +68,7 @@ def test_dry_run_names_the_library_and_pid(lib_program):
             missing = trace.Script("x.bt", "usdt:__EXE__:nope { }")
             trace.resolve(missing, program.pid, trace.probe_holders(program.pid, {(None, "nope")}), lambda: "")
         with pytest.raises(InputError, match="each have a BEGIN block"):
-            trace.combine([trace.Script("a", "BEGIN {}"), trace.Script("b", "BEGIN {}")], ["", ""])
+            trace.combine([trace.Script("a", "BEGIN {}"), trace.Script("b", "BEGIN {}")], ["", ""], set())
     finally:
         program.kill()
 

@@ -248,28 +248,23 @@ def resolve(script: Script, pid: int, holders: dict, exe_target) -> str:
     return LEXEME.sub(replace, script.text)
 
 
-def combine(scripts: list[Script], texts: list[str]) -> str:
-    """One bpftrace program from several scripts (shebang lines dropped).
-    BEGIN and END are counted in the scripts as written."""
-    for keyword in ("BEGIN", "END"):
-        having = [s.path for s in scripts if keyword in SPECIAL_PROBE.findall(s.text)]
-        if len(having) > 1:
-            raise CommandError(
-                f"{' and '.join(having)} each have a {keyword} block, and bpftrace "
-                "allows one per program: trace them in separate runs (all.bt holds every probe)"
-            )
-    return "\n".join("".join(text.splitlines(keepends=True)[1:]) if text.startswith("#!") else text
-                     for text in texts)
-
-
-def header(scripts: list[Script], wanted) -> str:
-    """A BEGIN block (run once every probe is attached) saying so, for scripts that have none."""
-    if any("BEGIN" in SPECIAL_PROBE.findall(s.text) for s in scripts):
-        return ""
+def combine(scripts: list[Script], texts: list[str], wanted) -> str:
+    """One bpftrace program from several scripts (shebang lines dropped; BEGIN and END counted in the
+    scripts as written); if none has a BEGIN, one saying the ``wanted`` USDT probes are attached (it runs then)."""
+    having = {keyword: [s.path for s in scripts if keyword in SPECIAL_PROBE.findall(s.text)]
+              for keyword in ("BEGIN", "END")}
+    for keyword, paths in having.items():
+        if len(paths) > 1:
+            raise CommandError(f"{' and '.join(paths)} each have a {keyword} block, and bpftrace "
+                               "allows one per program: trace them in separate runs (all.bt holds every probe)")
+    program = "\n".join("".join(text.splitlines(keepends=True)[1:]) if text.startswith("#!") else text
+                        for text in texts)
+    if having["BEGIN"]:
+        return program
     names = ", ".join(Path(s.path).stem for s in scripts)
     probes = f"{len(wanted)} probe{'s' if len(wanted) != 1 else ''} " if wanted else ""  # USDT probes only
     text = f"Tracing {probes}({names}). Hit Ctrl-C to end."
-    return f'\nBEGIN\n{{\n\tprintf("{printf_literal(text)}\\n");\n}}\n'
+    return program + f'\nBEGIN\n{{\n\tprintf("{printf_literal(text)}\\n");\n}}\n'
 
 
 def _executable_target(pid: int) -> str:
@@ -311,7 +306,7 @@ def _program(pid: int, scripts: list[Script], duration: int | None = None, catal
     if groups and not wanted:
         raise CommandError(f"process {pid} ({shown(executable(pid))}) has none of the scripts' probes")
     exe_target = functools.cache(lambda: _executable_target(pid))
-    program = combine(scripts, [resolve(s, pid, holders, exe_target) for s in scripts]) + header(scripts, wanted)
+    program = combine(scripts, [resolve(s, pid, holders, exe_target) for s in scripts], wanted)
     if duration is not None:
         # Timed from the attach (bpftrace starts intervals after BEGIN),
         # and ended by exit(): the maps print as on Ctrl-C.
