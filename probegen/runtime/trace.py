@@ -114,31 +114,25 @@ def mapped_files(pid: int) -> list[MappedFile]:
     return sorted(files.values(), key=lambda f: f.name != exe)  # stable: the executable first
 
 
-def _open_regular(pid: int, mapped: MappedFile) -> int | None:
-    """A descriptor reading the mapped file if it is a regular file (reading a device could act on it)."""
-    with contextlib.suppress(OSError):  # unmapped since maps was read
-        try:  # the very file mapped
-            fd = os.open(_proc(pid, "map_files", mapped.addresses), os.O_PATH | os.O_CLOEXEC)
-        except PermissionError:  # map_files is root's: a dry run without root opens the path in the process's root
-            fd = os.open(bytes(_proc(pid, "root")) + mapped.name, os.O_PATH | os.O_CLOEXEC)
-        try:
-            if stat.S_ISREG(os.fstat(fd).st_mode):
-                return os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-        finally:
-            os.close(fd)
-    return None
-
-
 @contextlib.contextmanager
 def opened(pid: int, files):
-    """(file, /proc/self/fd/N) of each of ``files`` (once) that is a regular file, for a child without root."""
+    """(file, /proc/self/fd/N) of each of ``files`` (once) that is a regular file, for a child without
+    root; each is looked at through an O_PATH descriptor first (opening a device could act on it)."""
     with contextlib.ExitStack() as descriptors:
         found = []
         for mapped in dict.fromkeys(files):
-            fd = _open_regular(pid, mapped)
-            if fd is not None:
-                descriptors.callback(os.close, fd)
-                found.append((mapped, f"/proc/self/fd/{fd}"))
+            with contextlib.suppress(OSError):  # unmapped since maps was read
+                try:  # the very file mapped
+                    path = os.open(_proc(pid, "map_files", mapped.addresses), os.O_PATH | os.O_CLOEXEC)
+                except PermissionError:  # map_files is root's: a dry run without root opens the name in its root
+                    path = os.open(bytes(_proc(pid, "root")) + mapped.name, os.O_PATH | os.O_CLOEXEC)
+                try:
+                    if stat.S_ISREG(os.fstat(path).st_mode):
+                        fd = os.open(f"/proc/self/fd/{path}", os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+                        descriptors.callback(os.close, fd)
+                        found.append((mapped, f"/proc/self/fd/{fd}"))
+                finally:
+                    os.close(path)
         yield found
 
 
