@@ -38,12 +38,9 @@ def _carries(ctype, arg) -> bool:
     """Whether the catalog's type prints the site's argument (NoteFacts) as bpftrace reads it:
     the note's type, a narrower integer it holds, or a literal it holds (not a
     negative one in an unsigned type: bpftrace prints that extended to 64 bits)."""
-    if arg.floating:
-        return False
-    if ctype.carries(arg.size, arg.signed):
-        return True
-    return (arg.constant is not None and ctype.kind is Kind.INTEGER and ctype.holds_constant(arg.constant)
-            and not (arg.constant < 0 and ctype.signed is False))
+    return not arg.floating and (ctype.carries(arg.size, arg.signed) or (
+        arg.constant is not None and ctype.kind is Kind.INTEGER and ctype.holds_constant(arg.constant)
+        and not (arg.constant < 0 and ctype.signed is False)))
 
 
 def fit(catalog, probe, sites, enums: dict[str, EnumTable]) -> tuple[ProbeLine, list[str]]:

@@ -86,8 +86,7 @@ def executable(pid: int) -> bytes:
     except FileNotFoundError:
         raise CommandError(f"no process with pid {pid} (or it has no executable)") from None
     except PermissionError:
-        raise CommandError(f"cannot see the executable of pid {pid}: "
-                         "permission denied (run as root)") from None
+        raise CommandError(f"cannot see the executable of pid {pid}: permission denied (run as root)") from None
 
 
 def mapped_files(pid: int) -> list[MappedFile]:
@@ -99,10 +98,7 @@ def mapped_files(pid: int) -> list[MappedFile]:
             data = maps.read(MAPS_LIMIT + 1)
     except FileNotFoundError:
         raise CommandError(f"no process with pid {pid}") from None
-    except PermissionError:
-        raise CommandError(f"cannot read /proc/{pid}/maps: "
-                         "permission denied (run as root)") from None
-    except OSError as exc:  # the process exited while being read
+    except OSError as exc:  # the process exited while being read (maps takes the access check exe just passed)
         raise CommandError(f"cannot read /proc/{pid}/maps: {exc.strerror}") from None
     if len(data) > MAPS_LIMIT:
         raise CommandError(f"/proc/{pid}/maps is larger than {MAPS_LIMIT >> 20} MiB: "
@@ -207,9 +203,8 @@ def attach_target(pid: int, mapped: MappedFile, what: str) -> str:
         raise CommandError(f"{what} of process {pid} is in {shown(real)}, a file "
                          f"whose name holds {why}: bpftrace 0.17 cannot attach to it exactly; not tracing")
     if real != mapped.name:
-        raise CommandError(f"{what} of process {pid} is in {shown(real)}, which "
-                           f"/proc/{pid}/maps names {shown(mapped.name)}: bpftrace 0.17 cannot attach to it exactly; "
-                           "not tracing")
+        raise CommandError(f"{what} of process {pid} is in {shown(real)}, which /proc/{pid}/maps names "
+                           f"{shown(mapped.name)}: bpftrace 0.17 cannot attach to it exactly; not tracing")
     return attach_string(bytes(_proc(pid, "root")) + mapped.name)
 
 
@@ -227,10 +222,8 @@ def resolve(script: Script, pid: int, holders: dict, exe_target) -> str:
     substituted is scanned again). ``exe_target()``: the executable's target."""
     missing = sorted({_named(key) for key in wanted_probes(script) if key not in holders})
     if missing:
-        raise InputError(
-            f"process {pid} ({shown(executable(pid))}) has no probe "
-            f"{', '.join(missing)} in its executable or mapped files", Location(script.path)
-        )
+        raise InputError(f"process {pid} ({shown(executable(pid))}) has no probe {', '.join(missing)} "
+                         "in its executable or mapped files", Location(script.path))
 
     def replace(match: re.Match) -> str:
         if not (match["usdt"] or match["exe"]):  # a comment, a string or __PID__: digits are inert anywhere
