@@ -75,7 +75,6 @@ def _take_pid(args) -> None:
 
 
 def run(args) -> int:
-    import sys
     from pathlib import Path
 
     from probegen.catalog import load_catalog
@@ -102,7 +101,7 @@ def run(args) -> int:
     common = dict(scripts=texts, duration=args.duration, catalog=catalog, debug_info=not args.no_debug_info,
                   deadline=deadline)
     if args.dry_run:
-        sys.stdout.write(trace.program_for(args.pid, args.scripts, **common))
+        print(trace.program_for(args.pid, args.scripts, **common), end="")
         return 0
     if args.timeline is not None:
         return trace.with_timeline(args.timeline, args.pid, args.scripts, args.output, **common)
