@@ -90,6 +90,8 @@ def regenerate(pid: int, scripts: list[trace.Script], groups: dict, catalog, deb
                holders: dict, deadline: float, tids: bool) -> tuple[list[trace.Script], dict]:
     """(the scripts, the generated line scripts of ``groups`` made again for this process; each such
     probe's labels). ``tids``: the lines name their thread too (``PROBE [tid TID] ...``), for trace's own reading."""
+    if not groups:  # hand-written scripts only: jinja2 is not imported
+        return scripts, {}
     from probegen.generators.bpftrace import render_lines
 
     chosen = {}
