@@ -150,26 +150,23 @@ def open_seekable(path, what: str, *, pipe_ok: bool = False, limit: int = PIPE_L
     stream, size, first = _open(path, what, pipe_ok, missing)
     if size is not None:
         return stream, size
-    with stream:
-        try:
+    copy = None
+    try:
+        with stream:
             first += stream.read(max(0, head - len(first)))  # a buffered read: up to end of file
             if check_head is not None:
                 check_head(first[:head])
             copy = tempfile.TemporaryFile()
-        except OSError as exc:
-            raise UnreadableInput(path, f"cannot read: {exc.strerror}") from None
-        try:
-            copy.write(first)
-            size = len(first)
+            size = copy.write(first)
             while size <= limit and (chunk := stream.read(min(_CHUNK, limit + 1 - size))):
-                copy.write(chunk)
-                size += len(chunk)
-            if size > limit:
-                raise UnreadableInput(path, f"more than {_size_text(limit)} through a pipe; give the {what} as a file")
-            copy.seek(0)
-            return copy, size
-        except BaseException as exc:
+                size += copy.write(chunk)
+        if size > limit:
+            raise UnreadableInput(path, f"more than {_size_text(limit)} through a pipe; give the {what} as a file")
+        copy.seek(0)
+        return copy, size
+    except BaseException as exc:
+        if copy is not None:
             copy.close()
-            if isinstance(exc, OSError):
-                raise UnreadableInput(path, f"cannot read: {exc.strerror}") from None
-            raise
+        if isinstance(exc, OSError):
+            raise UnreadableInput(path, f"cannot read: {exc.strerror}") from None
+        raise

@@ -66,10 +66,8 @@ def _is_current_at(place: Place, data: bytes, executable: bool) -> bool:
         if info.st_size != len(data) or executable and not info.st_mode & stat.S_IXUSR:
             return False
         view = memoryview(data)
-        for start in range(0, len(data), _CHUNK):
-            if stream.read(_CHUNK) != view[start:start + _CHUNK]:
-                return False
-        return not stream.read(1)
+        chunks_equal = (stream.read(_CHUNK) == view[start:start + _CHUNK] for start in range(0, len(data), _CHUNK))
+        return all(chunks_equal) and not stream.read(1)
 
     return bool(_regular_at(place.dir_fd, place.name, holds))
 

@@ -46,10 +46,7 @@ def locate(path, create: bool, strict: bool = True) -> Place:
                 raise UnwritableOutput(shown, "is a directory; not writing to it")
             part = pending.pop()
             last = not pending
-            if part == "..":
-                fd, current = _enter(fd, "..", os.path.dirname(current), strict, shown), os.path.dirname(current)
-                continue
-            candidate = os.path.join(current, part)
+            candidate = os.path.normpath(os.path.join(current, part))  # '..': current's parent
             try:
                 info = os.stat(part, dir_fd=fd, follow_symlinks=False)
             except FileNotFoundError:
@@ -58,9 +55,8 @@ def locate(path, create: bool, strict: bool = True) -> Place:
                 if not create:
                     raise
                 try:
-                    os.mkdir(part, 0o777, dir_fd=fd)
-                except FileExistsError:
-                    pass  # made meanwhile: opened and checked like any other
+                    with contextlib.suppress(FileExistsError):  # made meanwhile: opened and checked like any other
+                        os.mkdir(part, 0o777, dir_fd=fd)
                 except OSError as exc:
                     raise UnwritableOutput(shown, f"cannot create directory {candidate}: {exc.strerror}") from None
                 info = os.stat(part, dir_fd=fd, follow_symlinks=False)

@@ -81,17 +81,16 @@ def _import_all(names) -> None:
 
 def _read_until(fd: int, deadline: float) -> bytes | None:
     """What the child writes before it closes the pipe (OUTPUT + 1 bytes at most), or None at the deadline."""
-    chunks, size = [], 0
-    while size <= OUTPUT:
+    data = bytearray()
+    while len(data) <= OUTPUT:
         remaining = deadline - time.monotonic()
         if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
             return None
         chunk = os.read(fd, 1 << 20)
         if not chunk:
             break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
+        data += chunk
+    return bytes(data)
 
 
 def _status(status: int) -> str:
