@@ -76,6 +76,13 @@ def test_failed_write_leaves_the_old_file(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["out.h"]
 
 
+def test_a_path_that_ends_in_a_directory_is_refused(tmp_path):
+    (tmp_path / "sub").mkdir()
+    with pytest.raises(UnwritableOutput, match="is a directory; not writing to it"):
+        write_if_changed(GeneratedFile(tmp_path / "sub" / "..", "x\n"))
+    assert [p.name for p in tmp_path.iterdir()] == ["sub"]
+
+
 def test_generate_from_any_directory_is_stable(project, tmp_path_factory):
     elsewhere = tmp_path_factory.mktemp("elsewhere")
     first = cli("generate", "--catalog", project / "probes.yaml", cwd=elsewhere)
