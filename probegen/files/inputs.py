@@ -45,16 +45,12 @@ def _open(path, what: str, pipe_ok: bool, missing: str | None = None) -> tuple[B
     if held is not None:
         return held, os.fstat(held.fileno()).st_size, b""
     try:
-        mode = os.stat(path).st_mode
+        _check_kind(path, os.stat(path).st_mode, what, pipe_ok)  # before opening: that could block or act
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except (FileNotFoundError, NotADirectoryError):
         raise UnreadableInput(path, missing or f"no such {what}") from None
     except (OSError, ValueError) as exc:
         raise UnreadableInput(path, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    _check_kind(path, mode, what, pipe_ok)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise UnreadableInput(path, f"cannot read: {exc.strerror}") from None
     try:
         info = os.fstat(fd)  # what was opened, should the path have changed since
         _check_kind(path, info.st_mode, what, pipe_ok)
