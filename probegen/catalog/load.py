@@ -63,7 +63,7 @@ def parse_catalog(data: bytes, path: Path, header_output=None) -> Catalog:
         root = _compose(data, str(path))
         builder = _Builder(str(path), path.resolve(), header_output)
         try:
-            walked = plain(root, builder.scalar, marked=b"&" in data or b"!" in data)
+            walked = plain(root, marked=b"&" in data or b"!" in data)
         except Refused as exc:
             node, message = exc.args
             raise CatalogError([Diagnostic(builder.loc(node), message)]) from None
@@ -95,8 +95,6 @@ def _compose(data: bytes, shown_path: str) -> yaml.Node:
     except yaml.reader.ReaderError as exc:  # a character YAML refuses, at its index in the text
         raise CatalogError([Diagnostic(_location(shown_path, text, exc.position),
                                        f"YAML: unacceptable character #x{exc.character:04x}: {exc.reason}")]) from None
-    except yaml.YAMLError as exc:
-        raise CatalogError([Diagnostic(Location(shown_path), f"YAML: {exc}")]) from None
     finally:
         loader.dispose()
     if root is None:
@@ -108,14 +106,12 @@ def _compose(data: bytes, shown_path: str) -> yaml.Node:
 def _c_integer(text: str) -> int:
     """A C integer constant with an optional sign, as the schema's enumerator
     pattern allows; ValueError for octal digits past 7."""
-    digits = text.rstrip("uUlL")
-    negative = digits.startswith("-")
-    digits = digits.lstrip("+-").lstrip()
-    octal = digits[0] == "0" and len(digits) > 1 and digits[1] not in "xXbB"
+    sign, digits = re.fullmatch(r"([-+]?)\s*(\w+?)[uUlL]*", text).groups()
+    octal = re.fullmatch("0[0-9]+", digits)
     if octal and not set(digits) <= set("01234567"):
         raise ValueError(f"'{digits}' is not an octal constant (a leading 0 means octal in C)")
     value = int(digits, 8 if octal else 0)
-    return -value if negative else value
+    return -value if sign == "-" else value
 
 
 def _location(shown_path: str, text: str | bytes, index: int) -> Location:
@@ -129,7 +125,6 @@ class _Builder:
         self.shown = shown_path
         self.path = path
         self.diagnostics: list[Diagnostic] = []
-        self._constructor = yaml.SafeLoader("")
         self._ctypes: dict = {}  # spelling -> CType
         self._reported: set[tuple[int, int]] = set()  # (line, column) of each problem
         self._header_nodes: dict[str, yaml.Node] = {}  # 'header:' key (or 'provider') -> value node
@@ -143,9 +138,6 @@ class _Builder:
 
     def reported(self, node: yaml.Node) -> bool:  # by the schema, say
         return (node.start_mark.line, node.start_mark.column) in self._reported
-
-    def scalar(self, node: yaml.ScalarNode):
-        return node.value if node.tag == STR else self._constructor.construct_object(node)
 
     def fields(self, node: yaml.MappingNode) -> dict[str, yaml.Node]:
         return {k.value: v for k, v in node.value}
@@ -290,8 +282,7 @@ class _Builder:
         fields = self.fields(node) if isinstance(node, yaml.MappingNode) else {}
         values = data if fields else {}
         for key in HEADER_NAMES:
-            if key in values:
-                self.keyword_check(fields[key], values[key], key)
+            self.keyword_check(fields.get(key), values.get(key), key)
         self._header_nodes.update(fields)
         guard = values.get("guard")
         if guard is None:
@@ -310,12 +301,13 @@ class _Builder:
                            "write names, numbers, calls, member access, casts and operators, e.g. spdk_get_ticks()")
                 clock = "0"  # never written: the catalog is refused; no second error for ticks probes
         includes = []
-        for item in fields["includes"].value if isinstance(fields.get("includes"), yaml.SequenceNode) else ():
-            problem = include_problem(str(self.scalar(item))) if isinstance(item, yaml.ScalarNode) else ""
+        listed = fields.get("includes")
+        for item, text in zip(listed.value, values["includes"]) if isinstance(listed, yaml.SequenceNode) else ():
+            problem = include_problem(str(text)) if isinstance(item, yaml.ScalarNode) else ""
             if problem:
                 self.error(item, f"includes: {problem}")
             elif problem is None:
-                includes.append(str(self.scalar(item)))
+                includes.append(str(text))
         dtrace = values.get("style") == "dtrace"
         return HeaderConfig(
             guard=guard, enable_macro=values.get("enable_macro", None if dtrace else "PROBEGEN_USDT"),
@@ -375,14 +367,13 @@ class _Builder:
             if name in args:
                 self.error(fields["name"], f"probe '{probe_name}': duplicate argument name '{name}'")
                 continue
-            type_node = fields.get("type")
-            if not isinstance(type_node, yaml.ScalarNode) or type_node.tag != STR:
+            spelled = values.get("type")
+            if not isinstance(spelled, str):
                 continue
             try:  # parsed once per spelling: catalogs repeat a few types
-                ctype = self._ctypes.get(type_node.value) or self._ctypes.setdefault(
-                    type_node.value, parse_ctype(type_node.value, typedefs))
+                ctype = self._ctypes.get(spelled) or self._ctypes.setdefault(spelled, parse_ctype(spelled, typedefs))
             except CTypeError as exc:
-                self.error(type_node, f"argument '{name}': {exc}")
+                self.error(fields["type"], f"argument '{name}': {exc}")
                 continue
             hex_ = values.get("hex", False) is True
             if hex_ and not ctype.is_integer_like:

@@ -48,15 +48,16 @@ class Refused(Exception):
     """(node, message): YAML that a catalog may not use; nothing else is checked."""
 
 
-def plain(root: yaml.Node, scalar: Callable[[yaml.Node], Any], marked: bool = True) -> tuple[Any, list[Problem]]:
+def plain(root: yaml.Node, marked: bool = True) -> tuple[Any, list[Problem]]:
     """(the document as JSON data, [(node, message)] for its repeated keys
-    and strings holding a character they may not); ``scalar(node)`` gives a
-    scalar's value. Raises Refused for aliases (their walks grow
-    exponentially: "billion laughs"), tags beyond YAML's core, keys that are
-    not scalars, nesting past MAX_DEPTH. ``marked``: the text holds '&' or
-    '!' (else there is no alias or tag, and no set of every node is kept)."""
+    and strings holding a character they may not). Raises Refused for
+    aliases (their walks grow exponentially: "billion laughs"), tags beyond
+    YAML's core, keys that are not scalars, nesting past MAX_DEPTH.
+    ``marked``: the text holds '&' or '!' (else there is no alias or tag,
+    and no set of every node is kept)."""
     problems: list[Problem] = []
     seen: set[int] = set()  # every node: an alias is a node met twice
+    constructor = yaml.SafeLoader("")  # for scalars other than strings
     Scalar = yaml.ScalarNode  # noqa: N806
 
     def check(node: yaml.Node, holder: yaml.Node) -> None:
@@ -77,7 +78,7 @@ def plain(root: yaml.Node, scalar: Callable[[yaml.Node], Any], marked: bool = Tr
         node.end_mark = None  # never read: freed as the data grows (~10% of a big catalog's peak memory)
         if not node.value.isprintable():
             unprintable(node, doc)
-        return node.value if node.tag == STR else scalar(node)
+        return node.value if node.tag == STR else constructor.construct_object(node)
 
     def collection(node: yaml.Node, what: str, depth: int) -> Any:  # what: its key, or its noun
         if depth >= MAX_DEPTH:
