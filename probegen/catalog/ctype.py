@@ -256,15 +256,25 @@ class _TypeParser(TokenCursor):
     def type_name(self) -> tuple[list[str], int, bool, list[str]]:
         """(specifiers but qualifiers, ["struct", "s"]; pointer levels (of a
         function pointer's return); whether a function pointer; tokens kept)."""
-        words = self.specifiers()
-        stars = self.pointers()
-        function = self.peek() == "("
-        if function:
-            self.function_declarator(named=False)
+        words, stars, function = self.declaration(named=False)
         if self.peek() is not None:
             self.fail(f"unexpected '{self.peek()}'" + (
                 "; function pointers are written 'ret (*)(params)'" if self.peek() in "()" else ""))
         return words, stars, function, self.kept
+
+    def declaration(self, named: bool) -> tuple[list[str], int, bool]:
+        """A type, or (``named``) a parameter: its name is no part of the type."""
+        words = self.specifiers()
+        stars = self.pointers()
+        function = self.peek() == "("
+        if function:
+            self.function_declarator(named)
+        elif named:
+            if words == ["void"] and not stars:
+                self.fail("'void' must be the only parameter")
+            if is_identifier(self.peek() or ""):
+                self.position += 1  # the parameter's name
+        return words, stars, function
 
     def specifiers(self) -> list[str]:
         words: list[str] = []
@@ -273,10 +283,9 @@ class _TypeParser(TokenCursor):
                 self.take()
             elif token in _INTEGER_WORDS and all(w in _INTEGER_WORDS for w in words):
                 words.append(self.take())
-            elif token == "double" and words in ([], ["long"]):
-                words.append(self.take())
-            elif token == "long" and words == ["double"]:
-                words.insert(0, self.take())
+            elif sorted((*words, token)) == ["double", "long"]:  # long double, double long
+                self.take()
+                words = ["long", "double"]
             elif words:
                 break  # a parameter's name, or what follows the type
             elif token in ("struct", "union", "enum"):
@@ -332,15 +341,7 @@ class _TypeParser(TokenCursor):
                     self.fail("'...' needs a parameter before it")
                 self.take()
                 return
-            words = self.specifiers()
-            stars = self.pointers()
-            if self.peek() == "(":
-                self.function_declarator(named=True)
-            else:
-                if words == ["void"] and not stars:
-                    self.fail("'void' must be the only parameter")
-                if is_identifier(self.peek() or ""):
-                    self.position += 1  # the parameter's name
+            self.declaration(named=True)
             if self.peek() != ",":
                 return
             self.take()

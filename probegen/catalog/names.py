@@ -142,12 +142,6 @@ def problems(catalog: Catalog) -> list[tuple[Origin, str]]:
     """(origin, message) for each catalog name that would break the header."""
     found: list[tuple[Origin, str]] = []
     header = catalog.header
-
-    def unusable(origin: Origin, what: str, name: str, **kinds) -> None:
-        why = _unusable(name, **kinds)
-        if why:
-            found.append((origin, f"{what} '{name}' {why}"))
-
     # Macros the user defines and the header only tests.
     tested = {header.enable_macro: "enable_macro"} if header.enable_macro else {}
     if header.disable_macro:
@@ -155,20 +149,23 @@ def problems(catalog: Catalog) -> list[tuple[Origin, str]]:
             found.append(("disable_macro", f"disable_macro '{header.disable_macro}' is also the enable_macro: "
                                            "the probes could never be compiled in"))
         tested.setdefault(header.disable_macro, "disable_macro")
-    # Names <sys/sdt.h> receives are macro-expanded first: an object-like
-    # macro of the header (or one the user defines for it) would replace them.
     object_macros = {header.guard: "the include guard", **tested}
 
+    def unusable(origin: Origin, what: str, name: str, **kinds) -> None:
+        why = _unusable(name, **kinds)
+        if why:
+            found.append((origin, f"{what} '{name}' {why}"))
+        # Names <sys/sdt.h> receives are macro-expanded first: an object-like
+        # macro of the header (or one the user defines for it) would replace them.
+        if kinds.get("expanded") and name in object_macros:
+            found.append((origin, f"{what} '{name}' is also {object_macros[name]}"))
+
     unusable("provider", "provider", catalog.provider, expanded=True)
-    if catalog.provider in object_macros:
-        found.append(("provider", f"provider '{catalog.provider}' is also {object_macros[catalog.provider]}"))
     for key in HEADER_NAMES:
         if getattr(header, key):
             unusable(key, key, getattr(header, key), macro=True)
     for probe in catalog.probes:
         unusable(probe.location, "probe", probe.name, expanded=True)
-        if probe.name in object_macros:
-            found.append((probe.location, f"probe '{probe.name}' is also {object_macros[probe.name]}"))
         for arg in probe.args:
             unusable(arg.location, f"probe '{probe.name}': argument", arg.name)
             if arg.name.startswith(LOCAL_PREFIX):

@@ -25,9 +25,8 @@ def output_paths(builder, outputs, allow_outside: bool) -> dict[str, Path]:
     nodes = {key.value: value for key, value in entries if key.value in kinds and isinstance(value, yaml.ScalarNode)}
     base = str(builder.path.parent)  # already resolved
     paths: dict[str, str] = {}  # kind -> normalised path, of the outputs placed so far
-    written_as: dict[str, str] = {}
     for kind, node in nodes.items():
-        written = written_as[kind] = str(node.value)
+        written = node.value
         if not written.strip():
             builder.error(node, f"outputs: '{kind}' is empty; give a path relative to the catalog")
             continue
@@ -52,7 +51,7 @@ def output_paths(builder, outputs, allow_outside: bool) -> dict[str, Path]:
             pair = {kind: path, other: other_path}
             for inner, outer in ((kind, other), (other, kind)):
                 if _inside(pair[inner], pair[outer]) and not {inner, outer} <= directories:
-                    builder.error(node, f"outputs: '{inner}' ('{written_as[inner]}') is inside '{outer}' "
-                                        f"('{written_as[outer]}'); each output needs its own path")
+                    builder.error(node, f"outputs: '{inner}' ('{nodes[inner].value}') is inside '{outer}' "
+                                        f"('{nodes[outer].value}'); each output needs its own path")
         paths[kind] = path
-    return {kind: builder.path.parent / written for kind, written in written_as.items()}
+    return {kind: builder.path.parent / node.value for kind, node in nodes.items()}
