@@ -138,9 +138,7 @@ class CType:
         if self.kind is Kind.BOOL:
             return value in (0, 1)
         bits = 8 * self.size_on(pointer_size)
-        if self.signed is True:
-            return -(1 << (bits - 1)) <= value < (1 << (bits - 1))
-        return -(1 << (bits - 1)) <= value < (1 << bits)
+        return -(1 << (bits - 1)) <= value < 1 << (bits - 1 if self.signed is True else bits)
 
     @property
     def is_integer_like(self) -> bool:

@@ -153,10 +153,8 @@ class _ExpressionParser(TokenCursor):
             depth += {"(": 1, ")": -1}.get(self.tokens[index], 0)
             if depth == 0:
                 inner = self.tokens[self.position + 1:index]
-                following = self.tokens[index + 1] if index + 1 < len(self.tokens) else None
-                starts_operand = following is not None and (
-                    following in _UNARY or following == "(" or following[0].isalnum()
-                    or following[0] in "_.")
+                following = self.tokens[index + 1] if index + 1 < len(self.tokens) else ""
+                starts_operand = following in _UNARY or following[:1] in ("(", "_", ".") or following[:1].isalnum()
                 return index + 1 - self.position if starts_operand and is_type_name(inner) else 0
         return 0
 

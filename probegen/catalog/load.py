@@ -204,7 +204,7 @@ class _Builder:
             self.error(node, f"probe: '{name}' is a macro in C ({_KEYWORD_MACROS[name]} defines it) "
                              "and cannot name a probe")
             return False
-        return name in C_KEYWORDS or is_identifier(name)
+        return name.isascii() and name.isidentifier()  # a keyword here is a probe's name
 
     def unique(self, fields, name, what, seen: dict[str, yaml.Node]) -> bool:
         """Whether ``name`` can name a ``what`` and is not yet in ``seen``
