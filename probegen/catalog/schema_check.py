@@ -121,14 +121,12 @@ def structure_problems(root: yaml.Node, data: Any) -> Iterator[Problem]:
     """Every way the document (``data``, from plain) breaks the schema."""
     try:
         _validator(detailed=False)(data)
-        return
     except fastjsonschema.JsonSchemaValueException:
-        pass
-    try:
-        _validator(detailed=True)(data)
-    except fastjsonschema.JsonSchemaValuesException as exc:
-        for error in exc.errors:
-            yield from _problems(root, error)
+        try:
+            _validator(detailed=True)(data)
+        except fastjsonschema.JsonSchemaValuesException as exc:
+            for error in exc.errors:
+                yield from _problems(root, error)
 
 
 def _problems(root: yaml.Node, error) -> Iterator[Problem]:
