@@ -133,6 +133,13 @@ def test_too_many_keys(tmp_path):
     assert message.endswith(":26:53: error: 'key': has 5 items; at most 4 are allowed")
 
 
+def test_what_the_schema_refuses_is_not_checked_again(tmp_path):
+    found = errors(tmp_path, "  - {name: s, end: req_done}\n"
+                             "  - {name: t, start: req_start, end: req_done, key: [[id]]}\n")
+    assert [m.split(": error: ")[1] for m in found] == ["'spans': missing required key 'start'",
+                                                         "'key': expected a string, found a list"]
+
+
 def test_group_named_spans_is_refused(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text(PROBES.replace("group: g", "group: spans", 1))
