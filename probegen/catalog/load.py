@@ -224,13 +224,11 @@ class _Builder:
             if not is_identifier(name):
                 self.error(key_node, f"typedef: '{name}' is not a C identifier" if name not in C_KEYWORDS
                            else f"typedef: '{name}' is a C keyword")
-                continue
-            if not isinstance(value_node, yaml.ScalarNode):
-                continue
-            try:
-                typedefs[name] = parse_ctype(value_node.value, typedefs)
-            except CTypeError as exc:
-                self.error(value_node, f"typedef '{name}': {exc}")
+            elif isinstance(value_node, yaml.ScalarNode):  # else the schema said so
+                try:
+                    typedefs[name] = parse_ctype(value_node.value, typedefs)
+                except CTypeError as exc:
+                    self.error(value_node, f"typedef '{name}': {exc}")
         return typedefs
 
     def build_enums(self, node, data) -> list[EnumDecl]:
