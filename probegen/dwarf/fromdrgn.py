@@ -87,12 +87,9 @@ def _base(name: str | None, size: int, encoding: str) -> m.Type:
         return m.Base(spelling, size, encoding)
     if encoding == "boolean" and size == 1:
         return m.Base("_Bool", size, encoding)
-    if encoding == "float" and size in FLOATS:
-        return m.Base(FLOATS[size], size, encoding)
-    if encoding in ("signed", "signed_char") and size in SIGNED_INTS:
-        return m.Base(SIGNED_INTS[size], size, encoding)
-    if size in UNSIGNED_INTS and encoding != "float":
-        return m.Base(UNSIGNED_INTS[size], size, "unsigned" if encoding != "unsigned_char" else encoding)
+    names = FLOATS if encoding == "float" else SIGNED_INTS if encoding in ("signed", "signed_char") else UNSIGNED_INTS
+    if size in names:  # a wider boolean: an unsigned int
+        return m.Base(names[size], size, "unsigned" if encoding == "boolean" else encoding)
     return m.Array(m.Base("unsigned char", 1, "unsigned_char"), [size])  # its bytes
 
 

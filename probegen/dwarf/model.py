@@ -3,6 +3,7 @@ generators/cdecl.py). A type reached twice by name is one object, so
 recursive structs (through pointers) end.
 """
 
+import math
 from dataclasses import dataclass, field
 
 
@@ -65,14 +66,18 @@ class Struct(Type):
         return f"{self.kind} {self.name}"
 
 
-@dataclass(eq=False)
-class Typedef(Type):
-    name: str
-    target: Type
+class _Alias(Type):
+    """A typedef or qualifiers: the size of its target."""
 
     @property
-    def size(self):  # type: ignore[override]
+    def size(self):
         return self.target.size
+
+
+@dataclass(eq=False)
+class Typedef(_Alias):
+    name: str
+    target: Type
 
 
 @dataclass(eq=False)
@@ -82,13 +87,9 @@ class Pointer(Type):
 
 
 @dataclass(eq=False)
-class Qualified(Type):
+class Qualified(_Alias):
     qualifiers: tuple[str, ...]  # of "const", "volatile", "restrict", "_Atomic", in that order
     target: Type
-
-    @property
-    def size(self):  # type: ignore[override]
-        return self.target.size
 
 
 @dataclass(eq=False)
@@ -98,12 +99,9 @@ class Array(Type):
 
     @property
     def size(self):  # type: ignore[override]
-        total = self.element.size
-        for count in self.counts:
-            if count is None or total is None:
-                return 0 if count is None else None
-            total *= count
-        return total
+        if self.counts[0] is None:  # only the outermost may be flexible
+            return 0
+        return None if self.element.size is None else math.prod(self.counts) * self.element.size
 
 
 @dataclass(eq=False)
