@@ -65,13 +65,9 @@ class Memory:
     kind = "memory"
 
     def describe(self) -> str:
-        parts = []
-        if self.base:
-            parts.append(self.base)
-        if self.index:
-            parts.append(f"{self.index}*{self.scale}" if self.scale != 1 else self.index)
-        if self.symbol:
-            parts.append(_symbol_text(self.symbol, self.relocation, 0))
+        index = self.index and (f"{self.index}*{self.scale}" if self.scale != 1 else self.index)
+        symbol = self.symbol and _symbol_text(self.symbol, self.relocation, 0)
+        parts = [part for part in (self.base, index, symbol) if part]
         text = "+".join(parts) or "0"
         if self.offset:
             text += f"{self.offset:+d}" if parts else str(self.offset)

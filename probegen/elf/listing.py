@@ -3,11 +3,12 @@ shape: doc/verify-import.md, "probegen list")."""
 
 import re
 
-from probegen.elf.argspec import NoteArg, Register, Unknown
+from probegen.elf.argspec import NoteArg
 from probegen.elf.notes import Binary, ElfError
 
-# The keys of each operand kind, in the order the JSON has always had.
-_KEYS = {"constant": ("value",), "address": ("symbol", "offset", "relocation"),
+# The keys of each operand kind, in the order the JSON has always had (a register's is its name).
+_KEYS = {"register": ("register",), "unknown": ("text",), "constant": ("value",),
+         "address": ("symbol", "offset", "relocation"),
          "memory": ("base", "index", "scale", "offset", "symbol", "relocation", "segment")}
 
 
@@ -15,12 +16,7 @@ def arg_json(arg: NoteArg) -> dict:
     operand = arg.operand
     out = {"spec": arg.spec, "size": arg.size, "signed": arg.signed, "float": arg.floating,
            "type": arg.type_name, "location": operand.kind}
-    if isinstance(operand, Register):
-        out["register"] = operand.name
-    elif isinstance(operand, Unknown):
-        out["text"] = operand.text
-    else:
-        out.update((key, getattr(operand, key)) for key in _KEYS[operand.kind])
+    out.update((key, getattr(operand, "name" if key == "register" else key)) for key in _KEYS[operand.kind])
     return out
 
 
