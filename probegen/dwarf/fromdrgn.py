@@ -88,7 +88,7 @@ def _base(name: str | None, size: int, encoding: str) -> m.Type:
     if encoding == "boolean" and size == 1:
         return m.Base("_Bool", size, encoding)
     names = FLOATS if encoding == "float" else SIGNED_INTS if encoding in ("signed", "signed_char") else UNSIGNED_INTS
-    if size in names:  # a wider boolean: an unsigned int
+    if size in names:  # a boolean wider than a byte: an unsigned int
         return m.Base(names[size], size, "unsigned" if encoding == "boolean" else encoding)
     return m.Array(m.Base("unsigned char", 1, "unsigned_char"), [size])  # its bytes
 

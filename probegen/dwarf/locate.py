@@ -217,5 +217,6 @@ def inflate_within_claims(elf: Elf) -> None:
         if not is_zlib:
             raise Damaged(f"section {name} is compressed otherwise than with zlib")
         elf.stream.seek(offset)
-        if len(zlib.decompressobj().decompress(elf.stream.read(max(length, 0)), claimed + 1)) > claimed:
+        inflated = zlib.decompressobj().decompress(elf.stream.read(max(length, 0)), claimed + 1)
+        if len(inflated) > claimed:
             raise Damaged(f"section {name} inflates to more than the {claimed} bytes it claims")
