@@ -20,7 +20,7 @@ class Item:  # one member line of a struct or union body
     declarator: str  # "x", "*p", "(*fn)(int)", "a[2][3]", "flags : 3", "" for anonymous
     nested: "Plan | None" = None  # inline definition of an anonymous struct/union/enum
     attributes: str = ""  # " __attribute__((packed))"
-    comment: str = ""  # pahole-style offset/size, with --annotate
+    comment: str = ""  # pahole-style offset/size (written with --annotate)
 
 
 @dataclass
@@ -32,7 +32,7 @@ class Plan:  # how one struct, union or enum is written
     size: int = 0
     align: int = 1  # alignment of the type as written (what an outer layout sees)
     comment: str = ""  # above it: "typedef struct {...} foo_t: ..." or its name in the debug info
-    tail_comment: str = ""  # its size and member count, with --annotate
+    tail_comment: str = ""  # a struct's size and member count (written with --annotate)
 
 
 def _size(t: m.Type) -> int:
@@ -46,8 +46,7 @@ _SIZED_INTS = {size: integer_type(size, signed=False) for size in (1, 2, 4, 8)}
 class Planner:
     """Plans every struct, union and enum reached from the requested types."""
 
-    def __init__(self, annotate: bool = False):
-        self.annotate = annotate
+    def __init__(self):
         self._plans: dict[int, Plan] = {}
         self._enumerators: dict[str, m.Enum] = {}
         self._inline_enums: set[int] = set()
@@ -56,15 +55,11 @@ class Planner:
         t = m.unqualified(t)
         if isinstance(t, m.Base):
             return max(1, min(t.size, 16))
-        if isinstance(t, m.Enum):
-            return enum_size(e.value for e in t.enumerators) if t.size is None else t.size
-        if isinstance(t, m.Pointer):
+        if isinstance(t, (m.Enum, m.Pointer)):
             return t.size
         if isinstance(t, m.Array):
             return self.align_of(t.element)
-        if isinstance(t, m.Struct):
-            return self.plan(t).align
-        return 1
+        return self.plan(t).align  # a struct: a member's type is no void or function (fromdrgn)
 
     def declarator(self, t: m.Type, inner: str) -> tuple[str, str, Plan | None]:
         """(head, declarator, nested plan) declaring ``inner`` as type ``t``."""
@@ -104,7 +99,7 @@ class Planner:
             # A compiler would not make this enum this size (packed or -fshort-enums), or it has no
             # enumerators to define it with: bpftrace cannot be told; an integer can. An anonymous
             # enum is defined once: "enum { A, B } x, y;" has A and B once.
-            if (t.size not in (None, enum_size(e.value for e in t.enumerators)) or not t.enumerators
+            if (t.size != enum_size(e.value for e in t.enumerators) or not t.enumerators
                     or (t.name is None and id(t) in self._inline_enums)):
                 return _SIZED_INTS.get(t.size, "unsigned int"), None
             if t.name is None:
@@ -135,7 +130,7 @@ class Planner:
             plan.comment = f"typedef {t.kind} {{...}} {t.name}: bpftrace takes no typedefs"
         elif t.source_name:
             plan.comment = f"{t.source_name} in the debug info"
-        if self.annotate and isinstance(t, m.Struct):
+        if isinstance(t, m.Struct):
             plan.tail_comment = f"size: {plan.size}, members: {len(t.members)}"
         return plan
 
@@ -144,19 +139,17 @@ class Planner:
         if member.bit_size is not None:
             inner = f"{name} : {member.bit_size}" if name else f": {member.bit_size}"
         head, decl, nested = self.declarator(member.type, inner)
-        item = Item(head, decl, nested, " __attribute__((packed))" if packed else "")
-        if self.annotate:
-            bits = f":{member.bit_offset - member.offset * 8:2}" if member.bit_size is not None else ""
-            item.comment = f"{member.offset:5}{bits} {_size(member.type):4}"
-        return item
+        bits = f":{member.bit_offset - member.offset * 8:2}" if member.bit_size is not None else ""
+        return Item(head, decl, nested, " __attribute__((packed))" if packed else "",
+                    f"{member.offset:5}{bits} {_size(member.type):4}")
 
     def _pad(self, names: set[str], size: int) -> Item:
         name = next(f"__pad{i}" for i in itertools.count() if f"__pad{i}" not in names)
         names.add(name)
-        return Item("char", f"{name}[{size}]", comment=f"padding: {size} bytes" if self.annotate else "")
+        return Item("char", f"{name}[{size}]", comment=f"padding: {size} bytes")
 
     def _bit_pad(self, bits: int) -> Item:
-        return Item("unsigned char", f": {bits}", comment=f"padding: {bits} bits" if self.annotate else "")
+        return Item("unsigned char", f": {bits}", comment=f"padding: {bits} bits")
 
     def _names(self, struct: m.Struct, into: set[str]) -> set[str]:
         # Members of anonymous members share the enclosing namespace.
@@ -263,7 +256,7 @@ def _unlike(struct: m.Struct, why: str) -> InputError:
 def order_definitions(roots: list[m.Type]) -> tuple[list[m.Struct], list[m.Type]]:
     """(forward declarations, definitions in dependency order): structs reached only through
     pointers are declared, others defined before use."""
-    defined, done, pointed, sizes = [], set(), {}, {}
+    defined, pointed, sizes = [], {}, {}  # sizes: of each type visited, by key
 
     def key(t: m.Struct | m.Enum):
         # A header's type is a DIE in every unit that includes it: one definition per name.
@@ -271,13 +264,12 @@ def order_definitions(roots: list[m.Type]) -> tuple[list[m.Struct], list[m.Type]
 
     def visit(t: m.Type) -> None:
         k = key(t)
-        if k in sizes and sizes[k] != t.size:
-            raise InputError(f"two different types named '{k[0]} {k[1]}' ({sizes[k]} and {t.size} bytes) "
-                             "are reachable from the types asked for")
-        sizes[k] = t.size
-        if k in done:
+        if k in sizes:
+            if sizes[k] != t.size:
+                raise InputError(f"two different types named '{k[0]} {k[1]}' ({sizes[k]} and {t.size} bytes) "
+                                 "are reachable from the types asked for")
             return
-        done.add(k)
+        sizes[k] = t.size
         if isinstance(t, m.Struct):
             for member in t.members:
                 need(member.type, by_value=True)
@@ -310,5 +302,5 @@ def order_definitions(roots: list[m.Type]) -> tuple[list[m.Struct], list[m.Type]
                              "C cannot define it")
         if isinstance(root, (m.Struct, m.Enum)):
             visit(root)
-    forward = sorted((s for k, s in pointed.items() if k not in done), key=lambda s: (s.name or "", s.kind))
+    forward = sorted((s for k, s in pointed.items() if k not in sizes), key=lambda s: (s.name or "", s.kind))
     return forward, defined

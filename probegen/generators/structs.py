@@ -13,7 +13,7 @@ from probegen.generators.escape import c_comment, c_string, hash_comment, python
 def render_definitions(types, names: list[str], enums: list[str] = (), annotate: bool = False) -> str:
     """C definitions of these types and all they need, for bpftrace."""
     roots = [types.aggregate(n) for n in names] + [types.enum(n) for n in enums]
-    planner = Planner(annotate=annotate)
+    planner = Planner()
     try:
         forward, defined = order_definitions(roots)
         plans = [planner.plan(t) for t in defined]  # type: ignore[arg-type]
@@ -27,22 +27,22 @@ def render_definitions(types, names: list[str], enums: list[str] = (), annotate:
     for plan in plans:
         out.append(f"\n// {c_comment(plan.comment)}\n" if plan.comment else "\n")
         out.append(f"{plan.kind} {plan.name} {{\n")
-        _body(plan, "\t", out)
+        _body(plan, "\t", out, annotate)
         out.append("};\n")
     return "".join(out)
 
 
-def _body(plan: Plan, indent: str, out: list[str]) -> None:
+def _body(plan: Plan, indent: str, out: list[str], annotate: bool) -> None:
     out += [f"{indent}{name} = {value},\n" for name, value in plan.enumerators]  # an enum's
     for item in plan.items:
         line = f"{item.head} {item.declarator}" if item.declarator else item.head
         if item.nested:
             out.append(f"{indent}{item.head} {{\n")
-            _body(item.nested, indent + "\t", out)
+            _body(item.nested, indent + "\t", out, annotate)
             line = f"}} {item.declarator}" if item.declarator else "}"
-        comment = f"\t/* {item.comment} */" if item.comment else ""
+        comment = f"\t/* {item.comment} */" if annotate else ""
         out.append(f"{indent}{line}{item.attributes};{comment}\n")
-    if plan.tail_comment:
+    if annotate and plan.tail_comment:
         out.append(f"{indent}/* {plan.tail_comment} */\n")
 
 
