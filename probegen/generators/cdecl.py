@@ -87,10 +87,8 @@ class Planner:
         return head, inner, nested
 
     def _param(self, t: m.Type) -> str:
-        head, decl, nested = self.declarator(t, "")
-        if nested is not None:  # an anonymous aggregate as a parameter: cannot be named
-            return "void *"
-        return f"{head} {decl}".strip() if decl else head
+        head, decl, nested = self.declarator(t, "")  # an anonymous aggregate as a parameter cannot be named
+        return "void *" if nested is not None else f"{head} {decl}".strip()
 
     def _head(self, t: m.Type) -> tuple[str, Plan | None]:
         if isinstance(t, m.Base):
@@ -152,55 +150,41 @@ class Planner:
         return Item("unsigned char", f": {bits}", comment=f"padding: {bits} bits")
 
     def _names(self, struct: m.Struct, into: set[str]) -> set[str]:
-        # Members of anonymous members share the enclosing namespace.
         for member in struct.members:
             if member.name:
                 into.add(member.name)
-            else:
-                inner = m.unqualified(member.type)
-                if isinstance(inner, m.Struct):
-                    self._names(inner, into)
-                    if inner.name is None:  # its padding shares our namespace too
-                        into.update(_PAD.findall(" ".join(i.declarator for i in self.plan(inner).items)))
+            else:  # an anonymous struct or union (fromdrgn names any other member): its members and
+                inner = m.unqualified(member.type)  # padding share the enclosing namespace
+                self._names(inner, into)
+                into.update(_PAD.findall(" ".join(i.declarator for i in self.plan(inner).items)))
         return into
 
     def _plan_struct(self, struct: m.Struct, plan: Plan, force_packed: bool = False) -> None:
         names = self._names(struct, set())
         items: list[Item] = []
         members = sorted(struct.members, key=lambda mb: mb.bit_offset if mb.bit_size is not None else mb.offset * 8)
-        cur = 0  # bits used so far
-        align = 1
+        cur, align = 0, 1  # bits used so far, alignment so far
         for member in members:
-            a = self.align_of(member.type)
-            size = _size(member.type)
+            a, size = self.align_of(member.type), _size(member.type)
+            packed = force_packed and a > 1  # packing a member of alignment 1 changes nothing (gcc warns)
             if member.bit_size is not None:
-                target = member.bit_offset
-                unit = max(size, 1) * 8
-                natural = bit_start(cur, unit, member.bit_size)
-                # Packing a member of alignment 1 changes nothing (gcc warns).
-                packed = force_packed and a > 1
-                if natural != target or force_packed:
+                target, unit = member.bit_offset, size * 8
+                if bit_start(cur, unit, member.bit_size) != target or force_packed:
                     items.extend(self._pad_bits(names, cur, target, struct))
-                    cur = target
-                    if member.bit_size and bit_start(cur, unit, member.bit_size) != cur:
-                        packed = True
-                items.append(self._item(member, packed))
+                    packed = packed or bit_start(target, unit, member.bit_size) != target
                 cur = target + member.bit_size
-                if member.name and not packed:
-                    align = max(align, a)
-                continue
-            target = member.offset
-            here = (cur + 7) // 8
-            packed = (force_packed and a > 1) or target % a != 0
-            if target < here:
-                raise _unlike(struct, f"member {member.name or '(anonymous)'} at offset {target} "
-                                      "overlaps the one before")
-            if (packed and target > here) or (not packed and align_up(here, a) != target):
-                items.extend(self._pad_bits(names, cur, target * 8, struct))
+            else:
+                target, here = member.offset, (cur + 7) // 8
+                packed = packed or target % a != 0
+                if target < here:
+                    raise _unlike(struct, f"member {member.name or '(anonymous)'} at offset {target} "
+                                          "overlaps the one before")
+                if (packed and target > here) or (not packed and align_up(here, a) != target):
+                    items.extend(self._pad_bits(names, cur, target * 8, struct))
+                cur = (target + size) * 8
             items.append(self._item(member, packed))
-            if not packed:
+            if not packed and (member.name or member.bit_size is None):  # an unnamed bitfield aligns nothing
                 align = max(align, a)
-            cur = (target + size) * 8
         end = (cur + 7) // 8
         if struct.alignment and struct.alignment > align and items and not force_packed:
             items[0].attributes += f" __attribute__((aligned({struct.alignment})))"
