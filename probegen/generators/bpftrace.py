@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from probegen.catalog import Catalog
+from probegen.catalog.ctype import align_up
 from probegen.catalog.names import ALL_SCRIPT, COUNTS_SCRIPT
 from probegen.generators.escape import printf_literal
-from probegen.bpftrace import BIG_STRLEN, BPF_STACK, DEFAULT_MAX_LEN, DEFAULT_STRLEN, MAX_ARG_INDEX, UNREADABLE
-from probegen.bpftrace import conversion
+from probegen.bpftrace import BIG_STRLEN, BPF_STACK, DEFAULT_MAX_LEN, DEFAULT_STRLEN, MAX_ARG_INDEX, UNREADABLE, conversion
 from probegen.generators.lines import UNKNOWN_ENUM, Field, ProbeLine, Style, enum_chain, enum_lookup, probe_line
 from probegen.generators.lines import CONTINUED, struct_definitions
 from probegen.files.output import GeneratedFile
@@ -75,10 +75,6 @@ def _buf_length(field: Field) -> str:
     """A negative length (or one past 2**63) as 0, a longer one as max_len."""
     length, most = f"arg{field.length}", min(field.max_len, BIG_STRLEN - 1)
     return f"(int64){length} < 0 ? 0 : ({length} > {most} ? {most} : {length})"
-
-
-def _round(size: int) -> int:
-    return -(-size // WORD_BYTES) * WORD_BYTES
 
 
 def _pointers(line: ProbeLine, name) -> tuple[dict[int, str], list[str]]:
@@ -169,7 +165,7 @@ def _full_pieces(address: str, full: str, count: int) -> list[str]:
     the byte after it are tested as words; a failed read gives zeros, which end the count. A
     loop, as 0.17 gives every unrolled read 8 bytes of stack. (w - 0x0101...) & ~w &
     0x8080... is non-zero exactly when a byte of the word w is 0."""
-    words = _round(PIECE) // WORD_BYTES
+    words = align_up(PIECE, WORD_BYTES) // WORD_BYTES
     return [
         f"{full} = 0;",
         "$pg_more = 1;",
@@ -183,7 +179,7 @@ def _full_pieces(address: str, full: str, count: int) -> list[str]:
         "	$pg_words = $pg_words + 1;",
         f"	if ($pg_words % {words} == 0) {{",
         "		if ($pg_zero & 0x8080808080808080) { $pg_more = 0; } "
-        f"else {{ {full} = {full} + 1; $pg_at = $pg_at - {_round(PIECE) - PIECE}; }}",
+        f"else {{ {full} = {full} + 1; $pg_at = $pg_at - {align_up(PIECE, WORD_BYTES) - PIECE}; }}",
         "	}",
         "}",
     ]
@@ -221,7 +217,7 @@ def _field_items(field: Field, number: int, known: bool | None, shown: int | Non
             items.append(Item("%r", (f"buf({at}, {n} > {start + PIECE_BYTES} ? {PIECE_BYTES} : {rest})",), size, size))
         return items
     if field.style is Style.STRING:  # a char array member: bpftrace reads and prints it whole
-        size = _round(field.ctype.size)
+        size = align_up(field.ctype.size, WORD_BYTES)
         return [Item(label + "%s", (value,), size, size)]
     if field.style is Style.HEX:  # its own bits at its width, not sign-extended
         value = f"(uint{field.size * 8}){value}"

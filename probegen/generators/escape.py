@@ -7,10 +7,9 @@ import re
 
 from probegen.catalog.cvalidate import HIDDEN
 
-_COMMENT_DELIMITER = re.compile(r"(?<=\*)(?=/)|(?<=/)(?=\*)")
-# ??/ is a backslash (a line splice at a line's end) and ??= a '#' where trigraphs are on
-# (gcc -trigraphs, -std=c11 without GNU extensions).
-_TRIGRAPH = re.compile(r"(?<=\?\?)(?=[=/'()!<>-])")
+# Where a comment delimiter or a trigraph is broken by a space: ??/ is a backslash (a line splice
+# at a line's end) and ??= a '#' where trigraphs are on (gcc -trigraphs, -std=c11 without GNU extensions).
+_C_COMMENT_BREAKS = re.compile(r"(?<=\*)(?=/)|(?<=/)(?=\*)|(?<=\?\?)(?=[=/'()!<>-])")
 # A comment on line 1 or 2 of a Python file matching this sets the source encoding:
 # "coding: utf-7" would let later text decode to code.
 _PYTHON_CODING = re.compile(r"(?<=coding)(?=[:=])")
@@ -47,8 +46,7 @@ def _no_splice(line: str) -> str:
 def c_comment(text: str) -> str:
     """Text safe in a /* */ or // comment: one line, no comment delimiter, no trigraph, no
     line splice."""
-    line = _COMMENT_DELIMITER.sub(" ", one_line(text))
-    return _no_splice(_TRIGRAPH.sub(" ", line))
+    return _no_splice(_C_COMMENT_BREAKS.sub(" ", one_line(text)))
 
 
 def c_string(text: str) -> str:
