@@ -5,7 +5,7 @@ styled how, so the two tools cannot drift apart.
 
 import enum
 from collections import namedtuple
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from probegen.bpftrace import DEFAULT_MAX_LEN, cut_literal
@@ -95,8 +95,8 @@ def _field(catalog, label, ctype, index, hex_=False, max_len=None, types=None, *
     return Field(label, style, index, ctype, max_len or DEFAULT_MAX_LEN, table, **member)
 
 
-def arg_fields(catalog: Catalog, arg: Arg, types: "DwarfTypes | None") -> list[Field]:
-    fields = [_field(catalog, arg.name, arg.ctype, arg.index, arg.hex, arg.max_len, types)]
+def arg_fields(catalog: Catalog, arg: Arg, types: "DwarfTypes | None", length: int | None = None) -> list[Field]:
+    fields = [_field(catalog, arg.name, arg.ctype, arg.index, arg.hex, arg.max_len, types, length=length)]
     if types is not None:
         from probegen.generators.typesource import member_ctype  # only with a binary's DWARF
 
@@ -115,10 +115,7 @@ def probe_line(catalog: Catalog, probe: Probe, types: "DwarfTypes | None" = None
     fields: list[Field] = []
     for arg in probe.note_args:
         if arg.name:
-            found = arg_fields(catalog, arg, types)
-            if arg.length:  # exactly that many bytes, up to max_len
-                found[0] = replace(found[0], length=probe.arg(arg.length).index)
-            fields.extend(found)
+            fields += arg_fields(catalog, arg, types, probe.arg(arg.length).index if arg.length else None)
     named = sum(1 for f in fields if f.style is Style.ENUM)
     if named > MAX_NAMED_ENUMS:
         raise InputError(f"probe '{probe.name}' has {named} enum arguments printed by name; scripts print at "
