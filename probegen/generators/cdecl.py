@@ -237,7 +237,7 @@ def _unlike(struct: m.Struct, why: str) -> InputError:
     return InputError(f"cannot reproduce the layout of {struct.kind} {struct.name or '(anonymous)'}: {why}")
 
 
-def order_definitions(roots: list[m.Type]) -> tuple[list[m.Struct], list[m.Type]]:
+def order_definitions(roots: list[m.Struct | m.Enum]) -> tuple[list[m.Struct], list[m.Type]]:
     """(forward declarations, definitions in dependency order): structs reached only through
     pointers are declared, others defined before use."""
     defined, pointed, sizes = [], {}, {}  # sizes: of each type visited, by key
@@ -279,12 +279,10 @@ def order_definitions(roots: list[m.Type]) -> tuple[list[m.Struct], list[m.Type]
         elif isinstance(t, m.Struct):
             pointed.setdefault(key(t), t)
 
-    for root in roots:
-        root = m.unqualified(root)
+    for root in roots:  # as DwarfTypes.aggregate finds them, under any typedef
         if isinstance(root, m.Enum) and not root.enumerators:
             raise InputError(f"enum {root.source_name or root.name} has no enumerators in the debug info: "
                              "C cannot define it")
-        if isinstance(root, (m.Struct, m.Enum)):
-            visit(root)
+        visit(root)
     forward = sorted((s for k, s in pointed.items() if k not in sizes), key=lambda s: (s.name or "", s.kind))
     return forward, defined

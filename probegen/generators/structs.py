@@ -13,10 +13,9 @@ from probegen.generators.escape import c_comment, c_string, hash_comment, python
 def render_definitions(types, names: list[str], enums: list[str] = (), annotate: bool = False) -> str:
     """C definitions of these types and all they need, for bpftrace."""
     roots = [types.aggregate(n) for n in names] + [types.enum(n) for n in enums]
-    planner = Planner()
     try:
         forward, defined = order_definitions(roots)
-        plans = [planner.plan(t) for t in defined]  # type: ignore[arg-type]
+        plans = list(map(Planner().plan, defined))  # one planner: each type planned once
     except InputError as exc:  # what C cannot say of this file's types
         raise InputError(exc.message, Location(str(types.info.binary))) from None
     build_id = f" (build id {types.info.build_id})" if types.info.build_id else ""
