@@ -83,30 +83,26 @@ class Planner:
             if t.varargs and t.params:  # "(...)" alone is no C: "()" takes anything
                 params.append("...")
             return self.declarator(t.returns, f"{inner}({', '.join(params)})")
-        head, nested = self._head(t)
-        return head, inner, nested
-
-    def _param(self, t: m.Type) -> str:
-        head, decl, nested = self.declarator(t, "")  # an anonymous aggregate as a parameter cannot be named
-        return "void *" if nested is not None else f"{head} {decl}".strip()
-
-    def _head(self, t: m.Type) -> tuple[str, Plan | None]:
         if isinstance(t, m.Base):
-            return t.name, None
+            return t.name, inner, None
         if isinstance(t, m.Enum):
             # A compiler would not make this enum this size (packed or -fshort-enums), or it has no
             # enumerators to define it with: bpftrace cannot be told; an integer can. An anonymous
             # enum is defined once: "enum { A, B } x, y;" has A and B once.
             if (t.size != enum_size(e.value for e in t.enumerators) or not t.enumerators
                     or (t.name is None and id(t) in self._inline_enums)):
-                return _SIZED_INTS.get(t.size, "unsigned int"), None
+                return _SIZED_INTS.get(t.size, "unsigned int"), inner, None
             if t.name is None:
                 self._inline_enums.add(id(t))
-                return "enum", self.plan(t)
-            return f"enum {t.name}", None
+                return "enum", inner, self.plan(t)
+            return f"enum {t.name}", inner, None
         if isinstance(t, m.Struct):
-            return (t.kind, self.plan(t)) if t.name is None else (t.spelling, None)
-        return "void", None  # void, or what C cannot name
+            return (t.kind, inner, self.plan(t)) if t.name is None else (t.spelling, inner, None)
+        return "void", inner, None  # void, or what C cannot name
+
+    def _param(self, t: m.Type) -> str:
+        head, decl, nested = self.declarator(t, "")  # an anonymous aggregate as a parameter cannot be named
+        return "void *" if nested is not None else f"{head} {decl}".strip()
 
     def plan(self, t: m.Struct | m.Enum) -> Plan:
         if id(t) in self._plans:

@@ -8,28 +8,23 @@ from probegen.errors import InputError
 from probegen.generators.cdecl import Planner
 
 
-def member_ctype(types, struct_name: str, member_path: str) -> CType:
-    """Of the member at ``member_path`` ("qid", "id.nsid") in a probegen.dwarf.DwarfTypes; char
-    arrays are STRING. probegen.errors.NoSuchMember if there is no such member."""
-    member = types.member(struct_name, member_path)
-    if member.bit_size is not None:
-        raise InputError(f"{struct_name}.{member_path} is a bitfield: scripts cannot read it by address")
-    return to_ctype(member.type)
-
-
 def spelling(t: m.Type) -> str:
     """The type as C writes it (a struct defined in place as '{...}')."""
     head, decl, nested = Planner().declarator(t, "")
     return f"{head} {{...}}{decl}" if nested is not None else f"{head} {decl}".rstrip()
 
 
-def to_ctype(t: m.Type) -> CType:
-    """How probegen.catalog.ctype models a member of this DWARF type."""
-    named = t
+def member_ctype(types, struct_name: str, member_path: str) -> CType:
+    """Of the member at ``member_path`` ("qid", "id.nsid") in a probegen.dwarf.DwarfTypes; char
+    arrays are STRING. probegen.errors.NoSuchMember if there is no such member."""
+    member = types.member(struct_name, member_path)
+    if member.bit_size is not None:
+        raise InputError(f"{struct_name}.{member_path} is a bitfield: scripts cannot read it by address")
+    named = member.type  # the name a typedef gives it (under qualifiers), else its spelling
     while isinstance(named, m.Qualified):
         named = named.target
-    text = named.name if isinstance(named, m.Typedef) else spelling(t)
-    u = m.unqualified(t)
+    text = named.name if isinstance(named, m.Typedef) else spelling(member.type)
+    u = m.unqualified(member.type)
     if isinstance(u, m.Array):
         element = m.unqualified(u.element)
         if isinstance(element, m.Base) and element.size == 1 and len(u.counts) == 1 and \
