@@ -16,7 +16,8 @@ from probegen.catalog import Catalog
 from probegen.catalog.ctype import align_up
 from probegen.catalog.names import ALL_SCRIPT, COUNTS_SCRIPT
 from probegen.generators.escape import printf_literal
-from probegen.bpftrace import BIG_STRLEN, BPF_STACK, DEFAULT_MAX_LEN, DEFAULT_STRLEN, MAX_ARG_INDEX, UNREADABLE, conversion
+from probegen.bpftrace import BIG_STRLEN, BPF_STACK, DEFAULT_MAX_LEN, DEFAULT_STRLEN, MAX_ARG_INDEX, UNREADABLE
+from probegen.bpftrace import conversion
 from probegen.generators.lines import UNKNOWN_ENUM, Field, ProbeLine, Style, enum_chain, enum_lookup, probe_line
 from probegen.generators.lines import CONTINUED, struct_definitions
 from probegen.files.output import GeneratedFile

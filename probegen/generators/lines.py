@@ -74,17 +74,13 @@ def enum_table(catalog: Catalog, enum_name: str, types: "DwarfTypes | None") -> 
     return EnumTable(enum_name, tuple(names.items()), any(v < 0 for v in names))
 
 
+_KIND_STYLES = {Kind.STRING: Style.STRING, Kind.POINTER: Style.POINTER, Kind.FUNCTION_POINTER: Style.POINTER,
+                Kind.ENUM: Style.ENUM}  # integers and bools by their sign
+
+
 def style_of(ctype: CType, hex_: bool = False) -> Style:
     """How both tools print a value of this type."""
-    if hex_:
-        return Style.HEX
-    if ctype.kind is Kind.STRING:
-        return Style.STRING
-    if ctype.is_address:
-        return Style.POINTER
-    if ctype.kind is Kind.ENUM:
-        return Style.ENUM
-    return Style.SIGNED if ctype.signed_on_x86 else Style.UNSIGNED
+    return Style.HEX if hex_ else _KIND_STYLES.get(ctype.kind, Style.SIGNED if ctype.signed_on_x86 else Style.UNSIGNED)
 
 
 def _field(catalog, label, ctype, index, hex_=False, max_len=None, types=None, **member) -> Field:
