@@ -146,11 +146,13 @@ class Planner:
         return Item("unsigned char", f": {bits}", comment=f"padding: {bits} bits")
 
     def _names(self, struct: m.Struct, into: set[str]) -> set[str]:
+        # An unnamed member is an anonymous struct or union (fromdrgn names the others): its members
+        # and its padding share the enclosing namespace.
         for member in struct.members:
             if member.name:
                 into.add(member.name)
-            else:  # an anonymous struct or union (fromdrgn names any other member): its members and
-                inner = m.unqualified(member.type)  # padding share the enclosing namespace
+            else:
+                inner = m.unqualified(member.type)
                 self._names(inner, into)
                 into.update(_PAD.findall(" ".join(i.declarator for i in self.plan(inner).items)))
         return into
