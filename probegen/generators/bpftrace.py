@@ -242,12 +242,11 @@ def _stack(items: list[Item]) -> int:
 def _limit(line: ProbeLine) -> int:
     """Stack bytes left for one printf: BPF_STACK less the probe's variables (0.17 keeps each
     on the stack: 8 bytes, an enum name 64) and STACK_MARGIN."""
-    strings = sum(1 for f in line.fields if _reads_string(f))
+    strings = read_pieces(line)  # $pg_sN and $pg_fN each, and the loop's if one has pieces to count
     enums = sum(1 for f in line.fields if f.style is Style.ENUM and _readable(f))
     bufs = sum(1 for f in line.fields if f.length is not None and _readable(f))
     pointers = len({f.index for f in line.fields if f.is_member and _readable(f)})
-    scalars = (1 + pointers + 2 * strings + enums + bufs
-               + (LOOP_VARIABLES if any(c > 1 for c in read_pieces(line).values()) else 0))
+    scalars = 1 + pointers + 2 * len(strings) + enums + bufs + LOOP_VARIABLES * any(c > 1 for c in strings.values())
     return BPF_STACK - STACK_MARGIN - WORD_BYTES * scalars - PIECE_BYTES * enums
 
 
