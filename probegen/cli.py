@@ -32,7 +32,8 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
         module = importlib.import_module(module_name)
         subparser = sub.add_parser(name, help=module.HELP, description=module.__doc__,
                                    add_help=getattr(module, "ADD_HELP", True))
-        module.configure(subparser)
+        if hasattr(module, "configure"):  # schema has no options; dtrace parses its own (main)
+            module.configure(subparser)
         subparser.set_defaults(run=module.run)
     return parser
 

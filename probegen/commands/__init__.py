@@ -1,4 +1,4 @@
-"""One module per command: ``HELP``, ``configure(parser)``, ``run(args)``
+"""One module per command: ``HELP``, ``configure(parser)`` (if it has options), ``run(args)``
 (see probegen.cli); and what several commands share."""
 
 # The options several commands take, declared once: (flags, argparse keywords).

@@ -2,13 +2,6 @@
 with the system's /usr/bin/python3.
 """
 
-from probegen.commands import scripts
+from probegen.commands.scripts import configure, run  # noqa: F401 (this command's)
 
 HELP = "generate the BCC tool (PROVIDER.py: every probe and span)"
-
-
-def configure(parser):
-    scripts.configure(parser, "bcc")
-
-
-run = scripts.run

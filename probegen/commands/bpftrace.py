@@ -7,13 +7,6 @@ block: run them with probegen trace PID, bpftrace -p PID, or SPDK's
 scripts/bpftrace.sh.
 """
 
-from probegen.commands import scripts
+from probegen.commands.scripts import configure, run  # noqa: F401 (this command's)
 
 HELP = "generate bpftrace scripts (one per group, all, counts, spans)"
-
-
-def configure(parser):
-    scripts.configure(parser, "bpftrace")
-
-
-run = scripts.run

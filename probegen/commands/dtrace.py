@@ -21,10 +21,6 @@ HELP = "SystemTap dtrace's -h and -G, for build systems that run $DTRACE (also: 
 _IGNORED = {"-k", "--types", "-32", "-64", "-fpic", "-fPIC"}
 
 
-def configure(parser):
-    """Nothing: cli hands `probegen dtrace` its command line unparsed (main)."""
-
-
 def main(argv: list[str]) -> int:
     if not argv or argv in (["--help"], ["-?"]):
         print(f"usage: probegen dtrace (or probegen-dtrace) -h|-G -s FILE.d [-o FILE] [-C] [-I DIR] "

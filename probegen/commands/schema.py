@@ -11,10 +11,6 @@ import sys
 HELP = "print the catalog's JSON Schema (for editors)"
 
 
-def configure(parser):
-    pass
-
-
 def run(args) -> int:
     from probegen import data
 

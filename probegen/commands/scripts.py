@@ -8,10 +8,11 @@ from pathlib import Path
 from probegen.commands import add_options
 
 
-def configure(parser, kind: str) -> None:
+def configure(parser) -> None:
+    """The bpftrace or bcc command's options (the command: the last word of ``parser.prog``)."""
     add_options(parser, "catalog")
     parser.add_argument("-o", "--output", metavar="DIR",
-                        help=f"directory to write to (default: the catalog's outputs.{kind})")
+                        help=f"directory to write to (default: the catalog's outputs.{parser.prog.split()[-1]})")
     add_options(parser, "quiet", "binary", "debug_file", "force")
 
 
