@@ -2,6 +2,7 @@
 the Location it is about, if any. Named tuples: every command imports this module, so it stays cheap.
 """
 
+import re
 from collections import namedtuple
 
 
@@ -28,11 +29,7 @@ class Diagnostic(namedtuple("Diagnostic", "location message rule", defaults=("",
 def printable(text: str) -> str:
     """Text for one line of a terminal or a CI log: control characters as escapes, and the first ':' of
     a line starting '::' (doc/security.md)."""
-    text = escape_controls(text)
-    start = len(text) - len(text.lstrip(" "))
-    if text.startswith("::", start):
-        text = f"{text[:start]}\\x3a{text[start + 1:]}"
-    return text
+    return re.sub(r"^( *):(?=:)", r"\1\\x3a", escape_controls(text))
 
 
 def escape_controls(text: str) -> str:

@@ -18,7 +18,7 @@ import sys
 from probegen.errors import CommandError
 
 HELP = "SystemTap dtrace's -h and -G, for build systems that run $DTRACE (also: probegen-dtrace)"
-_IGNORED = {"-k", "--types", "-32", "-64", "-fpic", "-fPIC"}
+_FLAGS = {"-h", "-G", "-C", "-k", "--types", "-32", "-64", "-fpic", "-fPIC"}  # from -k on: accepted, ignored
 
 
 def main(argv: list[str]) -> int:
@@ -39,29 +39,26 @@ def run(args) -> int:  # reached only through main
 
 def _parse(argv: list[str]) -> tuple:
     """(-h or -G, the provider file, the output or None, cpp's options or None: no -C)"""
-    modes, values, cpp, use_cpp = [], {}, [], False
+    flags, values, cpp = set(), {}, []
     words = iter(argv)
     for word in words:
-        if word in ("-h", "-G"):
-            modes.append(word)
-        elif word in ("-s", "-o", "-I", "-D", "-x"):
+        if word in ("-s", "-o", "-I", "-D", "-x"):
             value = values[word] = next(words, None)
             if value is None:
                 raise CommandError(f"{word} needs a value")
             if word in ("-I", "-D"):
                 cpp += [word, value]
-        elif word.startswith(("-I", "-D")) and len(word) > 2:
+        elif word.startswith(("-I", "-D")):  # -IDIR, -DNAME=VALUE
             cpp.append(word)
-        elif word == "-C":
-            use_cpp = True
-        elif word in _IGNORED:
-            pass
+        elif word in _FLAGS:
+            flags.add(word)
         elif word.startswith("-"):
             raise CommandError(f"unsupported option {word!r} (supported: -h, -G, -s, -o, -C, -I, -D, -x, -k, --types, "
                                "-32, -64, -fpic, -fPIC)")
         # other words are the objects -G is given: SystemTap's -G leaves them alone
-    if len(set(modes)) != 1:
+    modes = flags & {"-h", "-G"}
+    if len(modes) != 1:
         raise CommandError("give one of -h (header) and -G (object file)")
     if "-s" not in values:
         raise CommandError("no provider file: give -s FILE.d")
-    return modes[0], values["-s"], values.get("-o"), cpp if use_cpp else None
+    return modes.pop(), values["-s"], values.get("-o"), cpp if "-C" in flags else None

@@ -335,21 +335,12 @@ def _shown(token: Token) -> str:
 
 
 def _doc_comment(comment: str) -> tuple[str, tuple[tuple[str, str], ...]]:
-    """A Javadoc-style comment's text and its @param lines; a tag's text runs to the next tag."""
+    """A Javadoc-style comment's text and its @param lines; a tag's text runs to the next tag (other
+    tags, @return or @since, are not carried)."""
     lines = [re.sub(r"^\s*\*+ ?", "", line) for line in comment[3:-2].splitlines()]
-    text, params, current = [], [], None
-    for line in lines:
-        match = re.match(r"\s*@param\s+([A-Za-z_][A-Za-z0-9_]*)\s*(.*)", line)
-        if match:
-            current = [match.group(1), match.group(2)]
-            params.append(current)
-        elif re.match(r"\s*@", line):
-            current = [None, ""]  # another tag (@return, @since): not carried
-        elif current is not None:
-            current[1] += " " + line
-        else:
-            text.append(line)
-    return " ".join(" ".join(text).split()), tuple((n, " ".join(d.split())) for n, d in params)
+    text, *tags = re.split(r"(?:^|\n)\s*(?=@)", "\n".join(lines))
+    params = [re.match(r"@param[^\S\n]+([A-Za-z_][A-Za-z0-9_]*)(.*)", tag, re.S) for tag in tags]
+    return " ".join(text.split()), tuple((match[1], " ".join(match[2].split())) for match in params if match)
 
 
 def parse_provider_file(text: str, path: str) -> ProviderFile:
