@@ -82,7 +82,7 @@ class _Lexer:
 
     def __init__(self, text: str, path: str):
         self.text, self.path = text, path
-        self.macros: dict[str, list[Token]] = {}
+        self.macros: dict[str, list[tuple[str, str]]] = {}  # name -> (text, kind) of its tokens
         self.expanded = 0
 
     def fail(self, line: int, column: int, why: str):
@@ -126,30 +126,25 @@ class _Lexer:
             return
         if len(expanding) >= _MAX_EXPANSION:
             self.fail(token.line, token.column, f"#define '{token.text}' expands too deeply")
-        for part in body:  # the expansion is reported where the macro is used
-            self.emit(Token(part.text, part.kind, token.line, token.column), out, expanding | {token.text})
+        for text, kind in body:  # the expansion is reported where the macro is used
+            self.emit(Token(text, kind, token.line, token.column), out, expanding | {token.text})
 
     def directive(self, text: str, line: int, column: int) -> None:
         body = re.sub(r"/\*.*?\*/|//.*", " ", text.replace("\\\n", " "), flags=re.S).strip()[1:].strip()
-        word = re.match(r"[A-Za-z_]*", body).group()
+        word, rest = re.match(r"([A-Za-z_]*)(.*)", body, re.S).groups()
         if word == "undef":
-            self.macros.pop(body[len(word):].strip(), None)
-            return
+            self.macros.pop(rest.strip(), None)
         if word != "define":
-            return  # '# file: x.d' comments and the like, which dtrace -h skips too
-        match = re.match(r"define\s+([A-Za-z_][A-Za-z0-9_]*)(\(?)(.*)", body, re.S)
+            return  # '#undef', or '# file: x.d' comments and the like, which dtrace -h skips too
+        match = re.match(r"\s+([A-Za-z_][A-Za-z0-9_]*)(\(?)(.*)", rest, re.S)
         if not match:
             self.fail(line, column, "#define: expected a macro name")
         name, function_like, value = match.groups()
         if function_like:
             return  # a function-like macro: types never use one
-        tokens: list[Token] = []
-        for part in _TOKEN.finditer(value):
-            if part.lastgroup in ("ident", "number", "punct"):
-                tokens.append(Token(part.group(), part.lastgroup, line, column))
-            elif part.lastgroup in ("other", "directive"):
-                return  # not a type: a macro the probes cannot use
-        self.macros[name] = tokens
+        parts = [(part.group(), part.lastgroup) for part in _TOKEN.finditer(value)]
+        if not any(kind in ("other", "directive") for _, kind in parts):  # else not a type: the probes cannot use it
+            self.macros[name] = [(text, kind) for text, kind in parts if kind in ("ident", "number", "punct")]
 
 
 class _Reader:
