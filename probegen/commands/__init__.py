@@ -1,7 +1,7 @@
 """One module per command: ``HELP``, ``configure(parser)`` (if it has options), ``run(args)``
 (see probegen.cli); and what several commands share."""
 
-# The options several commands take, declared once: (flags, argparse keywords).
+# The options several commands take, declared once: (flags, argparse keywords; a help's {}: what --format reports).
 OPTIONS = {
     "catalog": (("--catalog", "-c"), {"default": "probes.yaml", "metavar": "FILE",
                                       "help": "probe catalog (default: ./probes.yaml)"}),
@@ -29,9 +29,7 @@ def add_options(parser, *names: str, what: str = "findings") -> None:
     """The OPTIONS ``names``, in that order; ``what``: what --format reports."""
     for name in names:
         flags, keywords = OPTIONS[name]
-        if name == "format":
-            keywords = {**keywords, "help": keywords["help"].format(what)}
-        parser.add_argument(*flags, **keywords)
+        parser.add_argument(*flags, **{**keywords, "help": keywords["help"].format(what)})
 
 
 def write_output(args, output, render, source, template: str) -> int:
