@@ -204,9 +204,8 @@ def loaded(text: str, path, failure: str, header_output=None, location: Location
     """InputError 'FAILURE: its first problem' if the loader refuses the text."""
     try:
         return parse_catalog(text.encode("utf-8"), Path(str(path)), header_output)
-    except CatalogError as exc:
-        first = exc.diagnostics[0].message if exc.diagnostics else str(exc)
-        raise (InputError if location else CommandError)(f"{failure}: {first}", location) from None
+    except CatalogError as exc:  # the loader raises it with one diagnostic or more
+        raise (InputError if location else CommandError)(f"{failure}: {exc.diagnostics[0].message}", location) from None
 
 
 def render_catalog(imported: ImportedCatalog) -> str:

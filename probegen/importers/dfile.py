@@ -73,8 +73,7 @@ class ProviderFile:
                              "a catalog has one: give --provider NAME", Location(self.path))
         if name is None or name in names:
             return self.providers[0 if name is None else names.index(name)]
-        raise InputError(f"no provider '{printable(name)}' "
-                         f"(the file has: {', '.join(names) or 'none'})", Location(self.path))
+        raise InputError(f"no provider '{printable(name)}' (the file has: {', '.join(names)})", Location(self.path))
 
 
 class _Lexer:
