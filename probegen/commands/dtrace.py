@@ -18,7 +18,7 @@ import sys
 from probegen.errors import CommandError
 
 HELP = "SystemTap dtrace's -h and -G, for build systems that run $DTRACE (also: probegen-dtrace)"
-_FLAGS = {"-h", "-G", "-C", "-k", "--types", "-32", "-64", "-fpic", "-fPIC"}  # from -k on: accepted, ignored
+_FLAGS = {"-h", "-G", "-C", "-k", "--types", "-32", "-64", "-fpic", "-fPIC"}  # -k and after: accepted, no effect
 
 
 def main(argv: list[str]) -> int:
