@@ -2,7 +2,6 @@
 the Location it is about, if any. Named tuples: every command imports this module, so it stays cheap.
 """
 
-import re
 from collections import namedtuple
 
 
@@ -29,7 +28,10 @@ class Diagnostic(namedtuple("Diagnostic", "location message rule", defaults=("",
 def printable(text: str) -> str:
     """Text for one line of a terminal or a CI log: control characters as escapes, and the first ':' of
     a line starting '::' (doc/security.md)."""
-    return re.sub(r"^( *):(?=:)", r"\1\\x3a", escape_controls(text))
+    text = escape_controls(text)
+    if text.lstrip(" ").startswith("::"):
+        text = text.replace(":", "\\x3a", 1)  # only spaces come before it
+    return text
 
 
 def escape_controls(text: str) -> str:

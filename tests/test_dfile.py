@@ -72,6 +72,9 @@ def test_doc_comment_tags():
     probe = parse_provider_file(text, "p.d").providers[0].probes[0]
     assert probe.doc == "Fired on a get."
     assert probe.param_docs == (("key", "the key, not NUL-terminated"), ("n", "its length"))
+    one_line = parse_provider_file("provider p { /** @param n the count */ probe a(int n); };", "p.d")
+    probe = one_line.providers[0].probes[0]
+    assert (probe.doc, probe.param_docs) == ("", (("n", "the count"),))
 
 def test_several_providers_need_a_choice():
     text = "provider one { probe a(int); };\nprovider two { probe b(long); };"
