@@ -237,7 +237,6 @@ class _Reader:
                 return []
         args: list[DArg] = []
         while True:
-            first = self.peek()
             words: list[Token] = []
             depth = 0
             while depth or self.peek().text not in (",", ")"):
@@ -247,8 +246,8 @@ class _Reader:
                                      f"found {_shown(token)}")
                 depth += {"[": 1, "]": -1}.get(token.text, 0)
                 words.append(token)
-            if not words:
-                self.fail(first, f"probe '{probe}': argument {len(args) + 1} has no type")
+            if not words:  # nothing taken: the ',' or ')' is next
+                self.fail(self.peek(), f"probe '{probe}': argument {len(args) + 1} has no type")
             if check:
                 args.append(self.argument(probe, len(args) + 1, words))
             if self.take().text == ")":
