@@ -115,7 +115,7 @@ class _Lexer:
         return out
 
     def emit(self, token: Token, out: list[Token], expanding: frozenset[str]) -> None:
-        body = self.macros.get(token.text) if token.kind == "ident" else None
+        body = self.macros.get(token.text)  # a macro's name is an identifier: no number or punctuation is one
         if body is None or token.text in expanding:
             if expanding:
                 self.expanded += 1
