@@ -70,9 +70,7 @@ class Checker:
                 probes += [probe for probe in self.attach_point(point) if probe not in probes]
             for probe in probes or [None]:
                 self.probe = probe
-                env: dict = {}
-                self.value(block.predicate, env)  # None: no predicate, nothing to check
-                self.statements(block.body, env)
+                self.statements((block.predicate, *block.body), {})  # the predicate None: nothing to check
         return sorted(self.findings)
 
     def attach_point(self, point: Token) -> list[Probe]:
@@ -129,9 +127,7 @@ class Checker:
             return self.argument(node, int(match.group(1))) if match else None
         if isinstance(node, ast.Var):
             known = env.get(node.name)
-            if known is None:
-                return None
-            return known._replace(describe=f"{node.name} ({known.describe})", expression=node.name)
+            return known and known._replace(describe=f"{node.name} ({known.describe})", expression=node.name)
         if isinstance(node, ast.Call):
             values = [self.value(arg, env) for arg in node.args]
             if node.name == "str" and node.args:

@@ -29,13 +29,9 @@ Value = namedtuple("Value", "describe ctype text struct expression path", defaul
 
 def parse_format(raw: str) -> tuple[list[Conversion], list[Conversion]]:
     """The conversions of a format string as written between its quotes, and the unknown ones."""
-    conversions, unknown = [], []
-    for match in _FORMAT.finditer(raw):
-        if match["known"]:
-            conversions.append(Conversion(match.group(), match["conv"], match["length"], match.start()))
-        elif match["unknown"]:
-            unknown.append(Conversion(match.group(), None, None, match.start()))
-    return conversions, unknown
+    found = [Conversion(match.group(), match["conv"], match["length"], match.start())
+             for match in _FORMAT.finditer(raw) if match["known"] or match["unknown"]]
+    return [c for c in found if c.conv], [c for c in found if not c.conv]
 
 
 def suggest(value: Value) -> str:

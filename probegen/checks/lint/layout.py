@@ -52,9 +52,7 @@ class Layout:
         return align_up(align_up(self.end, 8) // 8, self.align)
 
     def shape(self, tag: str | None) -> Shape | None:
-        if not self.complete:
-            return None
-        return Shape("struct", self.size, self.align, struct=tag)
+        return Shape("struct", self.size, self.align, struct=tag) if self.complete else None
 
     def place(self, shape: Shape | None, bits: int | None = None, packed=False, aligned: int | None = None):
         """The bit the next member starts at, or None once the layout is not known."""
@@ -81,11 +79,8 @@ def dwarf_shape(t) -> Shape:
     u = m.unqualified(t)
     size = u.size or 0
     if isinstance(u, m.Base):
-        if u.encoding == "boolean":
-            return Shape("bool", size, size)
-        if u.encoding in ("float", "complex_float"):
-            return Shape("float", size, size)
-        return Shape("integer", size, size, signed=None if u.name == "char" else u.signed)
+        kind = {"boolean": "bool", "float": "float", "complex_float": "float"}.get(u.encoding, "integer")
+        return Shape(kind, size, size, signed=None if kind != "integer" or u.name == "char" else u.signed)
     if isinstance(u, m.Enum):
         return Shape("enum", size, size)
     if isinstance(u, m.Pointer):
@@ -101,21 +96,13 @@ def dwarf_shape(t) -> Shape:
 def _same_type(copy: Shape, binary: Shape) -> bool:
     """Whether reading the copy's type gives the binary's value. Numbers of one size read alike (an
     enum's sign is the compiler's choice), so do a pointer and an integer (hand copies keep pointers as u64)."""
-    if copy.size != binary.size:
+    kinds = {copy.kind, binary.kind}
+    if copy.size != binary.size or len(kinds) > 1 and not (kinds <= {*_NUMBERS} or kinds == {"pointer", "integer"}):
         return False
-    if copy.kind in _NUMBERS and binary.kind in _NUMBERS:
-        if copy.kind == binary.kind == "integer" and None not in (copy.signed, binary.signed):
-            return copy.signed == binary.signed
-        return True
-    if {copy.kind, binary.kind} == {"pointer", "integer"}:
-        return True
-    if copy.kind != binary.kind:
-        return False
-    if copy.kind in ("pointer", "struct"):
-        return None in (copy.struct, binary.struct) or copy.struct == binary.struct
-    if copy.kind == "array":
+    if kinds == {"array"}:
         return copy.count == binary.count and _same_type(copy.element, binary.element)
-    return True
+    # Only integers have a sign (None: plain char's, either), only pointers and structs a tag (None: not known).
+    return len({copy.signed, binary.signed} - {None}) < 2 and len({copy.struct, binary.struct} - {None}) < 2
 
 
 def _size(bits: int | None, size: int) -> str:
