@@ -95,12 +95,11 @@ def _enum_drift(enum: EnumDecl, infos: DebugInfos) -> list[Finding]:
             continue  # names come from the binary anyway
         in_binary = {e.name: e.value for e in enumerators}
         for e in enum.enumerators:
-            where = e.location or enum.location
             if e.name not in in_binary:
-                found.append(Finding(where, f"enum {enum.name}: {e.name} (= {e.value}) is not in "
+                found.append(Finding(e.location, f"enum {enum.name}: {e.name} (= {e.value}) is not in "
                                      f"{path}'s enum {enum.name}", "enum-drift", binary=path))
             elif in_binary[e.name] != e.value:
-                found.append(Finding(where, f"enum {enum.name}: {e.name} is {e.value} in the catalog "
+                found.append(Finding(e.location, f"enum {enum.name}: {e.name} is {e.value} in the catalog "
                                      f"but {in_binary[e.name]} in {path} (scripts made from the catalog print "
                                      "another name for it there)", "enum-drift", binary=path))
         declared = {e.name for e in enum.enumerators}

@@ -61,14 +61,11 @@ def _arg_matches(arg: NoteArg, ctype, pointer_size: int) -> bool:
 
 def _arg0_problem(probe: Probe, arg: NoteArg) -> str | None:
     size = probe.arg0.ctype.size  # the clock's, or the int 0's
-    if probe.ticks:
-        if arg.size != size or arg.floating:
-            return f"arg0 must be the {size}-byte clock of a ticks probe, but the site has {arg.describe()}"
+    if probe.ticks and (arg.size != size or arg.floating):
+        return f"arg0 must be the {size}-byte clock of a ticks probe, but the site has {arg.describe()}"
+    zero = isinstance(arg.operand, Constant) and arg.operand.value == 0
+    if probe.ticks or zero or arg.size == size and arg.signed and not arg.floating:  # or an int 0 kept in a register
         return None
-    if isinstance(arg.operand, Constant) and arg.operand.value == 0:
-        return None
-    if arg.size == size and arg.signed and not arg.floating:
-        return None  # an int 0 the compiler chose to keep in a register
     return f"arg0 must be the literal 0 (an int) of a probe without ticks, but the site has {arg.describe()}"
 
 
