@@ -88,7 +88,7 @@ def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bo
     report = Report(catalog, list(binaries), probes_checked=len(catalog.probes), debug_info=debug_infos)
     found = _group(binaries, catalog.provider)
     add = report.findings.append
-    catalog_path = str(catalog.probes[0].location.path) if catalog.probes else str(catalog.path)
+    catalog_path = catalog.probes[0].location.path  # as the user named it (a catalog has probes)
 
     libraries_have_notes = any(b.has_notes and b.path in followed for b in binaries)
     for binary in binaries:

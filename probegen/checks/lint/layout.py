@@ -63,14 +63,9 @@ class Layout:
             return None
         member_align = max(1 if packed else shape.align, aligned or 0)
         start = 0 if self.union else self.end
-        if bits is not None:
-            start = bit_start(start, shape.size * 8, bits)
-            end = start + bits
-        else:
-            start = align_up(start, member_align * 8)
-            end = start + shape.size * 8
+        start = align_up(start, member_align * 8) if bits is None else bit_start(start, shape.size * 8, bits)
         self.align = max(self.align, member_align)
-        self.end = max(self.end, end)
+        self.end = max(self.end, start + (shape.size * 8 if bits is None else bits))
         return start
 
 

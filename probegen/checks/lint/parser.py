@@ -153,14 +153,12 @@ class _Parser:
             self.expect("{")
             statements = []
             while not self.is_punct("}"):  # the lexer saw it closed
-                if self.is_punct(";"):  # empty statement
-                    self.advance()
-                    continue
-                statements.append(self.statement())
+                if not self.is_punct(";"):  # else an empty statement
+                    statements.append(self.statement())
+                    if not (self.is_punct(";", "}") or isinstance(statements[-1], If)):  # an if, a loop: no ';'
+                        self.error(f"expected ';' between statements, found {_shown(self.token)}")
                 if self.is_punct(";"):
                     self.advance()
-                elif not isinstance(statements[-1], If) and not self.is_punct("}"):  # an if or a loop needs no ';'
-                    self.error(f"expected ';' between statements, found {_shown(self.token)}")
             self.expect("}")
             return tuple(statements)
 
