@@ -44,21 +44,18 @@ def open_debug_infos(catalog: Catalog, paths):
     the catalog has enums or member paths to check; a binary without, or with
     damaged DWARF, is noted with the reason, not an error."""
     infos = DebugInfos(catalog)
-    try:
+    with contextlib.ExitStack() as opened:
         if has_types_to_check(catalog):  # else the DWARF reader is not even imported
             from probegen.dwarf import DwarfTypes
 
             for path in paths:
                 try:
-                    infos.types.append((str(path), DwarfTypes.open(path)))
+                    infos.types.append((str(path), opened.enter_context(DwarfTypes.open(path))))
                 except NoDebugInfo:
                     infos.without.append((str(path), "no debug info"))
                 except InputError as exc:
                     infos.without.append((str(path), f"debug info unusable: {exc}"))
         yield infos
-    finally:
-        for _, types in infos.types:
-            types.close()
 
 
 def check(catalog: Catalog, infos: DebugInfos) -> list[Finding]:

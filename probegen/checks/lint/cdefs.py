@@ -107,12 +107,11 @@ class _Reader:
                                     self.location(where))
         pos = 0
         while match := _AGGREGATE.search(self.text, pos):
-            close = self.closes.get(match.end() - 1, len(self.text))
-            self.aggregate(match, close)
-            pos = close + 1
+            pos = self.aggregate(match)[1] + 1
 
-    def aggregate(self, match, close) -> StructDef:
-        """The struct whose '{' ends ``match``, registered under its tag if it has one."""
+    def aggregate(self, match) -> tuple[StructDef, int]:
+        """The struct whose '{' ends ``match``, registered under its tag if it has one, and where its '}' is."""
+        close = self.closes.get(match.end() - 1, len(self.text))
         end = self.text.find(";", close)
         attributes = " ".join(_ATTRIBUTE.findall(self.text, close, len(self.text) if end < 0 else end))
         aligned = _ALIGNED.search(attributes)
@@ -122,14 +121,13 @@ class _Reader:
             self.declaration(match.end() + offset, declaration, struct)
         if match[2]:
             self.structs[match[2]] = struct
-        return struct
+        return struct, close
 
     def declaration(self, offset: int, declaration: str, struct: StructDef):
         nested = _AGGREGATE.match(self.text, offset)
         inner, words = None, None
         if nested:  # a struct defined in place: its declarators follow the '}'
-            close = self.closes.get(nested.end() - 1, len(self.text))
-            inner = self.aggregate(nested, close)
+            inner, close = self.aggregate(nested)
             words = [word for word in nested.group(1, 2) if word]
             offset, declaration = close + 1, self.text[close + 1:offset + len(declaration)]
         elif pointer := _FUNCTION_POINTER.search(declaration):

@@ -198,8 +198,7 @@ class Checker:
             self.report(ast.start(node), f"printf format has {len(conversions)} conversion(s) but {given} "
                         f"argument(s) follow it", "printf-arg-count")
         for conversion, arg, value in zip(conversions, node.args[1:], values[1:]):
-            problem = None if value is None else mismatch(conversion, value)
-            if problem:
+            if value is not None and (problem := mismatch(conversion, value)):
                 self.report(ast.start(arg), problem, "printf-type")
 
     def cast(self, node: ast.Cast, value: Value | None) -> Value | None:

@@ -48,9 +48,7 @@ def mismatch(conversion: Conversion, value: Value) -> str | None:
     conv, what = conversion.text, value.describe
     printed = 8 if conversion.conv == "p" else _LENGTH_BYTES[conversion.length]  # bytes of the value
     if conversion.conv.startswith("r"):
-        if value.text or value.ctype is not None:
-            return f"{conv} prints a buffer (buf()), not {what}"
-        return None
+        return f"{conv} prints a buffer (buf()), not {what}" if value.text or value.ctype is not None else None
     if value.text:
         return None if conversion.conv == "s" else f"{conv} for {what}, a string: use %s"
     ctype = value.ctype
