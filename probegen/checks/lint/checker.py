@@ -105,16 +105,14 @@ class Checker:
         for statement in statements:
             if isinstance(statement, ast.Assign):
                 value = self.value(statement.value, env)
+                self.value(statement.target, env)  # a map's keys checked
                 if isinstance(statement.target, ast.Var):
                     env[statement.target.name] = value if statement.op == "=" else None
-                else:
-                    self.value(statement.target, env)
             elif isinstance(statement, ast.If):
                 merged = None
                 for condition, body in statement.branches:
-                    self.value(condition, env)  # None (the else): nothing to check
                     then = dict(env)
-                    self.statements(body, then)
+                    self.statements((condition, *body), then)  # the else's condition None: nothing to check
                     merged = then if merged is None else _merge(merged, then)
                 env.update(merged)
             else:
