@@ -23,9 +23,13 @@ ASSIGNMENTS = frozenset("= += -= *= /= %= &= |= ^= <<= >>=".split())
 # Longest first, so "<<=" wins over "<<" and "<".
 _OPERATORS = sorted(BINARY | ASSIGNMENTS | {*"-> ++ -- ! ~ ? : ; , . ( ) [ ] { }".split()}, key=len, reverse=True)
 _NAME = "[A-Za-z_][A-Za-z0-9_]*"
+# A string is on one line; a backslash escapes any character, a newline too.
 _EXPRESSION = re.compile(rf"(?P<{IDENT}>{_NAME})|(?P<{INT}>[0-9][0-9A-Za-z_]*)|(?P<{VAR}>\${_NAME})"
                          rf"|(?P<{POSITIONAL}>\$(?:[0-9]+|#))|(?P<{MAP}>@(?:{_NAME})?)"
+                         rf'|(?P<{STRING}>"(?:[^"\\\n]|\\[\s\S])*")'
                          rf"|(?P<{PUNCT}>{'|'.join(map(re.escape, _OPERATORS))})")
+# Why a character starts no token in an expression.
+_NO_TOKEN = {'"': "string never closed", "$": "'$' must start a variable ($name) or a parameter ($1)"}
 # Characters bpftrace 0.17 takes unquoted in an attach point (a path with '+', '?', '@', '=', '~'
 # or '%' must be quoted).
 _ATTACH = re.compile(r'(?:[A-Za-z0-9_\-.*:\[\]$]|/(?![/*])|"[^"]*")*')
@@ -34,8 +38,6 @@ _C_DEFINITION_START = re.compile(r"(struct|union|enum|typedef)\b")
 # After a definition's '}': "name;" of a typedef, or the plain ';'.
 _DEFINITION_END = re.compile(r"[A-Za-z_0-9 \t,*]*;")
 _SPACE = re.compile(r"\s+")
-# A string on one line; a backslash escapes any character, a newline too.
-_STRING = re.compile(r'"(?:[^"\\\n]|\\[\s\S])*"')
 # A preprocessor line, continued by a backslash at its end.
 _PREPROCESSOR = re.compile(r"(?:[^\n]*\\\r?\n)*[^\n]*")
 _BRACES = {"{": 1, "}": -1}
@@ -124,16 +126,9 @@ class _Lexer:
 
     def expression_token(self):
         pos = self.pos
-        if self.text[pos] == '"':
-            string = _STRING.match(self.text, pos)
-            if not string:
-                self.error("string never closed")
-            return self.emit(STRING, pos, string.end())
         match = _EXPRESSION.match(self.text, pos)
         if not match:
-            if self.text[pos] == "$":
-                self.error("'$' must start a variable ($name) or a parameter ($1)")
-            self.error(f"unexpected character '{self.text[pos]}'")
+            self.error(_NO_TOKEN.get(self.text[pos], f"unexpected character '{self.text[pos]}'"))
         kind, operator = match.lastgroup, match.group()
         if kind == PUNCT and self.in_predicate:
             self.depth += _BRACKETS.get(operator, 0)
