@@ -35,8 +35,8 @@ _NO_TOKEN = {'"': "string never closed", "$": "'$' must start a variable ($name)
 _ATTACH = re.compile(r'(?:[A-Za-z0-9_\-.*:\[\]$]|/(?![/*])|"[^"]*")*')
 _ATTACH_END = re.compile(r"\s|[,{]|//|/\*|\Z")
 _C_DEFINITION_START = re.compile(r"(struct|union|enum|typedef)\b")
-# After a definition's '}': "name;" of a typedef, or the plain ';'.
-_DEFINITION_END = re.compile(r"[A-Za-z_0-9 \t,*]*;")
+# After a definition's '}': "name;" of a typedef, or the plain ';' (or neither).
+_DEFINITION_END = re.compile(r"(?:[A-Za-z_0-9 \t,*]*;)?")
 _SPACE = re.compile(r"\s+")
 # A preprocessor line, continued by a backslash at its end.
 _PREPROCESSOR = re.compile(r"(?:[^\n]*\\\r?\n)*[^\n]*")
@@ -93,8 +93,7 @@ class _Lexer:
                 return self.emit(CDEF, start, pos + 1)
             depth += _BRACES.get(char, 0)
             if char == "}" and depth == 0:
-                rest = _DEFINITION_END.match(self.text, pos + 1)
-                return self.emit(CDEF, start, rest.end() if rest else pos + 1)
+                return self.emit(CDEF, start, _DEFINITION_END.match(self.text, pos + 1).end())
         self.error("C definition never closed", start)
 
     def attach_point(self):  # up to whitespace, ',', '{' or a comment, quoted paths included
