@@ -12,7 +12,7 @@ import re
 from probegen.catalog.model import Catalog, Probe
 from probegen.catalog.ctype import Kind
 from probegen.errors import Diagnostic, InputError, Location, NoSuchMember
-from probegen.checks.lint import parser as ast
+from probegen.checks.lint import layout, parser as ast
 from probegen.checks.lint.cdefs import struct_definitions
 from probegen.checks.lint.formats import Value, mismatch, parse_format, suggest
 from probegen.checks.lint.lexer import Token
@@ -243,8 +243,6 @@ class Checker:
     def copied_structs(self):
         """The script's copies of structs (SPDK's sched.bt keeps some by hand) against
         the binary: each member there, where the copy puts it, as big and read alike."""
-        from probegen.checks.lint.layout import mismatch
-
         for definition in self.structs.values():
             for name, info in definition.members.items():
                 at = (info.location.line, info.location.column)
@@ -258,7 +256,6 @@ class Checker:
                     continue  # not in the binary at all (a kernel struct)
                 if info.bit is None:
                     continue  # laid out no further than a declaration this cannot size
-                problem = mismatch(info, member, spelling(member.type), self.types_name)
-                if problem:
+                if problem := layout.mismatch(info, member, spelling(member.type), self.types_name):
                     self.report(at, f"member '{name}' of the script's copy of struct {definition.name}: "
                                 f"{problem}", "struct-layout")
