@@ -207,8 +207,7 @@ def _site_problems(probe: Probe, binary: Binary, site) -> list[tuple[tuple, Find
     found = []
     for arg, got in zip(probe.note_args, site.args):
         if arg.passed:
-            problem = _arg0_problem(probe, got)
-            if problem:
+            if problem := _arg0_problem(probe, got):
                 found.append((("arg0", binary.path, got.spec), Finding(
                     probe.location, f"probe '{probe.name}': {problem} (binary {binary.path} site {{site}})", "arg0",
                     probe.name, binary.path)))

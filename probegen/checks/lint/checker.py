@@ -161,8 +161,7 @@ class Checker:
     def str_call(self, node: ast.Call, value: Value | None) -> Value:
         if value is None:
             return Value("str(...)", text=True)
-        ctype = value.ctype
-        if not value.text and ctype is not None and ctype.kind is not Kind.STRING:
+        if not value.text and value.ctype is not None and value.ctype.kind is not Kind.STRING:
             self.report(ast.start(node.args[0]), f"str() of {value.describe}, which is not a string: "
                         f"print it with {suggest(value)}", "str-of-non-string")
             return Value(f"str({value.expression or '...'})", text=True)
@@ -204,8 +203,7 @@ class Checker:
             ctype = ast.CAST_INTEGERS.get(node.type_text)
             return Value(f"({node.type_text}) value", ctype) if ctype else None
         if value is not None and value.ctype is not None and not value.text:
-            problem = _not_an_address(value.ctype, node.struct_name)
-            if problem:
+            if problem := _not_an_address(value.ctype, node.struct_name):
                 self.report(ast.start(node.operand), f"cast of {value.describe} to '{node.type_text}': {problem}",
                             "cast")
         return Value(value.describe if value else "a pointer", struct=node.struct_name)

@@ -28,7 +28,7 @@ _EXPRESSION = re.compile(rf"(?P<{IDENT}>{_NAME})|(?P<{INT}>[0-9][0-9A-Za-z_]*)|(
                          rf"|(?P<{POSITIONAL}>\$(?:[0-9]+|#))|(?P<{MAP}>@(?:{_NAME})?)"
                          rf'|(?P<{STRING}>"(?:[^"\\\n]|\\[\s\S])*")'
                          rf"|(?P<{PUNCT}>{'|'.join(map(re.escape, _OPERATORS))})")
-# Why a character starts no token in an expression.
+# Why a character starts no token in an expression (or ends an attach point: '$' never does).
 _NO_TOKEN = {'"': "string never closed", "$": "'$' must start a variable ($name) or a parameter ($1)"}
 # Characters bpftrace 0.17 takes unquoted in an attach point (a path with '+', '?', '@', '=', '~'
 # or '%' must be quoted).
@@ -98,11 +98,9 @@ class _Lexer:
 
     def attach_point(self):  # up to whitespace, ',', '{' or a comment, quoted paths included
         end = _ATTACH.match(self.text, self.pos).end()
-        if not _ATTACH_END.match(self.text, end):
-            if self.text[end] == '"':
-                self.error("string never closed", end)
-            self.error(f"unexpected '{self.text[end]}' in attach point; quote a path that has it "
-                       f"(usdt:\"/path\":provider:name)", end)
+        if not _ATTACH_END.match(self.text, end):  # a quote never closed, or a character to quote
+            self.error(_NO_TOKEN.get(self.text[end], f"unexpected '{self.text[end]}' in attach point; quote a path "
+                                     f"that has it (usdt:\"/path\":provider:name)"), end)
         self.emit(ATTACH, self.pos, end)
 
     def top_level(self):
