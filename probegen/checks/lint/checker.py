@@ -55,11 +55,11 @@ class Checker:
         self.catalog_name = catalog.path.name
         self.structs = struct_definitions(script.definitions, script.path, catalog.typedefs,
                                           8 if types is None else types.pointer_size)
-        self.findings: dict[Diagnostic, None] = {}  # ordered set
+        self.findings: set[Diagnostic] = set()  # sorted at the end
         self.probe: Probe | None = None  # the probe the block is walked for
 
     def report(self, at: tuple[int, int], message: str, rule: str):
-        self.findings[Diagnostic(Location(self.script.path, *at), message, rule=rule)] = None
+        self.findings.add(Diagnostic(Location(self.script.path, *at), message, rule=rule))
 
     def run(self) -> list[Diagnostic]:
         if self.types is not None:
