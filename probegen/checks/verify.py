@@ -108,14 +108,12 @@ def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bo
     if not allow_missing_semaphores:
         _check_semaphores(catalog, binaries, found, add)
 
-    if not allow_extra:
-        for name, occurrences in found.items():
-            if catalog.probe(name) is not None:
-                continue
-            for binary, bprobe in occurrences:
-                add(Finding(Location(binary.path), f"probe '{catalog.provider}:{name}' (site "
-                            f"{bprobe.sites[0].address:#x}) is not in the catalog {catalog_path}: document it there "
-                            "(or pass --allow-extra)", "undocumented-probe", name, binary.path))
+    undocumented = {} if allow_extra else {n: found[n] for n in found if catalog.probe(n) is None}
+    for name, occurrences in undocumented.items():
+        for binary, bprobe in occurrences:
+            add(Finding(Location(binary.path), f"probe '{catalog.provider}:{name}' (site "
+                        f"{bprobe.sites[0].address:#x}) is not in the catalog {catalog_path}: document it there "
+                        "(or pass --allow-extra)", "undocumented-probe", name, binary.path))
     if debug_infos is not None:
         from probegen.checks import drift
 
