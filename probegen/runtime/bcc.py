@@ -153,9 +153,8 @@ class Tool:
 
     def __init__(self, provider, description, enums, probes, spans, structs=""):
         self.provider, self.description, self.structs = provider, description, structs
-        # name -> {"names": value -> printed name, "catalog": the same, kept, "strip": prefix}
-        self.enums = {name: {"names": names, "catalog": names, "strip": strip}
-                      for name, (strip, names) in enums.items()}
+        # name -> {"names": value -> printed name (the catalog's, or the traced file's), "strip": prefix}
+        self.enums = {name: {"names": names, "strip": strip} for name, (strip, names) in enums.items()}
         self.probes = [Probe(n, *p) for n, p in enumerate(probes)]
         self.spans = [Span(n, *s) for n, s in enumerate(spans)]
         self.by_name = {p.name: p for p in self.probes}
@@ -707,9 +706,9 @@ def use_debug_info(tool, enums, files, pid=None):
             continue
         for enum, enumerators in found.items():
             table = tool.enums[enum]
-            table["names"] = shown_names(enumerators, table["strip"])
+            catalogs, table["names"] = table["names"], shown_names(enumerators, table["strip"])
             missing.remove(enum)
-            differs = " (differs from the catalog's)" if table["names"] != table["catalog"] else ""
+            differs = " (differs from the catalog's)" if table["names"] != catalogs else ""
             by_file.setdefault(shown, []).append(enum + differs)
         if missing:
             reasons.append("not in the debug info of '%s'" % shown)
