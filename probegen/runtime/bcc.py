@@ -88,17 +88,16 @@ class Field:
         """C reading the value into ``dst``; ``length_type``: a buf's length's note type."""
         if note_type is None:
             return ""
-        if self.kind == "buf":  # exactly min(length, max_len) bytes; a negative length (or past 2**63) none
-            n = "bpf_usdt_readarg(%d, ctx, &n);" % (self.length + 1) if length_type else ""
-            return (f"{{ {note_type} v = 0; bpf_usdt_readarg({self.arg + 1}, ctx, &v); {length_type or 'u64'} n = 0; "
-                    f"{n} s64 m = (s64)n; if (m < 0) m = 0; if (m > {self.max_len}) m = {self.max_len}; {dst}.n = 0; "
-                    f"if (m > 0 && bpf_probe_read_user({dst}.b, m, (void *)(unsigned long)v) == 0) {dst}.n = m; }}")
         d, at, pre = dst, "(void *)(unsigned long)v", ""
         if self.member:
             at = "&((%s *)(unsigned long)v)->%s" % self.member
             if self.kind == "str":  # a char pointer member: the pointer, then the string
                 pre, at = "u64 s = 0; bpf_probe_read_user(&s, sizeof(s), %s); " % at, "(void *)s"
-        if self.kind == "chars":  # a char array member: its bytes (it may have no NUL), then a NUL
+        if self.kind == "buf":  # exactly min(length, max_len) bytes; a negative length (or past 2**63) none
+            n = "bpf_usdt_readarg(%d, ctx, &n);" % (self.length + 1) if length_type else ""
+            body = (f"{length_type or 'u64'} n = 0; {n} s64 m = (s64)n; if (m < 0) m = 0; if (m > {self.max_len}) "
+                    f"m = {self.max_len}; {d}.n = 0; if (m > 0 && bpf_probe_read_user({d}.b, m, {at}) == 0) {d}.n = m;")
+        elif self.kind == "chars":  # a char array member: its bytes (it may have no NUL), then a NUL
             body = f"if (bpf_probe_read_user({d}, {self.max_len}, {at}) < 0) {d}[0] = 0; {d}[{self.max_len}] = 0;"
         elif self.is_string:
             body = f"if (bpf_probe_read_user_str({d}, sizeof({d}), {at}) < 0) {d}[0] = 0;"
