@@ -146,6 +146,7 @@ import argparse
 import atexit
 import contextlib
 import ctypes as ct
+import functools
 import heapq
 import json
 import os
@@ -226,17 +227,16 @@ class Field:
         """C reading the value into ``dst``; ``length_type``: a buf's length's note type."""
         if note_type is None:
             return ""
-        if self.kind == "buf":  # exactly min(length, max_len) bytes; a negative length (or past 2**63) none
-            n = "bpf_usdt_readarg(%d, ctx, &n);" % (self.length + 1) if length_type else ""
-            return (f"{{ {note_type} v = 0; bpf_usdt_readarg({self.arg + 1}, ctx, &v); {length_type or 'u64'} n = 0; "
-                    f"{n} s64 m = (s64)n; if (m < 0) m = 0; if (m > {self.max_len}) m = {self.max_len}; {dst}.n = 0; "
-                    f"if (m > 0 && bpf_probe_read_user({dst}.b, m, (void *)(unsigned long)v) == 0) {dst}.n = m; }}")
         d, at, pre = dst, "(void *)(unsigned long)v", ""
         if self.member:
             at = "&((%s *)(unsigned long)v)->%s" % self.member
             if self.kind == "str":  # a char pointer member: the pointer, then the string
                 pre, at = "u64 s = 0; bpf_probe_read_user(&s, sizeof(s), %s); " % at, "(void *)s"
-        if self.kind == "chars":  # a char array member: its bytes (it may have no NUL), then a NUL
+        if self.kind == "buf":  # exactly min(length, max_len) bytes; a negative length (or past 2**63) none
+            n = "bpf_usdt_readarg(%d, ctx, &n);" % (self.length + 1) if length_type else ""
+            body = (f"{length_type or 'u64'} n = 0; {n} s64 m = (s64)n; if (m < 0) m = 0; if (m > {self.max_len}) "
+                    f"m = {self.max_len}; {d}.n = 0; if (m > 0 && bpf_probe_read_user({d}.b, m, {at}) == 0) {d}.n = m;")
+        elif self.kind == "chars":  # a char array member: its bytes (it may have no NUL), then a NUL
             body = f"if (bpf_probe_read_user({d}, {self.max_len}, {at}) < 0) {d}[0] = 0; {d}[{self.max_len}] = 0;"
         elif self.is_string:
             body = f"if (bpf_probe_read_user_str({d}, sizeof({d}), {at}) < 0) {d}[0] = 0;"
@@ -270,7 +270,13 @@ class Field:
 class Probe:
     def __init__(self, number, name, group, doc, nargs, fields):
         self.number, self.name, self.group, self.doc, self.nargs = number, name, group, doc, nargs
-        self.fields = [Field(*f) for f in fields]  # self.event: its ctypes struct, from bind_events
+        self.fields = [Field(*f) for f in fields]
+
+    @functools.cached_property
+    def event(self):
+        """Its hit's ctypes struct, the C struct program_text gives it."""
+        fields = [("f%d" % i, f.c_type()) for i, f in enumerate(self.fields)]
+        return type("Hit%d" % self.number, (HitHeader,), {"_fields_": fields})
 
 
 class Span:
@@ -285,9 +291,8 @@ class Tool:
 
     def __init__(self, provider, description, enums, probes, spans, structs=""):
         self.provider, self.description, self.structs = provider, description, structs
-        # name -> {"names": value -> printed name, "catalog": the same, kept, "strip": prefix}
-        self.enums = {name: {"names": names, "catalog": names, "strip": strip}
-                      for name, (strip, names) in enums.items()}
+        # name -> {"names": value -> printed name (the catalog's, or the traced file's), "strip": prefix}
+        self.enums = {name: {"names": names, "strip": strip} for name, (strip, names) in enums.items()}
         self.probes = [Probe(n, *p) for n, p in enumerate(probes)]
         self.spans = [Span(n, *s) for n, s in enumerate(spans)]
         self.by_name = {p.name: p for p in self.probes}
@@ -507,7 +512,7 @@ def format_histogram(unit, table):
 
 class Histograms:
     """Span durations in log2 slots per span and by (or key) value: the
-    change in the kernel's histograms (never cleared) since the last read."""
+    change in the kernel's histograms (never cleared) since the last report."""
 
     def __init__(self, tool, spans, per_key, milliseconds):
         self.tool, self.spans, self.per_key = tool, {s.number: s for s in spans}, per_key
@@ -522,10 +527,11 @@ class Histograms:
         member = "k%d" if self.per_key else "b%d"
         return tuple((f.label,) + f.value(getattr(holder, member % i), self.tool.enums) for i, f in enumerate(fields))
 
-    def read(self, bpf):
-        """{(span number, ((label, text, json), ...)): {slot: count}} since the last
-        read, in span then first-seen order."""
-        taken = {}
+    def report(self, bpf, unmatched):
+        """(the JSON objects, as ``probegen trace --hist --json`` prints them, without
+        empty buckets; the text) of the histograms' counts since the last report (in span
+        then first-seen order) and of the ends without a start (of any span)."""
+        taken = {}  # (span number, ((label, text, json), ...)) -> {slot: count}
         for number, span in self.spans.items():
             for key, count in bpf["span_%d_hist" % number].items():
                 raw = (number, bytes(key))
@@ -533,11 +539,6 @@ class Histograms:
                 if change:
                     slots = taken.setdefault((number, self.values(span, key.v)), {})
                     slots[key.slot] = slots.get(key.slot, 0) + change
-        return taken
-
-    def report(self, taken, unmatched):
-        """(the JSON objects, as ``probegen trace --hist --json`` prints them, without
-        empty buckets; the text) of the histograms taken and the ends without a start (of any span)."""
         objects, text = [], []
         for (number, values), slots in taken.items():
             span, table = self.spans[number].name, rows(slots)
@@ -574,13 +575,6 @@ def count_report(probes, counts):
 
 class HitHeader(ct.Structure):
     _fields_ = [("ts", ct.c_uint64), ("tid", ct.c_uint32), ("id", ct.c_uint32)]
-
-
-def bind_events(probes):
-    """Each probe's ctypes event, the C struct program_text gives it."""
-    for p in probes:
-        fields = [("f%d" % i, f.c_type()) for i, f in enumerate(p.fields)]
-        p.event = type("Hit%d" % p.number, (HitHeader,), {"_fields_": fields})
 
 
 def decode(tool, data):
@@ -850,9 +844,9 @@ def use_debug_info(tool, enums, files, pid=None):
             continue
         for enum, enumerators in found.items():
             table = tool.enums[enum]
-            table["names"] = shown_names(enumerators, table["strip"])
+            catalogs, table["names"] = table["names"], shown_names(enumerators, table["strip"])
             missing.remove(enum)
-            differs = " (differs from the catalog's)" if table["names"] != table["catalog"] else ""
+            differs = " (differs from the catalog's)" if table["names"] != catalogs else ""
             by_file.setdefault(shown, []).append(enum + differs)
         if missing:
             reasons.append("not in the debug info of '%s'" % shown)
@@ -900,10 +894,10 @@ class Libbcc:
         return found
 
     def attach(self, bpf, usdt, provider, names):
-        """Attach every enabled location (names: fn_name -> probe) into self.fds; None, or an error."""
+        """Attach every enabled location (names: fn_name -> probe name) into self.fds; None, or an error."""
         offsets = self.semaphore_offsets(usdt.get_context())
         for binary, fn_name, address, pid in usdt.enumerate_active_probes():
-            name = names[fn_name.decode()].name
+            name = names[fn_name]
             ref_ctr_offset = offsets.get((binary, provider.encode(), name.encode()), 0)
             function = bpf.load_func(fn_name, bpf.KPROBE)
             # Only a fallback through tracefs uses the name; unique per location and tool.
@@ -941,18 +935,18 @@ def warn(message):
     print("%s: %s" % (os.path.basename(sys.argv[0]), message), file=sys.stderr)
 
 
-def bind(tool, usdt, spans, names):
-    """Bind the fields to the enabled probes' notes (names: fn_name -> probe),
-    warning of other argument counts: (note types, spans with all their values)."""
+def bind(tool, usdt, probes, spans):
+    """Bind the fields to the enabled probes' notes, warning of other argument
+    counts: (note types, spans with all their values)."""
     types = note_types(usdt.get_text())
     for found in usdt.enumerate_probes():
         probe = tool.by_name.get(text(found.name))
-        if probe in names.values() and found.num_arguments != probe.nargs:
+        if probe in probes and found.num_arguments != probe.nargs:
             warn("warning: probe %s has %d arguments in '%s', the catalog %d: %s" % (
                 probe.name, found.num_arguments, printable(text(found.bin_path)), probe.nargs,
                 "values past its last print as ?" if found.num_arguments < probe.nargs else
                 "the catalog's are read by position"))
-    for probe in names.values():
+    for probe in probes:
         for field in probe.fields:
             field.bind(types.get(("probe_%d" % probe.number, field.arg)))
     kept = []
@@ -991,21 +985,20 @@ def main(tool, argv=None):
         usdt = USDT(pid=args.pid, path=args.binary)
     except Exception as exc:  # BCC raises plain Exception for a bad pid or path
         return fail("cannot read the probes of %s: %s" % (where, printable(str(exc))))
-    names, absent = {}, []
+    absent = []
     for probe in probes:
         try:
             usdt.enable_probe(probe="%s:%s" % (tool.provider, probe.name), fn_name="probe_%d" % probe.number)
-            names["probe_%d" % probe.number] = probe
         except Exception:
             absent.append(probe.name)
-    if absent and names:
+    probes = [p for p in probes if p.name not in absent]
+    if absent and probes:
         warn("warning: not traced, not found in %s: %s" % (where, ", ".join(absent)))
-    if not names:
+    if not probes:
         return fail("none of the probes was found in %s" % where if args.pid is not None else
                     "no probe could be enabled in %s: probes with semaphores (as the generated header "
                     "makes them) are enabled only in a running process: give -p PID" % where)
-    probes = list(names.values())
-    types, spans = bind(tool, usdt, spans, names)
+    types, spans = bind(tool, usdt, probes, spans)
     if args.hist and not spans:
         return fail("no span has both its probes in %s" % where)
     program = usdt.get_text() + program_text(tool, args, probes, spans, types)  # BCC's argument readers first
@@ -1023,7 +1016,7 @@ def main(tool, argv=None):
         return fail("cannot load the BPF program (root needed): %s" % exc)
     libbcc = Libbcc()
     try:
-        error = libbcc.attach(bpf, usdt, tool.provider, names)
+        error = libbcc.attach(bpf, usdt, tool.provider, {b"probe_%d" % p.number: p.name for p in probes})
         return fail(error) if error else run(tool, args, bpf, probes, spans, stop)
     finally:
         libbcc.detach()
@@ -1041,7 +1034,6 @@ def run(tool, args, bpf, probes, spans, stop):
         mode = "%d span%s as histograms" % (len(spans), "s" * (len(spans) != 1))
     else:
         mode = "a line per hit"
-        bind_events(probes)
 
         def out(hit):
             print(hit_line(hit, args.json))
@@ -1055,8 +1047,7 @@ def run(tool, args, bpf, probes, spans, stop):
     def summary(stamp=None):
         if stamp:  # an --interval's summary begins
             print(json.dumps({"type": "interval", "time": stamp}) if args.json else "[%s]" % stamp)
-        objects, shown = (count_report(probes, next(counts)) if args.count else
-                          histograms.report(histograms.read(bpf), next(unmatched)))
+        objects, shown = count_report(probes, next(counts)) if args.count else histograms.report(bpf, next(unmatched))
         for line in [json.dumps(o) for o in objects] if args.json else [shown]:
             print(line)
 
