@@ -158,22 +158,18 @@ class Catalog:
         return {probe.name: probe for probe in self.probes}
 
     @cached_property
-    def _probes_by_group(self) -> dict[str, tuple[Probe, ...]]:
+    def groups(self) -> dict[str, tuple[Probe, ...]]:
+        """Probe groups in first-seen order, each with its probes."""
         groups: dict[str, list[Probe]] = {}
         for probe in self.probes:
             groups.setdefault(probe.group, []).append(probe)
         return {group: tuple(probes) for group, probes in groups.items()}
+
+    def probes_in(self, group: str) -> tuple[Probe, ...]:
+        return self.groups.get(group, ())
 
     def probe(self, name: str) -> Probe | None:
         return self._probes_by_name.get(name)
 
     def enum(self, name: str) -> EnumDecl | None:
         return next((enum for enum in self.enums if enum.name == name), None)
-
-    @property
-    def groups(self) -> tuple[str, ...]:
-        """Probe groups in first-seen order."""
-        return tuple(self._probes_by_group)
-
-    def probes_in(self, group: str) -> tuple[Probe, ...]:
-        return self._probes_by_group.get(group, ())

@@ -69,10 +69,6 @@ def default_guard(provider: str, output: str) -> str:
     return guard if guard[0].isalpha() else "PROBES_" + guard.lstrip("_")
 
 
-def enabled_macro(header: HeaderConfig, probe_name: str) -> str:
-    return typed_macro(header, probe_name) + ENABLED_SUFFIX
-
-
 def semaphore(provider: str, probe_name: str) -> str:
     return f"{provider}_{probe_name}_semaphore"
 
@@ -81,10 +77,6 @@ def no_semaphore_macro(header: HeaderConfig) -> str:
     """The header's helper for probes without a semaphore, where <sys/sdt.h>
     names one at every site (a weak symbol the link leaves at 0)."""
     return header.guard + "_NO_SEMAPHORE"
-
-
-def local(arg_name: str) -> str:
-    return LOCAL_PREFIX + arg_name
 
 
 class Definition(NamedTuple):

@@ -4,7 +4,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from probegen.catalog import Catalog
-from probegen.catalog.names import IDENTIFIER, enabled_macro, local, no_semaphore_macro, typed_macro
+from probegen.catalog.names import ENABLED_SUFFIX, IDENTIFIER, LOCAL_PREFIX, no_semaphore_macro, typed_macro
 from probegen.catalog.names import semaphore as semaphore_name
 from probegen.catalog.ctype import system_headers
 from probegen.files import marker
@@ -25,9 +25,10 @@ def render_header(catalog: Catalog, extern_semaphores: bool = False) -> str:
     dtrace = header.style == "dtrace"
     probes = []
     for probe in catalog.probes:
-        macro, enabled = typed_macro(header, probe.name), enabled_macro(header, probe.name)
+        macro = typed_macro(header, probe.name)
+        enabled = macro + ENABLED_SUFFIX
         semaphore, has_semaphore = semaphore_name(provider, probe.name), catalog.has_semaphore(probe)
-        locals_ = [local(arg.name) for arg in probe.args]
+        locals_ = [LOCAL_PREFIX + arg.name for arg in probe.args]
         passed = [arg.passed for arg in probe.note_args if arg.passed] + locals_  # SPDK's arg0 first
         sdt_macro = f"DTRACE_PROBE{len(passed)}" if passed else "DTRACE_PROBE"
         params = [arg.name for arg in probe.args]
