@@ -37,16 +37,10 @@ def one_line(text: str) -> str:
     return HIDDEN.sub(_escape, " ".join(str(text).split()))
 
 
-def _no_splice(line: str) -> str:
-    # A backslash ending a line joins the next line to it (C, and the C a bpftrace script
-    # hands to clang): a '//' comment would swallow it.
-    return line + " ." if line.endswith("\\") else line
-
-
 def c_comment(text: str) -> str:
     """Text safe in a /* */ or // comment: one line, no comment delimiter, no trigraph, no
-    line splice."""
-    return _no_splice(_C_COMMENT_BREAKS.sub(" ", one_line(text)))
+    line splice (the breaks never fall at the line's end)."""
+    return _C_COMMENT_BREAKS.sub(" ", hash_comment(text))
 
 
 def c_string(text: str) -> str:
@@ -62,7 +56,10 @@ def printf_literal(text: str) -> str:
 
 def hash_comment(text: str) -> str:
     """Text safe in a '#' or '//' line comment (bpftrace, YAML, shell)."""
-    return _no_splice(one_line(text))
+    # A backslash ending a line joins the next line to it (C, and the C a bpftrace script
+    # hands to clang): a '//' comment would swallow it.
+    line = one_line(text)
+    return line + " ." if line.endswith("\\") else line
 
 
 def bpftrace_comment(text: str) -> str:
