@@ -58,13 +58,9 @@ _QUALIFIERS = ("const", "volatile", "restrict")
 _FUNCTION_POINTER = re.compile(r"^(?P<ret>.+?)\(\s*\*(?P<qualifiers>[a-z ]*)\)\s*\((?P<params>.*)\)$")
 
 
-def integer_type(size: int, signed: bool, exact: bool = False) -> str:
-    """The C integer type of this size (LP64) and sign: with keywords
-    ("unsigned long"), or ``exact`` the <stdint.h> name ("uint64_t")."""
-    if exact:
-        return f"{'' if signed else 'u'}int{8 * size}_t"
-    sign = "signed " if signed and size == 1 else "" if signed else "unsigned "
-    return sign + {1: "char", 2: "short", 4: "int", 8: "long"}[size]
+def integer_type(size: int, signed: bool) -> str:
+    """The <stdint.h> name of the integer type of this size and sign ("uint64_t")."""
+    return f"{'' if signed else 'u'}int{8 * size}_t"
 
 
 INT32_MIN, INT32_MAX, UINT32_MAX = -(2**31), 2**31 - 1, 2**32 - 1

@@ -9,7 +9,7 @@ import itertools
 import re
 from dataclasses import dataclass, field
 
-from probegen.catalog.ctype import align_up, bit_start, enum_size, integer_type
+from probegen.catalog.ctype import align_up, bit_start, enum_size
 from probegen.dwarf import model as m
 from probegen.errors import InputError
 
@@ -40,7 +40,7 @@ def _size(t: m.Type) -> int:
 
 
 _PAD = re.compile(r"__pad\d+")
-_SIZED_INTS = {size: integer_type(size, signed=False) for size in (1, 2, 4, 8)}
+_SIZED_INTS = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long"}
 
 
 class Planner:

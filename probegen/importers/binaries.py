@@ -104,7 +104,7 @@ def _variables_type(variables: list[tuple[NoteArg, int]], notes: list[str]) -> s
         if size == 8:
             raise Disagreement(f"sites pass {specs}: no integer type holds every one")
         size *= 2
-    return integer_type(size, signed, exact=True)
+    return integer_type(size, signed)
 
 
 def _constants_type(constants: list[NoteArg]) -> str:
@@ -112,9 +112,9 @@ def _constants_type(constants: list[NoteArg]) -> str:
     values = [_constant(a) for a in constants]
     signed = any(a.signed for a in constants) or any(v < 0 for v in values)
     for size in (s for s in (1, 2, 4, 8) if s >= max(a.size for a in constants)):
-        if all(_fits(v, integer_type(size, signed, exact=True)) for v in values):
-            return integer_type(size, signed, exact=True)
-    return integer_type(8, signed, exact=True)
+        if all(_fits(v, integer_type(size, signed)) for v in values):
+            return integer_type(size, signed)
+    return integer_type(8, signed)
 
 
 def _infer_type(name: str, seen: list[tuple[NoteArg, int]]) -> ImportedArg:

@@ -387,7 +387,7 @@ def imported_catalog(source: ProviderFile, provider_name: str | None = None, flo
             while name in names:
                 name += "_"
             names.add(name)
-            spelling = integer_type(floating.size, False, exact=True) if floating else arg.type
+            spelling = integer_type(floating.size, False) if floating else arg.type
             args.append(ImportedArg(name, spelling, doc=dict(probe.param_docs).get(arg.name or "", "")))
         probes.append(ImportedProbe(probe.name, tuple(args), doc=probe.doc))
     # The typedefs the probes use, and those these are written with.

@@ -25,7 +25,7 @@ _GENERATED = re.compile(r"^// Made from (?P<catalog>.+?): change the catalog and
 
 def _integer(column) -> CType:
     """An integer holding the argument at every site: the widest, signed if one is."""
-    return parse_ctype(integer_type(max(arg.size for arg in column), any(arg.signed for arg in column), exact=True))
+    return parse_ctype(integer_type(max(arg.size for arg in column), any(arg.signed for arg in column)))
 
 
 def _shown(column) -> str:

@@ -18,7 +18,7 @@ MAX_NESTING = 500
 _FRAMES_PER_LEVEL = 8
 _UNARY = ("!", "~", "-", "+", "*", "&", "++", "--")
 # bpftrace's integer types in casts, as C types; and the type names casts start with.
-CAST_INTEGERS = {f"{'' if signed else 'u'}int{size * 8}": parse_ctype(integer_type(size, signed, exact=True))
+CAST_INTEGERS = {f"{'' if signed else 'u'}int{size * 8}": parse_ctype(integer_type(size, signed))
                  for signed in (True, False) for size in (1, 2, 4, 8)}
 _CAST_TYPES = frozenset([*CAST_INTEGERS, "struct", "union", "enum", "int", "char", "short", "long", "unsigned",
                          "signed", "void", "bool"])
