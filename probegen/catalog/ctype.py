@@ -331,7 +331,7 @@ class _TypeParser(TokenCursor):
             return
         while True:
             if self.peek() == "...":
-                if not self.kept or self.kept[-1] != ",":
+                if self.kept[-1] != ",":  # the declarator's "(" at least is kept
                     self.fail("'...' needs a parameter before it")
                 self.take()
                 return

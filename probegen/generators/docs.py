@@ -68,7 +68,6 @@ def one_liner(catalog: Catalog, probe: Probe) -> str:
 def render_docs(catalog: Catalog, output: Path | None = None) -> str:
     return render(
         TEMPLATE, catalog=catalog, output=output.name if output else "", placeholder=PLACEHOLDER, strlen=DEFAULT_STRLEN,
-        groups=catalog.groups.items(),
         strings=any(style_of(a.ctype, a.hex) is Style.STRING for p in catalog.probes for a in p.args),
         enums=[e for e in catalog.enums if e.enumerators],  # names from DWARF are not listed here
         md_text=md_text, md_cell=md_cell, md_code=md_code, one_liner=one_liner,
