@@ -28,21 +28,20 @@ def render_header(catalog: Catalog, extern_semaphores: bool = False) -> str:
         macro = typed_macro(header, probe.name)
         enabled = macro + ENABLED_SUFFIX
         semaphore, has_semaphore = semaphore_name(provider, probe.name), catalog.has_semaphore(probe)
-        locals_ = [LOCAL_PREFIX + arg.name for arg in probe.args]
-        passed = [arg.passed for arg in probe.note_args if arg.passed] + locals_  # SPDK's arg0 first
-        sdt_macro = f"DTRACE_PROBE{len(passed)}" if passed else "DTRACE_PROBE"
+        arg0 = [arg.passed for arg in probe.note_args if arg.passed]  # SPDK's, passed by the macro itself
+        sdt_macro = f"DTRACE_PROBE{len(arg0) + len(probe.args) or ''}"
         params = [arg.name for arg in probe.args]
         # A parameter named like a word of the expansion (an argument named after its enum tag,
         # the provider, the clock) would be substituted there too: it gets a trailing underscore.
         taken = {provider, probe.name, semaphore, sdt_macro, macro, enabled}
-        for text in [*passed[:1], *(arg.ctype.spelling for arg in probe.args)]:
+        for text in [*arg0, *(arg.ctype.spelling for arg in probe.args)]:
             taken.update(IDENTIFIER.findall(text))
         for i, param in enumerate(params):  # a renamed one must not meet another parameter either
             while param in taken or param in params[:i] + params[i + 1:]:
                 param += "_"
             params[i] = param
-        if dtrace:
-            passed = passed[:len(passed) - len(params)] + params
+        locals_ = [LOCAL_PREFIX + arg.name for arg in probe.args]
+        passed = arg0 + (params if dtrace else locals_)
         probes.append(SimpleNamespace(
             probe=probe, macro=macro, enabled_macro=enabled, params=", ".join(params), semaphore=semaphore,
             has_semaphore=has_semaphore,  # else a weak 0 for the note
