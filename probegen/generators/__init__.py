@@ -45,7 +45,7 @@ def leftover_files(catalog: "Catalog", files: "list[GeneratedFile]") -> list[Pat
     ``files`` (a group renamed or removed)."""
     from probegen.files.output import leftovers
 
-    directories = [Path(path) for kind, path in catalog.outputs.items() if outputs()[kind].WRITES_DIRECTORY]
+    directories = [path for kind, path in catalog.outputs.items() if outputs()[kind].WRITES_DIRECTORY]
     return leftovers(directories, [f.path for f in files])
 
 
