@@ -412,10 +412,9 @@ def _integer_name(words: list[str]) -> str | None:
 def floating_type(text: str) -> CType | None:
     """float or double (qualified or not) for a header made from a .d file
     (notes like '8f@%rax'), else None; catalogs refuse them."""
-    words = [w for w in _type_tokens(text) if w not in _QUALIFIERS]
-    if words in (["float"], ["double"]):
-        return CType(_normalise(_type_tokens(text)), Kind.FLOAT, 4 if words == ["float"] else 8, True)
-    return None
+    tokens = _type_tokens(text)
+    size = {("float",): 4, ("double",): 8}.get(tuple(w for w in tokens if w not in _QUALIFIERS))
+    return CType(_normalise(tokens), Kind.FLOAT, size, True) if size else None
 
 
 # The headers that declare the integer typedefs, for generated C.
