@@ -27,10 +27,9 @@ def run(args) -> int:
     from probegen.errors import InputError
     from probegen.reports import emit
 
-    if args.enum_map:
-        if not args.enums or args.types:
-            raise InputError("probegen structs: --enum-map takes --enum NAME (and no --type)")
-    elif not args.types and not args.enums:
+    if args.enum_map and (not args.enums or args.types):
+        raise InputError("probegen structs: --enum-map takes --enum NAME (and no --type)")
+    if not args.types and not args.enums:
         raise InputError("probegen structs: name at least one --type NAME or --enum NAME")
     with DwarfTypes.open(args.binary, args.debug_file) as types:
         if args.enum_map:

@@ -156,7 +156,7 @@ class Converter:
             if key in self._open:
                 raise Damaged("types that contain themselves other than through a struct (a cycle)")
             if not lazy and id(known) in self._filling:
-                raise Damaged(f"{known.spelling} contains itself")
+                raise Damaged(f"{known.kind} {known.name} contains itself")
             if self._depth + self._heights.get(key, 0) > MAX_NESTING:
                 raise Damaged(f"types nested more than {MAX_NESTING} deep")
             self._deepest = max(self._deepest, self._depth + self._heights.get(key, 0))

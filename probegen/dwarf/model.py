@@ -40,6 +40,7 @@ class Enum(Type):
     enumerators: list[Enumerator] = field(default_factory=list)
     signed: bool = False
     source_name: str | None = None  # DWARF's name where it is no C name ("ns::Color")
+    kind = "enum"  # as a Struct's kind (not a field)
 
 
 @dataclass(eq=False)
@@ -60,10 +61,6 @@ class Struct(Type):
     alignment: int | None = None  # DW_AT_alignment: explicitly over-aligned
     typedef_name: bool = False  # anonymous, named here after its typedef
     source_name: str | None = None  # DWARF's name where it is no C name ("Box<int>")
-
-    @property
-    def spelling(self) -> str:
-        return f"{self.kind} {self.name}"
 
 
 class _Alias(Type):

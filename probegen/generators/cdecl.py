@@ -35,10 +35,6 @@ class Plan:  # how one struct, union or enum is written
     tail_comment: str = ""  # a struct's size and member count (written with --annotate)
 
 
-def _size(t: m.Type) -> int:
-    return m.unqualified(t).size or 0
-
-
 _PAD = re.compile(r"__pad\d+")
 _SIZED_INTS = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long"}
 
@@ -97,7 +93,7 @@ class Planner:
                 return "enum", inner, self.plan(t)
             return f"enum {t.name}", inner, None
         if isinstance(t, m.Struct):
-            return (t.kind, inner, self.plan(t)) if t.name is None else (t.spelling, inner, None)
+            return (t.kind, inner, self.plan(t)) if t.name is None else (f"{t.kind} {t.name}", inner, None)
         return "void", inner, None  # void, or what C cannot name
 
     def _param(self, t: m.Type) -> str:
@@ -107,7 +103,7 @@ class Planner:
     def plan(self, t: m.Struct | m.Enum) -> Plan:
         if id(t) in self._plans:
             return self._plans[id(t)]
-        plan = self._plans[id(t)] = Plan(t.kind if isinstance(t, m.Struct) else "enum", t.name)
+        plan = self._plans[id(t)] = Plan(t.kind, t.name)
         if isinstance(t, m.Enum):
             plan.enumerators = [(e.name, f"{e.value}ULL" if e.value > 0x7FFFFFFFFFFFFFFF else str(e.value))
                                 for e in t.enumerators]
@@ -135,7 +131,7 @@ class Planner:
         head, decl, nested = self.declarator(member.type, inner)
         bits = f":{member.bit_offset - member.offset * 8:2}" if member.bit_size is not None else ""
         return Item(head, decl, nested, " __attribute__((packed))" if packed else "",
-                    f"{member.offset:5}{bits} {_size(member.type):4}")
+                    f"{member.offset:5}{bits} {member.type.size or 0:4}")
 
     def _pad(self, names: set[str], size: int) -> Item:
         name = next(f"__pad{i}" for i in itertools.count() if f"__pad{i}" not in names)
@@ -163,7 +159,7 @@ class Planner:
         members = sorted(struct.members, key=lambda mb: mb.bit_offset if mb.bit_size is not None else mb.offset * 8)
         cur, align = 0, 1  # bits used so far, alignment so far
         for member in members:
-            a, size = self.align_of(member.type), _size(member.type)
+            a, size = self.align_of(member.type), member.type.size or 0
             packed = force_packed and a > 1  # packing a member of alignment 1 changes nothing (gcc warns)
             if member.bit_size is not None:
                 target, unit = member.bit_offset, size * 8
@@ -222,7 +218,7 @@ class Planner:
             items.append(self._item(member, packed))
             if not packed and (member.name or member.bit_size is None):
                 align = max(align, self.align_of(member.type))
-            biggest = max(biggest, _size(member.type) if member.bit_size is None else (member.bit_size + 7) // 8)
+            biggest = max(biggest, (member.type.size or 0) if member.bit_size is None else (member.bit_size + 7) // 8)
         size = union.size if union.size is not None else align_up(biggest, align)
         if size % align != 0 and not force_packed:
             return self._plan_union(union, plan, force_packed=True)
@@ -238,14 +234,12 @@ def _unlike(struct: m.Struct, why: str) -> InputError:
 def order_definitions(roots: list[m.Struct | m.Enum]) -> tuple[list[m.Struct], list[m.Type]]:
     """(forward declarations, definitions in dependency order): structs reached only through
     pointers are declared, others defined before use."""
-    defined, pointed, sizes = [], {}, {}  # sizes: of each type visited, by key
-
-    def key(t: m.Struct | m.Enum):
-        # A header's type is a DIE in every unit that includes it: one definition per name.
-        return (t.kind if isinstance(t, m.Struct) else "enum", t.name)
+    # sizes: of each type visited, by (kind, name): a header's type is a DIE in every unit that
+    # includes it, one definition per name.
+    defined, pointed, sizes = [], {}, {}
 
     def visit(t: m.Type) -> None:
-        k = key(t)
+        k = (t.kind, t.name)
         if k in sizes:
             if sizes[k] != t.size:
                 raise InputError(f"two different types named '{k[0]} {k[1]}' ({sizes[k]} and {t.size} bytes) "
@@ -275,7 +269,7 @@ def order_definitions(roots: list[m.Struct | m.Enum]) -> tuple[list[m.Struct], l
         elif isinstance(t, m.Struct) and by_value:
             visit(t)
         elif isinstance(t, m.Struct):
-            pointed.setdefault(key(t), t)
+            pointed.setdefault((t.kind, t.name), t)
 
     for root in roots:  # as DwarfTypes.aggregate finds them, under any typedef
         if isinstance(root, m.Enum) and not root.enumerators:

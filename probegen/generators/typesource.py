@@ -20,9 +20,8 @@ def member_ctype(types, struct_name: str, member_path: str) -> CType:
     member = types.member(struct_name, member_path)
     if member.bit_size is not None:
         raise InputError(f"{struct_name}.{member_path} is a bitfield: scripts cannot read it by address")
-    named = member.type  # the name a typedef gives it (under qualifiers), else its spelling
-    while isinstance(named, m.Qualified):
-        named = named.target
+    # The name a typedef gives it (under qualifiers: fromdrgn puts all of them in one), else its spelling.
+    named = member.type.target if isinstance(member.type, m.Qualified) else member.type
     text = named.name if isinstance(named, m.Typedef) else spelling(member.type)
     u = m.unqualified(member.type)
     if isinstance(u, m.Array):
