@@ -29,7 +29,6 @@ class Plan:  # how one struct, union or enum is written
     name: str | None  # None: anonymous, written inline
     items: list[Item] = field(default_factory=list)
     enumerators: list[tuple[str, str]] = field(default_factory=list)  # (name, C literal)
-    size: int = 0
     align: int = 1  # alignment of the type as written (what an outer layout sees)
     comment: str = ""  # above it: "typedef struct {...} foo_t: ..." or its name in the debug info
     tail_comment: str = ""  # a struct's size and member count (written with --annotate)
@@ -112,16 +111,13 @@ class Planner:
                 if other is not t:
                     raise InputError(f"enumerator {e.name} is in two enums ({other.name or 'anonymous'} and "
                                      f"{t.name or 'anonymous'}): C cannot define both")
-        elif t.kind == "union":
-            self._plan_union(t, plan)
         else:
-            self._plan_struct(t, plan)
+            plan.items, size, plan.align = (self._plan_union if t.kind == "union" else self._plan_struct)(t)
+            plan.tail_comment = f"size: {size}, members: {len(t.members)}"
         if isinstance(t, m.Struct) and t.typedef_name:
             plan.comment = f"typedef {t.kind} {{...}} {t.name}: bpftrace takes no typedefs"
         elif t.source_name:
             plan.comment = f"{t.source_name} in the debug info"
-        if isinstance(t, m.Struct):
-            plan.tail_comment = f"size: {plan.size}, members: {len(t.members)}"
         return plan
 
     def _item(self, member: m.Member, packed: bool) -> Item:
@@ -153,7 +149,8 @@ class Planner:
                 into.update(_PAD.findall(" ".join(i.declarator for i in self.plan(inner).items)))
         return into
 
-    def _plan_struct(self, struct: m.Struct, plan: Plan, force_packed: bool = False) -> None:
+    def _plan_struct(self, struct: m.Struct, force_packed: bool = False) -> tuple[list[Item], int, int]:
+        """(items, size, alignment) of a struct's body."""
         names = self._names(struct, set())
         items: list[Item] = []
         members = sorted(struct.members, key=lambda mb: mb.bit_offset if mb.bit_size is not None else mb.offset * 8)
@@ -185,7 +182,7 @@ class Planner:
             align = struct.alignment
         size = struct.size if struct.size is not None else align_up(end, align)
         if size % align != 0 and not force_packed:
-            return self._plan_struct(struct, plan, force_packed=True)
+            return self._plan_struct(struct, force_packed=True)
         if align_up(end, align) != size:
             if size < end:
                 raise _unlike(struct, f"members end at {end}, past its size {size}")
@@ -193,7 +190,7 @@ class Planner:
             if isinstance(last, m.Array) and last.counts[0] is None:  # a flexible array member
                 raise _unlike(struct, f"bytes after its flexible array member {members[-1].name}")
             items.extend(self._pad_bits(names, cur, size * 8, struct))
-        plan.items, plan.size, plan.align = items, size, align
+        return items, size, align
 
     def _pad_bits(self, names: set[str], cur: int, target: int, struct: m.Struct) -> list[Item]:
         if target < cur:
@@ -209,7 +206,7 @@ class Planner:
             items.append(self._bit_pad(target - cur))
         return items
 
-    def _plan_union(self, union: m.Struct, plan: Plan, force_packed: bool = False) -> None:
+    def _plan_union(self, union: m.Struct, force_packed: bool = False) -> tuple[list[Item], int, int]:
         names = self._names(union, set())
         items = []
         align, biggest = 1, 0
@@ -221,10 +218,10 @@ class Planner:
             biggest = max(biggest, (member.type.size or 0) if member.bit_size is None else (member.bit_size + 7) // 8)
         size = union.size if union.size is not None else align_up(biggest, align)
         if size % align != 0 and not force_packed:
-            return self._plan_union(union, plan, force_packed=True)
+            return self._plan_union(union, force_packed=True)
         if align_up(biggest, align) != size:
             items.append(self._pad(names, size))
-        plan.items, plan.size, plan.align = items, size, align
+        return items, size, align
 
 
 def _unlike(struct: m.Struct, why: str) -> InputError:
