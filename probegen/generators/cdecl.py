@@ -44,7 +44,6 @@ class Planner:
     def __init__(self):
         self._plans: dict[int, Plan] = {}
         self._enumerators: dict[str, m.Enum] = {}
-        self._inline_enums: set[int] = set()
 
     def align_of(self, t: m.Type) -> int:
         t = m.unqualified(t)
@@ -83,12 +82,11 @@ class Planner:
         if isinstance(t, m.Enum):
             # A compiler would not make this enum this size (packed or -fshort-enums), or it has no
             # enumerators to define it with: bpftrace cannot be told; an integer can. An anonymous
-            # enum is defined once: "enum { A, B } x, y;" has A and B once.
+            # enum is defined once, where it is first planned: "enum { A, B } x, y;" has A and B once.
             if (t.size != enum_size(e.value for e in t.enumerators) or not t.enumerators
-                    or (t.name is None and id(t) in self._inline_enums)):
+                    or (t.name is None and id(t) in self._plans)):
                 return _SIZED_INTS.get(t.size, "unsigned int"), inner, None
             if t.name is None:
-                self._inline_enums.add(id(t))
                 return "enum", inner, self.plan(t)
             return f"enum {t.name}", inner, None
         if isinstance(t, m.Struct):
