@@ -34,8 +34,7 @@ def member_ctype(types, struct_name: str, member_path: str) -> CType:
         if u.encoding == "boolean":
             return CType(text, Kind.BOOL, u.size, False)
         if u.encoding != "float" and u.size in (1, 2, 4, 8):
-            signed = None if u.name == "char" else u.signed
-            return CType(text, Kind.INTEGER, u.size, signed)
+            return CType(text, Kind.INTEGER, u.size, None if u.name == "char" else u.signed)  # plain char: either sign
         raise InputError(f"member of type '{text}' is not supported: bpftrace cannot print it")
     if isinstance(u, m.Enum):
         return CType(text, Kind.ENUM, u.size, u.signed or None, enum_name=u.name)
