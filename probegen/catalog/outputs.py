@@ -43,15 +43,14 @@ def output_paths(builder, outputs, allow_outside: bool) -> dict[str, Path]:
         if path == base and kind not in directories:
             builder.error(node, f"outputs: '{kind}' path '{written}' is the catalog's directory, not a file")
             continue
-        for other, other_path in paths.items():
-            if path == other_path:
+        paths[kind] = path
+        for other in list(paths)[:-1]:  # the outputs placed before it
+            if path == paths[other]:
                 builder.error(node, f"outputs: '{kind}' and '{other}' are both '{written}'; "
                                     "each output needs its own path")
                 continue
-            pair = {kind: path, other: other_path}
             for inner, outer in ((kind, other), (other, kind)):
-                if _inside(pair[inner], pair[outer]) and not {inner, outer} <= directories:
+                if _inside(paths[inner], paths[outer]) and not {inner, outer} <= directories:
                     builder.error(node, f"outputs: '{inner}' ('{nodes[inner].value}') is inside '{outer}' "
                                         f"('{nodes[outer].value}'); each output needs its own path")
-        paths[kind] = path
     return {kind: builder.path.parent / node.value for kind, node in nodes.items()}

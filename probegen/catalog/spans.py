@@ -23,15 +23,13 @@ def build_spans(builder, node, data, probes: list[Probe]) -> tuple[Span, ...]:
     for item, fields, values in builder.entries(node, data):
         name = values.get("name")
         named = builder.unique(fields, name, "span", seen)
-        start = _probe(builder, fields.get("start"), by_name, name, "start")
-        end = _probe(builder, fields.get("end"), by_name, name, "end")
+        start, end = (_probe(builder, fields.get(role), by_name, name, role) for role in ("start", "end"))
         if start is not None and start is end:
             builder.error(fields["end"], f"span '{name}': start and end are the same probe '{end.name}'")
             continue
         if not named or start is None or end is None:
             continue
-        keys = _arguments(builder, fields.get("key"), name, "key", start, end)
-        bys = _arguments(builder, fields.get("by"), name, "by", start, end)
+        keys, bys = (_arguments(builder, fields.get(what), name, what, start, end) for what in ("key", "by"))
         if keys is None or bys is None:
             continue
         spans.append(Span(name, values.get("doc", ""), start, end, keys, bys, builder.loc(item)))

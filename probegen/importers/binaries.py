@@ -74,8 +74,7 @@ def _spdk_arg0(provider: str, probes: dict[str, list[Seen]]) -> dict[str, bool] 
             ticks[name] = True
         else:
             return None
-    zeros = sum(1 for t in ticks.values() if not t)
-    return ticks if zeros >= (1 if provider == "spdk" else 2) else None
+    return ticks if list(ticks.values()).count(False) >= (1 if provider == "spdk" else 2) else None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -111,10 +110,8 @@ def _constants_type(constants: list[NoteArg]) -> str:
     """The widest size seen, signed if any literal is (or is negative), widened until every value fits."""
     values = [_constant(a) for a in constants]
     signed = any(a.signed for a in constants) or any(v < 0 for v in values)
-    for size in (s for s in (1, 2, 4, 8) if s >= max(a.size for a in constants)):
-        if all(_fits(v, integer_type(size, signed)) for v in values):
-            return integer_type(size, signed)
-    return integer_type(8, signed)
+    types = [integer_type(s, signed) for s in (1, 2, 4, 8) if s >= max(a.size for a in constants)]
+    return next((t for t in types if all(_fits(v, t) for v in values)), types[-1])
 
 
 def _infer_type(name: str, seen: list[tuple[NoteArg, int]]) -> ImportedArg:
