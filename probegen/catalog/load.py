@@ -87,9 +87,8 @@ def _compose(data: bytes, shown_path: str) -> yaml.Node:
     loader = _Loader(text)
     try:
         root = loader.get_single_node()
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = Location(shown_path, mark.line + 1, mark.column + 1) if mark else Location(shown_path)
+    except yaml.MarkedYAMLError as exc:  # libyaml's scanner, parser and composer mark every problem
+        where = Location(shown_path, exc.problem_mark.line + 1, exc.problem_mark.column + 1)
         problem = " ".join(p for p in (exc.context, exc.problem) if p)
         raise CatalogError([Diagnostic(where, f"YAML syntax: {problem}")]) from None
     except yaml.reader.ReaderError as exc:  # a character YAML refuses, at its index in the text
