@@ -231,15 +231,16 @@ class _Builder:
         return typedefs
 
     def build_enums(self, node, data) -> list[EnumDecl]:
-        enums: list[EnumDecl] = []
+        enums: dict[str, EnumDecl] = {}  # by name: sets, not scans, so that a hostile catalog stays linear
         for item, fields, values in self.entries(node, data):
             name = values.get("name")
             if not self.keyword_check(fields.get("name"), name, "enum"):
                 continue
-            if any(e.name == name for e in enums):
+            if name in enums:
                 self.error(fields["name"], f"enum '{name}' is declared twice")
                 continue
-            enumerators: list[Enumerator] = []
+            enumerators: list[Enumerator] = []  # duplicates too (reported), as the values go
+            names: set[str] = set()
             next_value = 0
             listed = fields.get("enumerators")
             for entry in listed.value if isinstance(listed, yaml.SequenceNode) else ():
@@ -260,8 +261,9 @@ class _Builder:
                                       f"{INT32_MIN}..{UINT32_MAX}: probegen reads enums as 4 bytes "
                                       "(int or unsigned int)")
                     break  # the values after it would all be out of range too
-                if any(e.name == enumerator for e in enumerators):
+                if enumerator in names:
                     self.error(entry, f"enum '{name}': enumerator '{enumerator}' appears twice")
+                names.add(enumerator)
                 enumerators.append(Enumerator(enumerator, next_value, self.loc(entry)))
                 next_value += 1
             # Enum arguments are 4 bytes in every generated file, as the note records an enum
@@ -272,8 +274,8 @@ class _Builder:
                 self.diagnostics.append(Diagnostic(widest.location, (
                     f"enum '{name}' has negative values and {widest.value} (above {INT32_MAX}): the compiler "
                     "would make it 8 bytes, which probegen does not read")))
-            enums.append(EnumDecl(name, self.loc(item), values.get("strip_prefix", ""), tuple(enumerators)))
-        return enums
+            enums[name] = EnumDecl(name, self.loc(item), values.get("strip_prefix", ""), tuple(enumerators))
+        return list(enums.values())
 
     def build_header(self, node, data, outputs_node, provider: str) -> HeaderConfig:
         fields = self.fields(node) if isinstance(node, yaml.MappingNode) else {}
