@@ -391,9 +391,8 @@ class _Builder:
                 elif not KEYWORDS.isdisjoint(member.split(".")):
                     self.error(member_node, f"argument '{name}': member '{member}' has a bpftrace "
                                             "keyword in its path; bpftrace scripts cannot name it")
-            max_len, length = values.get("max_len"), values.get("length")
-            length = length if isinstance(length, str) else None  # not a string: the schema said so
-            if length is not None and ctype.kind is Kind.STRING:
+            max_len, length = values.get("max_len"), values.get("length")  # of another type: the schema said so
+            if isinstance(length, str) and ctype.kind is Kind.STRING:
                 lengths.append((name, length, fields["length"]))
             args[name] = Arg(
                 name=name, ctype=ctype, location=self.loc(item), doc=str(values.get("doc", "")), hex=hex_,
