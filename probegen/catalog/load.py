@@ -169,15 +169,14 @@ class _Builder:
         enums = self.build_enums(top.get("enums"), data.get("enums"))
         header = self.build_header(top.get("header"), data.get("header"), top.get("outputs"), provider)
         outputs = output_paths(self, top.get("outputs"), data.get("allow_outside_outputs") is True)
-        probes = self.build_probes(top.get("probes"), data.get("probes"), typedefs, arg0, header.clock,
-                                   {e.name for e in enums})
+        probes = self.build_probes(top.get("probes"), data.get("probes"), typedefs, arg0, header.clock, enums)
         spans = build_spans(self, top.get("spans"), data.get("spans"), probes)
         if header.clock is None and arg0 and any(p.ticks for p in probes):
             self.error(top.get("header") or root,
                        "ticks probes need 'clock:' under 'header:' (the C expression for arg0, e.g. spdk_get_ticks())")
         catalog = Catalog(
             path=self.path, provider=provider, arg0=arg0, header=header, probes=tuple(probes),
-            enums=tuple(enums), typedefs=typedefs, outputs=outputs, spans=spans,
+            enums=tuple(enums.values()), typedefs=typedefs, outputs=outputs, spans=spans,
         )
         if not self.diagnostics:  # names of a broken catalog would only repeat its problems
             self._header_nodes.setdefault("provider", top.get("provider"))
@@ -230,8 +229,8 @@ class _Builder:
                     self.error(value_node, f"typedef '{name}': {exc}")
         return typedefs
 
-    def build_enums(self, node, data) -> list[EnumDecl]:
-        enums: dict[str, EnumDecl] = {}  # by name: sets, not scans, so that a hostile catalog stays linear
+    def build_enums(self, node, data) -> dict[str, EnumDecl]:
+        enums: dict[str, EnumDecl] = {}  # by name: duplicates looked up, not scanned for (linear in a hostile catalog)
         for item, fields, values in self.entries(node, data):
             name = values.get("name")
             if not self.keyword_check(fields.get("name"), name, "enum"):
@@ -275,7 +274,7 @@ class _Builder:
                     f"enum '{name}' has negative values and {widest.value} (above {INT32_MAX}): the compiler "
                     "would make it 8 bytes, which probegen does not read")))
             enums[name] = EnumDecl(name, self.loc(item), values.get("strip_prefix", ""), tuple(enumerators))
-        return list(enums.values())
+        return enums
 
     def build_header(self, node, data, outputs_node, provider: str) -> HeaderConfig:
         fields = self.fields(node) if isinstance(node, yaml.MappingNode) else {}
@@ -317,7 +316,7 @@ class _Builder:
             guard_derived=values.get("guard") is None,
         )
 
-    def build_probes(self, node, data, typedefs, arg0: bool, clock: str | None, enum_names: set) -> list[Probe]:
+    def build_probes(self, node, data, typedefs, arg0: bool, clock: str | None, enums: dict) -> list[Probe]:
         probes: list[Probe] = []
         names: dict[str, yaml.Node] = {}
         max_args = SDT_MAX_ARGS - arg0
@@ -350,7 +349,7 @@ class _Builder:
                                     spdk_arg0(ticks, clock, where) if arg0 else None,
                                     enabled_check=values.get("enabled_check", False) is True))
                 for arg in named_enums:
-                    if arg.ctype.enum_name not in enum_names:
+                    if arg.ctype.enum_name not in enums:
                         self.diagnostics.append(Diagnostic(arg.location, (
                             f"argument '{arg.name}' of '{name}' is 'enum {arg.ctype.enum_name}', "
                             "which is not declared under 'enums:' (scripts print enums by name)")))

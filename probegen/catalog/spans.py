@@ -30,9 +30,8 @@ def build_spans(builder, node, data, probes: list[Probe]) -> tuple[Span, ...]:
         if not named or start is None or end is None:
             continue
         keys, bys = (_arguments(builder, fields.get(what), name, what, start, end) for what in ("key", "by"))
-        if keys is None or bys is None:
-            continue
-        spans.append(Span(name, values.get("doc", ""), start, end, keys, bys, builder.loc(item)))
+        if keys is not None and bys is not None:
+            spans.append(Span(name, values.get("doc", ""), start, end, keys, bys, builder.loc(item)))
     return tuple(spans)
 
 
