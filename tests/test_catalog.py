@@ -98,7 +98,7 @@ def test_catalog_points_editors_at_the_schema():
     (GOOD.replace("name: hello", "name: 2hello"), ["probes.yaml:3:11: error: 'name': '2hello' is not a C identifier"]),
     (GOOD.replace("name: hello", "name: static_assert"),
      ["probes.yaml:3:11: error: probe: 'static_assert' is a macro in C (<assert.h> defines it)"]),
-    (GOOD.replace("{name: n, type: int}", "{name: int, type: int}"), ["probes.yaml:8:16: error: argument: 'int' is a C keyword"]),
+    (GOOD.replace("{name: n, type: int}", "{name: int, type: int}"), ["probes.yaml:8:16: error: argument: 'int' is a C keyword and cannot name an argument"]),
     (GOOD.replace("type: int}", "type: foo_t}"), ["probes.yaml:8:25: error: argument 'n': unknown type 'foo_t': declare it under 'typedefs:'"]),
     (GOOD.replace("type: int}", "type: double}"), ["argument 'n': floating-point type 'double' is not supported"]),
     (GOOD.replace("type: int}", "type: struct foo}"), ["'struct foo' passed by value is not supported"]),

@@ -196,7 +196,8 @@ class _Builder:
         if node is None or not isinstance(name, str):
             return False
         if name in C_KEYWORDS and what != "probe":
-            self.error(node, f"{what}: '{name}' is a C keyword and cannot name a {what}")
+            article = "an" if what[0] in "ae" else "a"  # an argument, an enum, an enable_macro
+            self.error(node, f"{what}: '{name}' is a C keyword and cannot name {article} {what}")
             return False
         if name in _KEYWORD_MACROS:
             self.error(node, f"probe: '{name}' is a macro in C ({_KEYWORD_MACROS[name]} defines it) "
