@@ -32,8 +32,8 @@ def run(args) -> int:
     run_generate = f"run: probegen generate --catalog {args.catalog}"
     gone = f"generated, but {args.catalog} no longer generates it ({run_generate}, which removes it)"
     generated = f"what {args.catalog} generates ({run_generate})"
-    for path in out_of_date:
-        print(printable(f"{os.path.relpath(path)}: stale: differs from {generated}"), file=sys.stderr)
+    for file in out_of_date:
+        print(printable(f"{os.path.relpath(file.path)}: stale: differs from {generated}"), file=sys.stderr)
     for path in leftovers:
         print(printable(f"{os.path.relpath(path)}: stale: {gone}"), file=sys.stderr)
     summary = (f"{len(out_of_date)} of {len(files)} generated file(s) stale" if out_of_date
@@ -42,11 +42,10 @@ def run(args) -> int:
         summary += f"; {len(leftovers)} file(s) no longer generated"
     if args.format != "text":
         outcome = Outcome("check", str(args.catalog), summary, subjects=[shown_path(f.path) for f in files])
-        for file in files:
-            if file.path in out_of_date:
-                line, what = _difference(file)
-                outcome.results.append(Diagnostic(Location(shown_path(file.path), line), f"{what} {generated}",
-                                                  rule="stale-file"))
+        for file in out_of_date:
+            line, what = _difference(file)
+            outcome.results.append(Diagnostic(Location(shown_path(file.path), line), f"{what} {generated}",
+                                              rule="stale-file"))
         outcome.results += [Diagnostic(Location(shown_path(path)), gone, rule="leftover-file") for path in leftovers]
         emit(render(outcome, args.format), args.output)
     if out_of_date or leftovers:
@@ -69,6 +68,5 @@ def _difference(file) -> tuple[int, str]:
         data = stream.read(size)
     if data == file.data:
         return 0, "not executable, unlike"  # stale with the same content: only the mode differs
-    ours, theirs = file.data.splitlines(keepends=True), data.splitlines(keepends=True)
-    line = next((n for n, (a, b) in enumerate(zip(ours, theirs), 1) if a != b), min(len(ours), len(theirs)) + 1)
-    return line, "stale: differs from"
+    same = os.path.commonprefix([file.data.splitlines(keepends=True), data.splitlines(keepends=True)])
+    return len(same) + 1, "stale: differs from"

@@ -89,10 +89,9 @@ def refuse_foreign(files: list[GeneratedFile]) -> None:
         raise _foreign(foreign[0], len(foreign) - 1)
 
 
-def stale(files: list[GeneratedFile]) -> list[Path]:
-    """Paths whose content on disk differs from what would be generated."""
-    return [f.path for f in files
-            if not _read_at(f.path, lambda place, f=f: _is_current_at(place, f.data, f.executable))]
+def stale(files: list[GeneratedFile]) -> list[GeneratedFile]:
+    """The files whose content on disk differs from what would be generated."""
+    return [f for f in files if not _read_at(f.path, lambda place, f=f: _is_current_at(place, f.data, f.executable))]
 
 
 def leftovers(directories, produced) -> list[Path]:
@@ -300,14 +299,11 @@ def _removed_on_signal():
             os.kill(os.getpid(), signum)
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        try:
-            handler = signal.getsignal(signum)
-            if handler in (signal.SIG_IGN, None):
-                continue
-            signal.signal(signum, on_signal)
-        except ValueError:  # not the main thread: signals go elsewhere
-            break
-        previous[signum] = handler
+        handler = signal.getsignal(signum)
+        if handler not in (signal.SIG_IGN, None):
+            with contextlib.suppress(ValueError):  # not the main thread: signals go elsewhere
+                signal.signal(signum, on_signal)
+                previous[signum] = handler
     try:
         yield
     finally:

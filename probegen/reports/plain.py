@@ -63,12 +63,11 @@ def outcome_json(outcome: Outcome) -> dict:
 
 def outcome_junit(outcome: Outcome) -> str:
     """A test case per checked file, failed by its findings; an errored one per unreadable file."""
-    by_file: dict[str, list] = {subject: [] for subject in outcome.subjects}
-    for result in outcome.results:
-        by_file.setdefault(result.location.path, []).append(result)
     errors = {p.location.path: p.message for p in outcome.problems}
-    for path in errors:
-        by_file.setdefault(path, [])
+    paths = [*outcome.subjects, *(result.location.path for result in outcome.results), *errors]
+    by_file: dict[str, list] = {path: [] for path in paths}
+    for result in outcome.results:
+        by_file[result.location.path].append(result)
     return _junit(f"probegen {outcome.command}", [(f"probegen.{outcome.command}", path, results, errors.get(path))
                                                  for path, results in by_file.items()])
 
