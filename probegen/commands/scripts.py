@@ -16,16 +16,13 @@ def configure(parser) -> None:
     add_options(parser, "quiet", "binary", "debug_file", "force")
 
 
-@contextlib.contextmanager
 def binary_types(args):
-    """The DWARF of --binary (and --debug-file), or None."""
+    """The DWARF of --binary (and --debug-file), or None, for a with statement."""
     if not args.binary:
-        yield None
-        return
+        return contextlib.nullcontext()
     from probegen.dwarf import DwarfTypes
 
-    with DwarfTypes.open(args.binary, getattr(args, "debug_file", None)) as types:
-        yield types
+    return DwarfTypes.open(args.binary, getattr(args, "debug_file", None))
 
 
 def run(args) -> int:
