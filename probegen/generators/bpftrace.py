@@ -272,12 +272,9 @@ def _records(line: ProbeLine, known: dict, limit: int) -> list[Item]:
 
 def _one_record_layout(line: ProbeLine, known: dict) -> dict[int, int] | None:
     """Pieces per string field for a hit in one printf when its strings are short enough: as
-    many as fit, shared out in turn."""
+    many as fit, shared out in turn; {} without strings, None if one gets no piece."""
     read, limit = read_pieces(line), _limit(line)
-    shown = {n: 0 for n in read}
-    if not read or _stack(_line_items(line, known, shown)) > limit:
-        return None
-    grown = True
+    shown, grown = {n: 0 for n in read}, True
     while grown:
         grown = False
         for n in read:
