@@ -61,7 +61,7 @@ def fit(catalog, probe, sites, enums: dict[str, EnumTable]) -> tuple[ProbeLine, 
                         f"(arg0 included): printed by position (arg0..arg{most - 1}) as the note has them")
         return ProbeLine(probe, tuple(fields), most), warnings
     for number, field in enumerate(fields):
-        column = [] if field.is_member else columns[field.index]  # every field's argument is in each site
+        column = columns[field.index]  # every field's argument is in each site (no members: no DWARF read as root)
         if all(_carries(field.ctype, arg) for arg in column):
             continue
         warnings.append(f"{probe.name}: argument {field.label} is {field.ctype.name} in the catalog "

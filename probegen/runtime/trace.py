@@ -348,9 +348,8 @@ class HitJoiner:
         if match is None or match["part"] is None:
             return [line]
         key, part, parts, rest = (match["head"], match["tid"]), int(match["part"]), int(match["parts"]), match["rest"]
-        stale = []
+        stale = self._pending.pop(key, ([],))[0] if part == 1 else []
         if part == 1:
-            stale = self._pending.pop(key, ([],))[0]
             head = match["head"] + f" [tid {match['tid']}]" * (match["probe"] in self.keep_tid)
             self._pending[key] = ([line], [head + rest], parts)
         else:
@@ -505,9 +504,8 @@ def summary_script(catalog, pid: int, hist: str | None, count: str | None,
     if spans is None:
         spans = [s for s in catalog.spans if s.start.name in present and s.end.name in present]
         if not spans:
-            raise CommandError(f"process {pid} has the probes of none of "
-                             f"{catalog.path.name}'s spans" if catalog.spans else
-                             f"{catalog.path.name} declares no spans")
+            raise CommandError(f"process {pid} has the probes of none of {catalog.path.name}'s spans" if catalog.spans
+                               else f"{catalog.path.name} declares no spans")
     if counted is None:
         counted = [p for p in catalog.probes if p.name in present]
         if not counted:
