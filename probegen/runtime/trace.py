@@ -29,8 +29,8 @@ from probegen.generators.lines import CONTINUED
 from probegen.runtime.bcc import Reorder, trace_events
 
 _STRLEN = re.compile(r"BPFTRACE_STRLEN=(\d+)")
-# address perms offset dev inode path; a path is what follows the spaces.
-_MAPS_LINE = re.compile(rb"([0-9a-f]+-[0-9a-f]+) \S+ [0-9a-f]+ [0-9a-f]+:[0-9a-f]+ \d+ +(/.*)")
+# address perms offset dev inode path; a path is what follows the spaces (not one deleted since it was mapped).
+_MAPS_LINE = re.compile(rb"([0-9a-f]+-[0-9a-f]+) \S+ [0-9a-f]+ [0-9a-f]+:[0-9a-f]+ \d+ +(/.*)(?<! \(deleted\))")
 # /proc/PID/maps: a line per mapping (65,530 by default); more is no process worth tracing.
 MAPS_LIMIT = 64 << 20
 # Bytes bpftrace 0.17 cannot take in a file name it must match exactly.
@@ -105,8 +105,7 @@ def mapped_files(pid: int) -> list[MappedFile]:
                          "refusing a process with that many mappings")
     files: dict[bytes, MappedFile] = {}
     for match in filter(None, map(_MAPS_LINE.fullmatch, data.split(b"\n"))):
-        if not match[2].endswith(b" (deleted)"):
-            files.setdefault(match[2], MappedFile(match[2], match[1].decode()))
+        files.setdefault(match[2], MappedFile(match[2], match[1].decode()))
     return sorted(files.values(), key=lambda f: f.name != exe)  # stable: the executable first
 
 
