@@ -357,11 +357,9 @@ class HitJoiner:
                 return [line]  # a part whose first line was lost: shown as it came
             lines.append(line)
             texts.append(rest[len(CONTINUED):])
-        lines, texts, _ = self._pending[key]
-        if len(lines) < parts:
+        if len(self._pending[key][0]) < parts:
             return stale
-        del self._pending[key]
-        return stale + ["".join(texts)]
+        return stale + ["".join(self._pending.pop(key)[1])]
 
     def finish(self) -> list[str]:
         lines = [line for hit in self._pending.values() for line in hit[0]]
