@@ -43,8 +43,8 @@ _MOST_SITES, _MOST_ARGS = 4096, 12
 
 # A hit's line: ``SECONDS.MICROSECONDS: PROBE [tid TID] name=value ...``; one too long for
 # a printf prints in parts, ``[tid TID K/N]`` (1/N, then +TEXT continuing it; others between).
-HIT = re.compile(r"(?P<head>\d+\.\d{6}: (?P<probe>\S+))(?: \[tid (?P<tid>\d+)(?: (?P<part>\d+)/(?P<parts>\d+))?\])?"
-                 r"(?P<rest>.*)")
+HIT = re.compile(r"(?P<head>(?P<seconds>\d+)\.(?P<micros>\d{6}): (?P<probe>\S+))"
+                 r"(?: \[tid (?P<tid>\d+)(?: (?P<part>\d+)/(?P<parts>\d+))?\])?(?P<rest>.*)")
 STAMP = re.compile(r"(\d+)\.(\d{6}): ")  # bpftrace's nsecs (CLOCK_MONOTONIC)
 
 Script = NamedTuple("Script", [("path", str), ("text", str)])
@@ -445,7 +445,6 @@ def _hit(line: str, labels: dict) -> tuple | None:
     match = HIT.fullmatch(line)
     if match is None or match["part"] is not None or match["probe"] not in labels:
         return None
-    seconds, micros = STAMP.match(line).groups()
     rest = match["rest"].removeprefix(" ")
     args, names = {}, labels[match["probe"]]
     for number, label in enumerate(names):  # a value runs to the next label (strings hold spaces)
@@ -453,8 +452,8 @@ def _hit(line: str, labels: dict) -> tuple | None:
         end = rest.find(" " + names[number + 1] + "=", start) if number + 1 < len(names) else len(rest)
         value = rest[start:end if end >= 0 else len(rest)]
         args[label] = int(value) if value.lstrip("-").isdigit() else value
-    tid = match["tid"]
-    return (int(seconds) * 1000000 + int(micros)) * 1000, int(tid) if tid else None, match["probe"], args
+    tid, ns = match["tid"], (int(match["seconds"]) * 1000000 + int(match["micros"])) * 1000
+    return ns, int(tid) if tid else None, match["probe"], args
 
 
 def with_timeline(path, pid, paths, output, *, catalog, **options) -> int:
