@@ -272,15 +272,13 @@ def _records(line: ProbeLine, known: dict, limit: int) -> list[Item]:
 
 def _one_record_layout(line: ProbeLine, known: dict) -> dict[int, int] | None:
     """Pieces per string field for a hit in one printf when its strings are short enough: as
-    many as fit, shared out in turn; {} without strings, None if one gets no piece."""
+    many as fit, shared out in turn; {} without strings, None if one gets no piece. A piece
+    that does not fit never will (the line only grows): rounds as many as the most pieces."""
     read, limit = read_pieces(line), _limit(line)
-    shown, grown = {n: 0 for n in read}, True
-    while grown:
-        grown = False
-        for n in read:
-            trial = {**shown, n: shown[n] + 1}
-            if shown[n] < read[n] and _stack(_line_items(line, known, trial)) <= limit:
-                shown, grown = trial, True
+    shown = dict.fromkeys(read, 0)
+    for _, n in itertools.product(range(max(read.values(), default=0)), read):
+        if shown[n] < read[n] and _stack(_line_items(line, known, {**shown, n: shown[n] + 1})) <= limit:
+            shown[n] += 1
     return shown if all(shown.values()) else None
 
 
