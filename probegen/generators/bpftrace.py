@@ -261,10 +261,8 @@ def _records(line: ProbeLine, known: dict, limit: int) -> list[Item]:
     groups: list[list[Item]] = [[]]
     for n, f in enumerate(line.fields):
         field = _field_items(f, n, known.get(n), read.get(n))
-        if groups[-1] and _stack([room, *groups[-1], *field]) > limit:
-            groups.append([])
-        for item in field:
-            if groups[-1] and _stack([room, *groups[-1], item]) > limit:
+        for k, item in enumerate(field):  # a field starts a line unless it fits whole, an item unless it fits
+            if groups[-1] and _stack([room, *groups[-1], *((item,) if k else field)]) > limit:
                 groups.append([])
             groups[-1].append(item)
     return [_join([_head(line, n, len(groups)), *group]) for n, group in enumerate(groups, 1)]
