@@ -45,15 +45,13 @@ def _carries(ctype, arg) -> bool:
 
 def fit(catalog, probe, sites, enums: dict[str, EnumTable]) -> tuple[ProbeLine, list[str]]:
     """(the probe's line as ``sites`` pass its arguments, warnings); ``enums``: tables to print by."""
-    warnings = []
     line = probe_line(catalog, probe)
     fields = [replace(f, enum=enums.get(f.enum.name, f.enum)) if f.enum else f for f in line.fields]
     counts = {len(site) for site in sites}
     columns = [[arg for arg in column if arg is not None] for column in itertools.zip_longest(*sites)]
     floating = sorted({f"arg{i}" for i, column in enumerate(columns) if any(arg.floating for arg in column)})
-    if floating:  # bpftrace reads a USDT argument as an integer
-        warnings.append(f"{probe.name}: {', '.join(floating)} floating point in the process's note: "
-                        "printed as the integer of its bits")
+    warnings = [f"{probe.name}: {', '.join(floating)} floating point in the process's note: "
+                "printed as the integer of its bits"] if floating else []  # bpftrace reads USDT arguments as integers
     if counts != {line.arg_count}:
         fields = [Field(f"arg{i}", style_of(ctype), i, ctype) for i, ctype in enumerate(map(_integer, columns))]
         note, most = " or ".join(str(c) for c in sorted(counts)), max(counts)
