@@ -56,7 +56,7 @@ def bench_scale(tmp: Path, sizes, rounds: int) -> bool:
                     "yaml.compose(open(sys.argv[1]).read(), Loader=yaml.CSafeLoader)", str(catalog)]),
             # The two reads verify cannot skip, with nothing checked or modelled.
             Command("floor: compose + notes", [PYTHON, "-c", "import gc, sys, yaml; gc.disable(); "
-                    "from probegen.elf import read_binaries; "
+                    "from probegen.elf.deps import read_binaries; "
                     "yaml.compose(open(sys.argv[1]).read(), Loader=yaml.CSafeLoader); "
                     "read_binaries(sys.argv[2:])", str(catalog), str(binary)]),
             Command("list", PROBEGEN + ["list", str(binary)]),

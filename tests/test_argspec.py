@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import C_DIR, compile_for, examples, readelf_notes, run_cli, sdt_include_dir
-from probegen.elf import read_binary
 from probegen.elf.argspec import (
     Address, ArgSpecError, Constant, Memory, Register, Unknown, decode_operand, parse_arg,
 )
+from probegen.elf.notes import read_binary
 
 X64, I386, A64, ARM = "EM_X86_64", "EM_386", "EM_AARCH64", "EM_ARM"
 S390, PPC, MIPS, RISCV = "EM_S390", "EM_PPC64", "EM_MIPS", "EM_RISCV"

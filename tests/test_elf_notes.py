@@ -17,7 +17,8 @@ from helpers import (
     C_DIR, LIBJVM, LIBSTDCXX, PYTHON311, compile_for, examples, note_count, readelf_notes, require_file, run_cli,
     sdt_include_dir,
 )
-from probegen.elf import Constant, ElfError, Memory, Register, Unknown, read_binary
+from probegen.elf.argspec import Constant, Memory, Register, Unknown
+from probegen.elf.notes import ElfError, read_binary
 
 
 def flat_sites(binary):

@@ -17,7 +17,7 @@ from helpers import (
     sdt_include_dir,
 )
 from probegen.catalog import load_catalog
-from probegen.elf import read_binary
+from probegen.elf.notes import read_binary
 
 ARCHES = ("x86_64", "i686", "aarch64")
 POSTGRES = "/usr/lib/postgresql/15/bin/postgres"

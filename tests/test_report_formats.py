@@ -22,7 +22,7 @@ import pytest
 from helpers import fetch, line_of, run_cli
 from helpers.pgtest import build_pgtest, write_pgtest
 from probegen.catalog import load_catalog
-from probegen.elf import read_binary
+from probegen.elf.notes import read_binary
 from probegen.checks.lint import lint_file
 from probegen.reports.github import escape_data, escape_property
 from probegen.reports.rules import RULES

@@ -21,7 +21,7 @@ import pytest
 
 from helpers import REPO, require, require_sdt
 from probegen.catalog import load_catalog
-from probegen.elf import read_binary
+from probegen.elf.notes import read_binary
 from probegen.elf.listing import listing_json, listing_text
 from probegen.checks.verify import verify_binaries
 

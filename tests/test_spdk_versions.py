@@ -18,7 +18,7 @@ import pytest
 from helpers import C_DIR, CATALOGS, STUBS, compile_c, readelf_probes, run_cli, spdk_config
 from probegen.catalog import load_catalog
 from probegen.checks.verify import verify_binaries
-from probegen.elf import read_binary
+from probegen.elf.notes import read_binary
 from probegen.generators.header import render_header
 
 CATALOG = CATALOGS / "spdk_versions.yaml"

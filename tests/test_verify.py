@@ -12,7 +12,7 @@ import pytest
 from helpers import C_DIR, REPO, compile_for, line_of, run_cli, sdt_include_dir
 from helpers.pgtest import build_pgtest, write_pgtest
 from probegen.catalog import load_catalog
-from probegen.elf import read_binary
+from probegen.elf.notes import read_binary
 from probegen.checks.verify import verify_binaries
 
 VARIANTS = {

@@ -31,7 +31,7 @@ def run(args) -> int:
     import sys
     from pathlib import Path
 
-    from probegen.elf import ElfError, read_binary
+    from probegen.elf.notes import ElfError, read_binary
     from probegen.errors import CommandError, Location, printable, printable_lines
     from probegen.importers import dfile
     from probegen.importers.binaries import checked_text, infer_catalog

@@ -21,7 +21,7 @@ def run(args) -> int:
     import sys
     from dataclasses import replace
 
-    from probegen.elf import ElfError, read_binary
+    from probegen.elf.notes import ElfError, read_binary
     from probegen.errors import printable_lines
     from probegen.elf.listing import listing_json, listing_text
 

@@ -39,7 +39,7 @@ def configure(parser):
 def run(args) -> int:
     import sys
 
-    from probegen.elf import read_binaries
+    from probegen.elf.deps import read_binaries
     from probegen.errors import printable
     from probegen.reports import emit, load_catalog_reported
     from probegen.checks.verify import verify_absent, verify_binaries
@@ -75,9 +75,6 @@ def _reported(catalog, report, errors, form: str) -> str:
     summary = report.summary() if report else "verify: no binary could be read"
     if errors and form == "text":  # the CI formats list them
         summary += f"; {len(errors)} file(s) could not be read"
-    outcome = Outcome("verify", str(catalog.path), summary, report=report)
-    if report is not None:
-        outcome.results = report.findings
-        outcome.subjects = [b.path for b in report.binaries]
-    outcome.problems = [Diagnostic(e.location, e.message) for e in errors]
-    return render(outcome, form)
+    results, subjects = (report.findings, [b.path for b in report.binaries]) if report else ([], [])
+    problems = [Diagnostic(e.location, e.message) for e in errors]
+    return render(Outcome("verify", str(catalog.path), summary, results, problems, subjects, report=report), form)

@@ -163,7 +163,7 @@ def wait_attached(pid: int, script: str, timeout: float = TIMEOUT) -> None:
     the script names carries the kernel's breakpoint (int3 read through
     /proc/PID/mem): plain bpftrace prints "Attaching" before it attaches,
     and nothing after."""
-    from probegen.elf import read_binary
+    from probegen.elf.notes import read_binary
 
     names = set(re.findall(r"usdt:[^:\s]*:\w+:(\w+)", script))
     exe = Path(f"/proc/{pid}/exe")
