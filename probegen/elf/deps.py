@@ -8,7 +8,6 @@ import glob
 import os
 from collections import deque
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from probegen.elf.notes import Binary, ElfError, read_binary, read_elf
 
@@ -27,16 +26,14 @@ class DynamicInfo:
 
 def dynamic_info(path: str | os.PathLike) -> DynamicInfo:
     """DT_NEEDED, DT_RPATH and DT_RUNPATH of one ELF file."""
-    return read_elf(path, lambda elf, _: _dynamic(elf, Path(path)))
+    return read_elf(path, lambda elf, _: _dynamic(elf, path))
 
 
-def _dynamic(elf, path: Path) -> DynamicInfo:
-    from elftools.elf.dynamic import DynamicSection
-
-    origin = str(Path(os.path.realpath(path)).parent)
+def _dynamic(elf, path: str | os.PathLike) -> DynamicInfo:
+    origin = os.path.dirname(os.path.realpath(path))
     tags = {"DT_NEEDED": [], "DT_RPATH": [], "DT_RUNPATH": []}
-    for section in elf.iter_sections():
-        for tag in section.iter_tags() if isinstance(section, DynamicSection) else ():
+    for section in elf.iter_sections("SHT_DYNAMIC"):  # pyelftools' DynamicSection
+        for tag in section.iter_tags():
             kind = tag.entry.d_tag
             if kind == "DT_NEEDED":
                 tags[kind].append(tag.needed)
