@@ -283,13 +283,10 @@ class _Reader:
             self.identifier("the typedef's name")
             self.expect(";", " after the typedef")
             return
-        words: list[Token] = []
-        while self.peek().text != ";":
-            token = self.take()
-            if token.kind == "eof":
-                self.fail(start, "typedef: no ';' before the end of the file")
-            words.append(token)
-        self.take()
+        end = next((at for at in range(self.pos, len(self.tokens)) if self.tokens[at].text == ";"), None)
+        if end is None:
+            self.fail(start, "typedef: no ';' before the end of the file")
+        words, self.pos = self.tokens[self.pos:end], end + 1
         if len(words) < 2 or not is_identifier(words[-1].text):
             self.fail(start, "typedef: expected 'typedef TYPE NAME;'")
         name = words[-1].text
