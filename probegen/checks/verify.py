@@ -53,10 +53,8 @@ def _describe_type(arg: Arg, pointer_size: int) -> str:
 def _arg_matches(arg: NoteArg, ctype, pointer_size: int) -> bool:
     """Size and sign as the type's on this binary, a narrower integer C
     converts to it, or a literal the type holds."""
-    if arg.floating:
-        return False
     literal = isinstance(arg.operand, Constant) and ctype.holds_constant(arg.operand.value, pointer_size)
-    return literal or ctype.carries(arg.size, arg.signed, pointer_size)
+    return not arg.floating and (literal or ctype.carries(arg.size, arg.signed, pointer_size))
 
 
 def _arg0_problem(probe: Probe, arg: NoteArg) -> str | None:
