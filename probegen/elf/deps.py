@@ -92,7 +92,7 @@ class Reading:
 
     binaries: list[Binary] = field(default_factory=list)
     errors: list[ElfError] = field(default_factory=list)  # files that could not be read
-    followed: set[str] = field(default_factory=set)  # libraries read because a binary loads them
+    followed: set[str] = field(default_factory=set)  # libraries reached because a binary loads them
     messages: list[str] = field(default_factory=list)  # the errors and notes, in the order found
 
 
@@ -107,14 +107,13 @@ def read_binaries(paths, *, follow: bool = False, lib_dirs: list[str] = ()) -> R
         if os.path.realpath(path) in seen:
             return
         seen.add(os.path.realpath(path))
+        if is_library:
+            reading.followed.add(str(path))
         try:
             reading.binaries.append(read_binary(path, pipe_ok=not is_library))
         except ElfError as exc:
             reading.errors.append(exc)
             reading.messages.append(str(exc))
-            return
-        if is_library:
-            reading.followed.add(str(path))
 
     for path in paths:
         read(path, False)
