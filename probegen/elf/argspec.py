@@ -264,10 +264,8 @@ _DECODERS = {
 
 
 def decode_operand(text: str, machine: str) -> Operand:
-    """Unknown for a machine or a form not known here."""
-    decode = _DECODERS.get(machine)
-    operand = decode(text) if decode else None
-    return operand if operand is not None else Unknown(text)
+    """Unknown for a machine or a form not known here (an operand is never false)."""
+    return _DECODERS.get(machine, lambda _: None)(text) or Unknown(text)
 
 
 _SPLIT_MARKS = re.compile(r"[\[\]() ]")
