@@ -202,8 +202,7 @@ def _machine(register: str, *memory: str, immediate: str = "", addresses: bool =
             return Constant(value)
         for form in forms:
             match = re.fullmatch(form, text)
-            operand = _memory(match.groupdict(), name) if match else None
-            if operand is not None:
+            if match and (operand := _memory(match.groupdict(), name)):
                 return operand
         return None
 
