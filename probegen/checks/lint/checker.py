@@ -65,9 +65,7 @@ class Checker:
         if self.types is not None:
             self.copied_structs()
         for block in self.script.blocks:
-            probes: list[Probe] = []
-            for point in block.attach_points:
-                probes += [probe for probe in self.attach_point(point) if probe not in probes]
+            probes = dict.fromkeys(probe for point in block.attach_points for probe in self.attach_point(point))
             for probe in probes or [None]:
                 self.probe = probe
                 self.statements((block.predicate, *block.body), {})  # the predicate None: nothing to check

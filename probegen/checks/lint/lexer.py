@@ -78,11 +78,13 @@ class _Lexer:
         self.tokens.append(Token(kind, self.text[start:end], *self.where(start)))
         self.pos = end
 
-    def skip_space_and_comments(self):
+    def skip_space_and_comments(self) -> int:
+        """Where the next token starts (the text's length at its end)."""
         while skipped := _SPACE.match(self.text, self.pos) or COMMENT.match(self.text, self.pos):
             if skipped[0].startswith("/*") and not skipped[0].endswith("*/", 2):
                 self.error("comment never closed ('*/' missing)")
             self.pos = skipped.end()
+        return self.pos
 
     def c_definition(self):
         """Up to the closing brace and a ';', or the first ';'."""
@@ -126,23 +128,17 @@ class _Lexer:
         match = _EXPRESSION.match(self.text, pos)
         if not match:
             self.error(_NO_TOKEN.get(self.text[pos], f"unexpected character '{self.text[pos]}'"))
-        kind, operator = match.lastgroup, match.group()
-        if kind == PUNCT and self.in_predicate:
-            self.depth += _BRACKETS.get(operator, 0)
-            if operator == "/" and self.depth <= 0:
-                self.in_predicate, self.depth = False, 0
-                return self.emit(PRED_END, pos, pos + 1)
-            if operator in ("{", "}"):
-                self.error("predicate never closed ('/' missing before the block)")
-        elif kind == PUNCT:
-            self.depth += _BRACES.get(operator, 0)
-        self.emit(kind, pos, match.end())
+        operator = match.group()  # only punctuation is a bracket or a '/'
+        self.depth += (_BRACKETS if self.in_predicate else _BRACES).get(operator, 0)
+        if self.in_predicate and operator == "/" and self.depth <= 0:
+            self.in_predicate, self.depth = False, 0
+            return self.emit(PRED_END, pos, pos + 1)
+        if self.in_predicate and operator in ("{", "}"):
+            self.error("predicate never closed ('/' missing before the block)")
+        self.emit(match.lastgroup, pos, match.end())
 
     def run(self) -> list[Token]:
-        while True:
-            self.skip_space_and_comments()
-            if self.pos >= len(self.text):
-                break
+        while self.skip_space_and_comments() < len(self.text):
             if self.depth == 0 and not self.in_predicate:
                 self.top_level()
             else:

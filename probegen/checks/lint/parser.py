@@ -106,8 +106,8 @@ class _Parser:
         token = token or self.token
         raise ScriptSyntaxError(f"cannot parse: {message}", Location(self.path, token.line, token.column))
 
-    def expect(self, text: str, what: str = "") -> Token:
-        if not self.is_punct(text):
+    def expect(self, text: str, what: str = "", kind: str = lexer.PUNCT) -> Token:
+        if self.token.kind != kind or self.token.text != text:
             self.error(f"expected '{text}'{' ' + what if what else ''}, found {_shown(self.token)}")
         return self.advance()
 
@@ -141,16 +141,12 @@ class _Parser:
             if self.token.kind == lexer.PRED_END:
                 self.error("empty predicate")
             predicate = self.expression()
-            if self.token.kind != lexer.PRED_END:
-                self.error(f"expected '/' to close the predicate, found {_shown(self.token)}")
-            self.advance()
-        if not self.is_punct("{"):
-            self.error(f"expected '{{' to open the probe's block, found {_shown(self.token)}")
-        return ProbeBlock(tuple(points), predicate, self.block())
+            self.expect("/", "to close the predicate", lexer.PRED_END)
+        return ProbeBlock(tuple(points), predicate, self.block("to open the probe's block"))
 
-    def block(self) -> tuple:
+    def block(self, what: str = "") -> tuple:
         with self.nested():
-            self.expect("{")
+            self.expect("{", what)
             statements = []
             while not self.is_punct("}"):  # the lexer saw it closed
                 if not self.is_punct(";"):  # else an empty statement
@@ -278,15 +274,12 @@ class _Parser:
         return Ident(token.line, token.column, token.text)
 
     def type_call(self, name: Token) -> Other:
-        depth = 0
-        while True:
-            token = self.advance()
-            if token.kind == lexer.EOF:
-                self.error(f"'(' after '{name.text}' never closed", name)
-            if self.is_punct("(", ")", token=token):
-                depth += 1 if token.text == "(" else -1
-                if depth == 0:
-                    return Other()
+        depth = 0  # the first token is the '(' after the name
+        while (token := self.advance()).kind != lexer.EOF:
+            depth += {"(": 1, ")": -1}.get(token.text, 0) if token.kind == lexer.PUNCT else 0
+            if depth == 0:
+                return Other()
+        self.error(f"'(' after '{name.text}' never closed", name)
 
     def expression_list(self, close: str) -> tuple:
         self.advance()
@@ -321,6 +314,5 @@ class _Parser:
         return expr
 
 
-@room_for_nesting()
 def parse(text: str, path: str = "<script>") -> Script:
     return _Parser(lexer.tokenize(text, path), path).script()
