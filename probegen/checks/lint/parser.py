@@ -106,9 +106,11 @@ class _Parser:
         token = token or self.token
         raise ScriptSyntaxError(f"cannot parse: {message}", Location(self.path, token.line, token.column))
 
-    def expect(self, text: str, what: str = "", kind: str = lexer.PUNCT) -> Token:
-        if self.token.kind != kind or self.token.text != text:
-            self.error(f"expected '{text}'{' ' + what if what else ''}, found {_shown(self.token)}")
+    def expect(self, text: str | None, what: str = "", kind: str = lexer.PUNCT) -> Token:
+        """The token here if it is of ``kind`` and reads ``text`` (None: any), else an error: expected
+        ``what`` (by default the text, quoted: repr() quotes punctuation with '), found what is here."""
+        if self.token.kind != kind or text not in (None, self.token.text):
+            self.error(f"expected {what or repr(text)}, found {_shown(self.token)}")
         return self.advance()
 
     def script(self) -> Script:
@@ -132,17 +134,15 @@ class _Parser:
         points = [self.advance()]  # script() saw it is an attach point
         while self.is_punct(","):
             self.advance()
-            if self.token.kind != lexer.ATTACH:
-                self.error(f"expected an attach point, found {_shown(self.token)}")
-            points.append(self.advance())
+            points.append(self.expect(None, "an attach point", lexer.ATTACH))
         predicate = None
         if self.token.kind == lexer.PRED_START:
             self.advance()
             if self.token.kind == lexer.PRED_END:
                 self.error("empty predicate")
             predicate = self.expression()
-            self.expect("/", "to close the predicate", lexer.PRED_END)
-        return ProbeBlock(tuple(points), predicate, self.block("to open the probe's block"))
+            self.expect("/", "'/' to close the predicate", lexer.PRED_END)
+        return ProbeBlock(tuple(points), predicate, self.block("'{' to open the probe's block"))
 
     def block(self, what: str = "") -> tuple:
         with self.nested():
@@ -178,7 +178,7 @@ class _Parser:
         branches = []
         while True:
             keyword = self.advance().text
-            self.expect("(", f"after '{keyword}'")
+            self.expect("(", f"'(' after '{keyword}'")
             condition = self.expression()
             self.expect(")")
             branches.append((condition, self.block()))
@@ -195,7 +195,7 @@ class _Parser:
                 return condition
             self.advance()
             then = self.expression()
-            self.expect(":", "in '?:'")
+            self.expect(":", "':' in '?:'")
             return Other((condition, then, self.expression()))
 
     def binary(self):
@@ -287,7 +287,7 @@ class _Parser:
         while not self.is_punct(close):
             items.append(self.expression())
             if not self.is_punct(close):
-                self.expect(",", "or '" + close + "'")
+                self.expect(",", f"',' or '{close}'")
         self.advance()
         return tuple(items)
 
@@ -299,10 +299,7 @@ class _Parser:
             self.deeper()
             token = self.advance()
             if token.text in ("->", "."):
-                name = self.token
-                if name.kind != lexer.IDENT:
-                    self.error(f"expected a member name, found {_shown(name)}")
-                self.advance()
+                name = self.expect(None, "a member name", lexer.IDENT)
                 expr = Member(name.line, name.column, expr, name.text)
             elif token.text == "[":
                 index = self.expression()
