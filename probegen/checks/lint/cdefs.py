@@ -132,9 +132,8 @@ class _Reader:
             offset, declaration = close + 1, self.text[close + 1:offset + len(declaration)]
         elif pointer := _FUNCTION_POINTER.search(declaration):
             shape = Shape("pointer", self.pointer_size, self.pointer_size)
-            start = struct.layout.place(shape)
-            struct.members[pointer[1]] = Field(pointer[1], self.location(offset + pointer.start(1)),
-                                               spelling="a function pointer", shape=shape, bit=start)
+            struct.members[pointer[1]] = Field(pointer[1], self.location(offset + pointer.start(1)), shape=shape,
+                                               spelling="a function pointer", bit=struct.layout.place(shape))
             return
         attributes = " ".join(_ATTRIBUTE.findall(declaration))
         packed = _PACKED.search(attributes) is not None

@@ -77,9 +77,9 @@ class Checker:
         if fields[0][0] not in ("usdt", "U") or len(fields) not in (3, 4):
             return []
         name, name_column = fields[-1]
-        provider, provider_column = fields[2] if len(fields) == 4 else (None, 0)
-        ours = self.catalog.provider
-        other_provider = provider is not None and not fnmatch.fnmatchcase(ours, provider)
+        ours = self.catalog.provider  # a C name: no wildcard, so with no provider given it is not another
+        provider, provider_column = fields[2] if len(fields) == 4 else (ours, 0)
+        other_provider = not fnmatch.fnmatchcase(ours, provider)
         if _WILDCARD.search(name):
             if other_provider:
                 return []

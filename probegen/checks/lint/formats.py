@@ -62,9 +62,8 @@ def mismatch(conversion: Conversion, value: Value) -> str | None:
             return None  # the address, on purpose
         return f"{conv} for {what}, a string: use {suggest(value)}"
     if conversion.conv == "s":
-        if ctype.kind is Kind.ENUM:
-            return f"%s for {what}, an enum: bpftrace has no names for its values; use {suggest(value)}"
-        return f"%s for {what}, not a string: use {suggest(value)}"
+        why = "an enum: bpftrace has no names for its values;" if ctype.kind is Kind.ENUM else "not a string:"
+        return f"%s for {what}, {why} use {suggest(value)}"
     if conversion.conv == "p":
         return None if ctype.is_address else f"%p for {what}, an integer: use {suggest(value)}"
     if conversion.conv == "c":

@@ -120,10 +120,9 @@ class _Parser:
             if token.kind == lexer.PREPROC:
                 script.preprocessor.append(self.advance().text)
             elif token.kind == lexer.CDEF:
-                self.advance()
                 if script.blocks:
-                    self.error("C definitions must come before the first probe", token)
-                script.definitions.append(token)
+                    self.error("C definitions must come before the first probe")
+                script.definitions.append(self.advance())
             elif token.kind == lexer.ATTACH:
                 script.blocks.append(self.probe_block())
             else:
