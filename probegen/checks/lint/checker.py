@@ -7,6 +7,7 @@ Where a value's type is not known, nothing is said: a finding must be certain.
 
 import difflib
 import fnmatch
+import functools
 import re
 
 from probegen.catalog.model import Catalog, Probe
@@ -99,22 +100,20 @@ class Checker:
                         "unknown-probe")
         return [] if probe is None else [probe]
 
-    def statements(self, statements, env: dict):
+    def statements(self, statements, env: dict) -> dict:
+        """``env`` (what is known of each $variable) as the statements leave it."""
         for statement in statements:
             if isinstance(statement, ast.Assign):
                 value = self.value(statement.value, env)
                 self.value(statement.target, env)  # a map's keys checked
                 if isinstance(statement.target, ast.Var):
                     env[statement.target.name] = value if statement.op == "=" else None
-            elif isinstance(statement, ast.If):
-                merged = None
-                for condition, body in statement.branches:
-                    then = dict(env)
-                    self.statements((condition, *body), then)  # the else's condition None: nothing to check
-                    merged = then if merged is None else _merge(merged, then)
-                env.update(merged)
+            elif isinstance(statement, ast.If):  # the else's condition None: nothing to check
+                branches = [self.statements((condition, *body), dict(env)) for condition, body in statement.branches]
+                env.update(functools.reduce(_merge, branches))
             else:
                 self.value(statement, env)
+        return env
 
     def value(self, node, env: dict) -> Value | None:
         """What is known about an expression's value, its parts checked."""
