@@ -110,12 +110,9 @@ class _Lexer:
         char = text[pos]
         if char == "#" and not text[text.rfind("\n", 0, pos) + 1:pos].strip():
             self.emit(PREPROC, pos, _PREPROCESSOR.match(text, pos).end())
-        elif char in "{,":
-            self.emit(PUNCT, pos, pos + 1)
-            self.depth = 1 if char == "{" else 0
-        elif char == "/":
-            self.emit(PRED_START, pos, pos + 1)
-            self.in_predicate = True
+        elif char in "{,/":  # a block opens, another attach point follows, a predicate opens
+            self.emit(PRED_START if char == "/" else PUNCT, pos, pos + 1)
+            self.depth, self.in_predicate = (1 if char == "{" else 0), char == "/"
         elif char == "}":
             self.error("'}' with no block open")
         elif _C_DEFINITION_START.match(text, pos):

@@ -233,8 +233,7 @@ class _Parser:
         open_paren = self.advance()
         words, stars, array = [], 0, ""
         while not self.is_punct(")"):
-            token = self.token
-            if token.kind == lexer.IDENT and not stars:
+            if self.token.kind == lexer.IDENT and not stars:
                 words.append(self.advance().text)
             elif self.is_punct("*"):
                 self.advance()
@@ -244,7 +243,7 @@ class _Parser:
                 array = f"[{self.advance().text}]"
                 self.expect("]")
             else:
-                self.error(f"unexpected {_shown(token)} in a cast")
+                self.error(f"unexpected {_shown(self.token)} in a cast")
         self.advance()
         struct_name = words[1] if stars and len(words) == 2 and words[0] in ("struct", "union") else None
         type_text = " ".join(words) + (" " + "*" * stars if stars else "") + array
