@@ -300,9 +300,8 @@ class _Parser:
                 name = self.expect(None, "a member name", lexer.IDENT)
                 expr = Member(name.line, name.column, expr, name.text)
             elif token.text == "[":
-                index = self.expression()
+                expr = Other((expr, self.expression()))
                 self.expect("]")
-                expr = Other((expr, index))
             else:
                 expr = Other((expr,))
         self.depth = outer
