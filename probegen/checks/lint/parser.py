@@ -107,8 +107,8 @@ class _Parser:
         raise ScriptSyntaxError(f"cannot parse: {message}", Location(self.path, token.line, token.column))
 
     def expect(self, text: str | None, what: str = "", kind: str = lexer.PUNCT) -> Token:
-        """The token here if it is of ``kind`` and reads ``text`` (None: any), else an error: expected
-        ``what`` (by default the text, quoted: repr() quotes punctuation with '), found what is here."""
+        """The token here if it is of ``kind`` and reads ``text`` (None: any), else the error
+        "expected WHAT, found ..." (``what``; by default the text in quotes, as repr() puts punctuation)."""
         if self.token.kind != kind or text not in (None, self.token.text):
             self.error(f"expected {what or repr(text)}, found {_shown(self.token)}")
         return self.advance()
@@ -274,7 +274,7 @@ class _Parser:
     def type_call(self, name: Token) -> Other:
         depth = 0  # the first token is the '(' after the name
         while (token := self.advance()).kind != lexer.EOF:
-            depth += {"(": 1, ")": -1}.get(token.text, 0) if token.kind == lexer.PUNCT else 0
+            depth += {"(": 1, ")": -1}.get(token.text, 0)  # only punctuation reads '(' or ')'
             if depth == 0:
                 return Other()
         self.error(f"'(' after '{name.text}' never closed", name)
