@@ -182,6 +182,13 @@ def test_list_text(builds, capsys):
     assert "[sp" in out or "[x0" in out
 
 
+def test_list_reads_a_file_named_twice_once(builds, capsys):
+    once = run_cli(capsys, "list", builds["aarch64"])
+    assert run_cli(capsys, "list", builds["aarch64"], builds["aarch64"]) == once
+    code, out, _ = run_cli(capsys, "list", "--format", "json", builds["i686"], builds["i686"])
+    assert code == 0 and len(json.loads(out)["binaries"]) == 1
+
+
 def test_list_json_shape(builds, capsys):
     code, out, _ = run_cli(capsys, "list", "--format", "json", builds["i686"], builds["x86_64"])
     assert code == 0

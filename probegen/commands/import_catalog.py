@@ -31,7 +31,7 @@ def run(args) -> int:
     import sys
     from pathlib import Path
 
-    from probegen.elf.notes import ElfError, read_binary
+    from probegen.elf.deps import read_binaries
     from probegen.errors import CommandError, Location, printable, printable_lines
     from probegen.importers import dfile
     from probegen.importers.binaries import checked_text, infer_catalog
@@ -45,20 +45,17 @@ def run(args) -> int:
     if provider_file is None and args.provider is None:
         raise CommandError("--provider NAME is needed to import from binaries")
     name = Path(args.output).name if args.output not in (None, "-") else "probes.yaml"
-    binaries = []
-    for path in args.binaries:
-        try:
-            binaries.append(read_binary(path, pipe_ok=True))
-        except ElfError as exc:
-            print(printable_lines(str(exc)), file=sys.stderr)
-    if len(binaries) < len(args.binaries):
+    reading = read_binaries(args.binaries)  # each file once, however often it is named
+    for message in reading.messages:
+        print(printable_lines(message), file=sys.stderr)
+    if reading.errors:
         return 2
     if provider_file is None:
-        text = checked_text(infer_catalog(binaries, args.provider), name,
+        text = checked_text(infer_catalog(reading.binaries, args.provider), name,
                             f"the probes of '{args.provider}' cannot form a catalog")
     else:  # with binaries, the types they pass, each difference noted
         source = dfile.read_provider_file(provider_file)
-        imported, notes = (dfile.merged_catalog(source, args.provider, binaries) if binaries
+        imported, notes = (dfile.merged_catalog(source, args.provider, reading.binaries) if reading.binaries
                            else (dfile.imported_catalog(source, args.provider), []))
         text = checked_text(imported, name, f"provider '{imported.provider}' cannot form a catalog",
                             Location(str(provider_file)))

@@ -21,25 +21,19 @@ def run(args) -> int:
     import sys
     from dataclasses import replace
 
-    from probegen.elf.notes import ElfError, read_binary
+    from probegen.elf.deps import read_binaries
     from probegen.errors import printable_lines
     from probegen.elf.listing import listing_json, listing_text
 
-    binaries, errors = [], []
-    for path in args.binaries:
-        try:
-            binary = read_binary(path, pipe_ok=True)
-        except ElfError as exc:
-            errors.append(exc)
-            print(printable_lines(str(exc)), file=sys.stderr)
-            continue
-        if args.provider:
-            binary = replace(binary, probes=tuple(p for p in binary.probes if p.provider == args.provider))
-        binaries.append(binary)
-        if args.format == "text":
-            sys.stdout.write(listing_text(binary))
+    reading = read_binaries(args.binaries)  # each file once, however often it is named
+    for message in reading.messages:
+        print(printable_lines(message), file=sys.stderr)
+    binaries = [replace(binary, probes=tuple(p for p in binary.probes if p.provider == args.provider))
+                if args.provider else binary for binary in reading.binaries]
+    if args.format == "text":
+        sys.stdout.write("".join(map(listing_text, binaries)))
     if args.format == "json":
         # One line: indenting takes json's pure-Python encoder, 3x slower on 20,000
         # sites. The listing is a tree, so the cycle check is only cost.
-        sys.stdout.write(json.dumps(listing_json(binaries, errors), check_circular=False) + "\n")
-    return 2 if errors else 0
+        sys.stdout.write(json.dumps(listing_json(binaries, reading.errors), check_circular=False) + "\n")
+    return 2 if reading.errors else 0
