@@ -58,6 +58,8 @@ def test_shop_file_reads_as_written():
      "provider p { probe a(int); };", {"a": [("int", None)]}),
     ("typedef struct conn { int fd; } conn_t;\ntypedef conn_t *conn_p;\nenum e { E1 };\nstruct s;\n"
      "provider p { probe a(conn_t *, conn_p, enum e); };", {"a": [("conn_t *", None), ("conn_p", None), ("enum e", None)]}),
+    ("typedef enum { E1 } e_t;\ntypedef enum e { E2 } e2_t;\ntypedef union { int i; } u_t;\n"
+     "provider p { probe a(e_t *, e2_t *, u_t *); };", {"a": [("e_t *", None), ("e2_t *", None), ("u_t *", None)]}),
     ("provider p /* c */ { // c\n probe /* c */ a /* c */ ( int /* c */ ) ; } ;", {"a": [("int", None)]}),
     ("provider p { probe a(int x, int x, int _y); };", {"a": [("int", "x"), ("int", "x"), ("int", "_y")]}),
 ])

@@ -274,8 +274,7 @@ class _Reader:
 
     def typedef(self) -> None:
         start = self.take()
-        if self.peek().text in ("struct", "union", "enum") and self.peek(2).text == "{" \
-                or self.peek().text in ("struct", "union") and self.peek(1).text == "{":
+        if self.peek().text in ("struct", "union", "enum") and "{" in (self.peek(1).text, self.peek(2).text):
             self.take()
             if self.peek().kind == "ident":
                 self.take()
