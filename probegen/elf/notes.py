@@ -99,19 +99,11 @@ def read_elf(path: str | os.PathLike, read, *, pipe_ok: bool = False):
 
 def open_elf_file(path: str | os.PathLike, *, pipe_ok: bool = False):
     """(file object, size) after read_elf's checks, without pyelftools."""
-    shown = str(path)
     try:
-        stream, size = open_seekable(path, "ELF binary", pipe_ok=pipe_ok, head=len(_MAGIC),
-                                     check_head=lambda head: _check_magic(shown, head), missing="no such file")
+        return open_seekable(path, "ELF binary", pipe_ok=pipe_ok, head=len(_MAGIC),
+                             check_head=lambda head: _check_magic(str(path), head), missing="no such file")
     except UnreadableInput as exc:
-        raise ElfError(exc.message, Location(shown)) from None
-    try:
-        _check_magic(shown, stream.read(len(_MAGIC)))  # a pipe's was checked before copying
-        stream.seek(0)
-        return stream, size
-    except BaseException:
-        stream.close()
-        raise
+        raise ElfError(exc.message, Location(str(path))) from None
 
 
 def _check_magic(shown: str, head: bytes) -> None:

@@ -138,20 +138,21 @@ def read_input(path, what: str) -> bytes:
 def open_seekable(path, what: str, *, pipe_ok: bool = False, limit: int = PIPE_LIMIT, head: int = 0,
                   check_head: Callable[[bytes], None] | None = None,
                   missing: str | None = None) -> tuple[BinaryIO, int]:
-    """A seekable stream and its size, for readers that seek (pyelftools). A pipe (if ``pipe_ok``) is
-    copied to an unnamed temporary file, at most ``limit`` bytes, once ``check_head`` has accepted its
-    first ``head`` bytes; ``missing``: the message for a path that does not exist."""
+    """A seekable stream and its size, for readers that seek (pyelftools), once ``check_head`` has accepted
+    its first ``head`` bytes. A pipe (if ``pipe_ok``) is copied to an unnamed temporary file, at most
+    ``limit`` bytes, after that check; ``missing``: the message for a path that does not exist."""
     import tempfile
 
     stream, size, first = _open(path, what, pipe_ok, missing)
-    if size is not None:
-        return stream, size
     copy = None
     try:
+        first += stream.read(max(0, head - len(first)))  # a pipe: a buffered read, up to end of file
+        if check_head is not None:
+            check_head(first[:head])
+        if size is not None:  # a regular file
+            stream.seek(0)
+            return stream, size
         with stream:
-            first += stream.read(max(0, head - len(first)))  # a buffered read: up to end of file
-            if check_head is not None:
-                check_head(first[:head])
             copy = tempfile.TemporaryFile()
             size = copy.write(first)
             while size <= limit and (chunk := stream.read(min(_CHUNK, limit + 1 - size))):
@@ -161,6 +162,7 @@ def open_seekable(path, what: str, *, pipe_ok: bool = False, limit: int = PIPE_L
         copy.seek(0)
         return copy, size
     except BaseException as exc:
+        stream.close()
         if copy is not None:
             copy.close()
         if isinstance(exc, OSError):
