@@ -10,47 +10,48 @@ import re
 from dataclasses import dataclass
 
 
+class _Operand:
+    """An operand's kind is its class's name in lower case ('register', 'memory'): what list prints."""
+
+    def __init_subclass__(cls):
+        cls.kind = cls.__name__.lower()
+
+
 @dataclass(frozen=True)
-class Register:
+class Register(_Operand):
     """As the assembler names it, without AT&T's and s390's '%'; powerpc's
     bare numbers become 'r8'; mips keeps its '$' ('$2')."""
 
     name: str
-
-    kind = "register"
 
     def describe(self) -> str:
         return self.name
 
 
 @dataclass(frozen=True)
-class Constant:
+class Constant(_Operand):
     """An int, or a float for a floating-point literal (arm's ``#1.5e+0``)."""
 
     value: int | float
-
-    kind = "constant"
 
     def describe(self) -> str:
         return str(self.value)
 
 
 @dataclass(frozen=True)
-class Address:
+class Address(_Operand):
     """``&symbol + offset``: x86 ``$sym``, arm ``#.LANCHOR0+40``."""
 
     symbol: str
     offset: int = 0
     relocation: str | None = None
 
-    kind = "address"
-
     def describe(self) -> str:
         return "&" + _symbol_text(self.symbol, self.relocation, self.offset)
 
 
 @dataclass(frozen=True)
-class Memory:
+class Memory(_Operand):
     """``[segment: base + index*scale + symbol + offset]``, parts optional;
     ``relocation``: the operator on the symbol ('GOTOFF', 'lo12', 'tprel_lo')."""
 
@@ -61,8 +62,6 @@ class Memory:
     symbol: str | None = None
     relocation: str | None = None
     segment: str | None = None  # x86 %fs / %gs
-
-    kind = "memory"
 
     def describe(self) -> str:
         index = self.index and (f"{self.index}*{self.scale}" if self.scale != 1 else self.index)
@@ -75,10 +74,8 @@ class Memory:
 
 
 @dataclass(frozen=True)
-class Unknown:
+class Unknown(_Operand):
     text: str
-
-    kind = "unknown"
 
     def describe(self) -> str:
         return self.text
