@@ -189,6 +189,13 @@ def test_list_reads_a_file_named_twice_once(builds, capsys):
     assert code == 0 and len(json.loads(out)["binaries"]) == 1
 
 
+def test_list_one_provider(builds, capsys):
+    code, out, err = run_cli(capsys, "list", "--provider", "nosuch", builds["x86_64"])
+    assert code == 0 and not err and out.startswith(f"{builds['x86_64']}: 0 probe(s), 0 site(s) [x86_64")
+    code, out, _ = run_cli(capsys, "list", "--format", "json", "--provider", "elfargs", builds["x86_64"])
+    assert {p["provider"] for p in json.loads(out)["binaries"][0]["probes"]} == {"elfargs"}
+
+
 def test_list_json_shape(builds, capsys):
     code, out, _ = run_cli(capsys, "list", "--format", "json", builds["i686"], builds["x86_64"])
     assert code == 0

@@ -74,3 +74,9 @@ def test_unreadable_binary(tmp_path, capsys):
     (tmp_path / "x").write_text("hello")
     code, out, err = run_cli(capsys, "import", tmp_path / "x", "--provider", "p")
     assert code == 2 and not out and err == f"{tmp_path / 'x'}: error: not an ELF file (no ELF magic number)\n"
+
+
+def test_nothing_to_import_from(capsys):
+    code, out, err = run_cli(capsys, "import", "--provider", "p")
+    assert code == 2 and not out
+    assert err == "import: error: give the binaries to import from, or a provider file (FILE.d)\n"
