@@ -100,9 +100,26 @@ def test_deadline_memory_output_and_files_are_bounded(tmp_path):
     {"binary": {"nvmf_tgt_state": ["exe", [[1, "A"], [1, "B"]]]}, "why": ""},
     {"binary": [], "why": ""}, {"binary": {}, "why": 1}, "not a dict",
 ])
-def test_the_childs_answer_is_checked_as_data(answer):
-    with pytest.raises(Unprivileged):
-        fit._checked_sources(answer, ["nvmf_tgt_state"], {"exe"})
+def test_the_childs_answer_is_checked_as_data(answer, monkeypatch, capsys):
+    """The answer (its "exe" the traced process's executable, here this test's) is refused as a
+    whole: the catalog's names are printed, stderr says why."""
+    import json
+
+    from probegen.catalog import load_catalog
+    from probegen.files import unprivileged
+    from probegen.runtime import trace
+
+    def child(function, catalog, enums, named, **_):
+        return json.loads(json.dumps(answer).replace('"exe"', json.dumps(named[0][0])))
+
+    monkeypatch.setattr(unprivileged, "run_unprivileged", child)
+    pid, catalog = os.getpid(), load_catalog(DRIFT_CATALOG)
+    holders = {("pgdrift", "tgt_state"): (trace.mapped_files(pid)[0], [(trace.NoteFacts(4, True, False, None),)])}
+    scripts, _ = fit.regenerate(pid, [trace.Script("tgt.bt", "usdt:*:pgdrift:tgt_state {}")], {0: "tgt"}, catalog,
+                                True, False, holders, deadline_in(30), False)
+    assert "probegen trace: enum names of nvmf_tgt_state from the catalog drift.yaml: probegen: error: the enum " \
+        "names read from debug info are not what probegen asked for" in capsys.readouterr().err
+    assert '(arg0 == 5) { $pg_e0 = "FINI_STOP_SUBSYSTEMS"; }' in scripts[0].text
 
 
 @root_only

@@ -154,9 +154,20 @@ def _enum_tables(catalog, pid: int, holders: dict, enums: list[str], deadline: f
             found = run_unprivileged(from_debug_info, catalog, enums, named, deadline=deadline,
                                      what=f"reading enum names from the debug info of process {pid}'s files",
                                      modules=("elftools", "probegen.elf", "probegen.dwarf"))
-        from_binary, why = _checked_sources(found, enums, {shown for shown, _ in named})
     except Unprivileged as exc:
-        from_binary, why = {}, str(exc)
+        found = {"binary": {}, "why": str(exc)}
+    from_binary = {}
+    try:  # each part of the child's answer checked (it read hostile data)
+        for enum, (shown, rows) in found["binary"].items():
+            names = tuple((value, name) for value, name in rows)
+            values = {v for v, n in names if type(v) is int and isinstance(n, str)}  # each once, each named
+            if enum not in enums or shown not in {s for s, _ in named} or not names or len(values) != len(names):
+                raise ValueError(enum)
+            from_binary[enum] = (shown, EnumTable(enum, names, any(v < 0 for v, _ in names)))
+        if not isinstance(why := found["why"], str):
+            raise ValueError(why)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        from_binary, why = {}, "probegen: error: the enum names read from debug info are not what probegen asked for"
     by_file: dict[str, list[str]] = {}
     for enum, (shown, table) in from_binary.items():
         written = enum_table(catalog, enum, None)
@@ -168,24 +179,3 @@ def _enum_tables(catalog, pid: int, holders: dict, enums: list[str], deadline: f
         if enum not in from_binary:
             _say(f"probegen trace: enum names of {enum} from the catalog {catalog.path.name}: {why}")
     return {enum: table for enum, (_, table) in from_binary.items()}
-
-
-def _checked_sources(found, enums: list[str], shown_names: set[str]) -> tuple[dict, str]:
-    """({enum: (shown name, EnumTable)}, why the others have none) from the
-    child's answer, each part checked (it read hostile data)."""
-    from probegen.files.unprivileged import Unprivileged
-
-    from_binary = {}
-    try:
-        for enum, (shown, rows) in found["binary"].items():
-            names = tuple((value, name) for value, name in rows)
-            values = {v for v, n in names if type(v) is int and isinstance(n, str)}  # each once, each named
-            if enum not in enums or shown not in shown_names or not names or len(values) != len(names):
-                raise ValueError(enum)
-            from_binary[enum] = (shown, EnumTable(enum, names, any(v < 0 for v, _ in names)))
-        if not isinstance(found["why"], str):
-            raise ValueError(found["why"])
-    except (KeyError, TypeError, ValueError, AttributeError):
-        raise Unprivileged("probegen: error: the enum names read from debug info are not what probegen "
-                           "asked for") from None
-    return from_binary, found["why"]
