@@ -99,7 +99,8 @@ def regenerate(pid: int, scripts: list[trace.Script], groups: dict, catalog, deb
                               ([k[1] for k in keys if catalog.probe(k[1]) is None], catalog.path.name)):
             if absent:
                 _say(f"probegen trace: not in {where}, not traced: {', '.join(absent)}")
-        chosen[number] = [(p, holders[k][1]) for p in catalog.probes for k in keys if k[1] == p.name and k in holders]
+        held = {name: [k for k in same if k in holders] for name, same in itertools.groupby(keys, lambda k: k[1])}
+        chosen[number] = [(p, holders[k][1]) for p in catalog.probes for k in held.get(p.name, ())]  # not probes x keys
     enums = list(dict.fromkeys(a.ctype.enum_name for pairs in chosen.values() for p, _ in pairs
                                for a in p.note_args if a.ctype.enum_name and not a.hex))
     tables = _enum_tables(catalog, pid, holders, enums, deadline) if debug_info and enums else {}
