@@ -282,3 +282,24 @@ def test_a_script_of_many_probes_is_made_again_in_linear_work(tmp_path):
     regenerate(10)  # once untraced: first-use costs (imports, the template) are no probe's work
     tiny, small, large = (regenerate(count) for count in (10, 100, 1000))
     assert (large - small) / 900 <= 2 * (small - tiny) / 90
+
+
+def test_enum_names_from_debug_info_print_an_enum_the_catalog_lists_none_of(tmp_path):
+    """An enum declared without enumerators ("take them from the binary's DWARF"): the names
+    trace reads from the process's debug info are printed (the number was, though stderr said
+    the names came from there); a hexadecimal argument of that enum stays a number."""
+    from probegen.catalog import load_catalog
+    from probegen.generators.lines import EnumTable, Style
+    from probegen.runtime import trace
+    from probegen.runtime.fit import fit
+
+    (tmp_path / "probes.yaml").write_text(
+        "provider: p\nenums:\n  - {name: state}\nprobes:\n  - name: change\n    group: g\n    doc: d\n"
+        "    args:\n      - {name: now, type: enum state, doc: d}\n"
+        "      - {name: raw, type: enum state, hex: true, doc: d}\n")
+    catalog = load_catalog(tmp_path / "probes.yaml")
+    table = EnumTable("state", ((0, "IDLE"), (1, "BUSY")), False)
+    site = (trace.NoteFacts(4, True, False, None),) * 2
+    line, warnings = fit(catalog, catalog.probe("change"), [site], {"state": table})
+    assert not warnings and [(f.style, f.enum) for f in line.fields] == [(Style.ENUM, table), (Style.HEX, None)]
+    assert [f.style for f in fit(catalog, catalog.probe("change"), [site], {})[0].fields] == [Style.SIGNED, Style.HEX]

@@ -13,7 +13,7 @@ from dataclasses import replace
 from probegen.catalog.ctype import CType, Kind, integer_type, parse_ctype
 from probegen.errors import InputError, NoDebugInfo, printable
 from probegen.files.marker import has_marker
-from probegen.generators.lines import EnumTable, Field, ProbeLine, enum_table, probe_line, style_of
+from probegen.generators.lines import EnumTable, Field, ProbeLine, Style, enum_table, probe_line, style_of
 from probegen.runtime import trace
 
 # A script made with --binary reads struct members through such a cast.
@@ -46,7 +46,8 @@ def _carries(ctype, arg) -> bool:
 def fit(catalog, probe, sites, enums: dict[str, EnumTable]) -> tuple[ProbeLine, list[str]]:
     """(the probe's line as ``sites`` pass its arguments, warnings); ``enums``: tables to print by."""
     line = probe_line(catalog, probe)
-    fields = [replace(f, enum=enums.get(f.enum.name, f.enum)) if f.enum else f for f in line.fields]
+    fields = [replace(f, style=Style.ENUM, enum=enums[f.ctype.enum_name])  # also an enum the catalog lists no names of
+              if f.ctype.enum_name in enums and f.style is not Style.HEX else f for f in line.fields]
     counts = {len(site) for site in sites}
     columns = [[arg for arg in column if arg is not None] for column in itertools.zip_longest(*sites)]
     floating = sorted({f"arg{i}" for i, column in enumerate(columns) if any(arg.floating for arg in column)})
