@@ -158,26 +158,25 @@ def _enum_tables(catalog, pid: int, holders: dict, enums: list[str], deadline: f
                                      modules=("elftools", "probegen.elf", "probegen.dwarf"))
     except Unprivileged as exc:
         found = {"binary": {}, "why": str(exc)}
-    from_binary = {}
+    tables, by_file = {}, {}  # by_file: the enums each file names
     try:  # each part of the child's answer checked (it read hostile data)
+        if not isinstance(why := found["why"], str):
+            raise ValueError(why)
         for enum, (shown, rows) in found["binary"].items():
             names = tuple((value, name) for value, name in rows)
             values = {v for v, n in names if type(v) is int and isinstance(n, str)}  # each once, each named
             if enum not in enums or shown not in {s for s, _ in named} or not names or len(values) != len(names):
                 raise ValueError(enum)
-            from_binary[enum] = (shown, EnumTable(enum, names, any(v < 0 for v, _ in names)))
-        if not isinstance(why := found["why"], str):
-            raise ValueError(why)
+            tables[enum] = EnumTable(enum, names, any(v < 0 for v, _ in names))
+            written = enum_table(catalog, enum, None)
+            differs = written is not None and dict(written.names) != dict(names)
+            by_file.setdefault(shown, []).append(enum + (" (differs from the catalog's)" if differs else ""))
     except (KeyError, TypeError, ValueError, AttributeError):
-        from_binary, why = {}, "probegen: error: the enum names read from debug info are not what probegen asked for"
-    by_file: dict[str, list[str]] = {}
-    for enum, (shown, table) in from_binary.items():
-        written = enum_table(catalog, enum, None)
-        differs = written is not None and dict(written.names) != dict(table.names)
-        by_file.setdefault(shown, []).append(enum + (" (differs from the catalog's)" if differs else ""))
+        tables, by_file = {}, {}
+        why = "probegen: error: the enum names read from debug info are not what probegen asked for"
     for shown, done in by_file.items():
         _say(f"probegen trace: enum names from the debug info of {shown}: {', '.join(done)}")
     for enum in enums:
-        if enum not in from_binary:
+        if enum not in tables:
             _say(f"probegen trace: enum names of {enum} from the catalog {catalog.path.name}: {why}")
-    return {enum: table for enum, (_, table) in from_binary.items()}
+    return tables
