@@ -93,6 +93,19 @@ def test_deadline_memory_output_and_files_are_bounded(tmp_path):
     assert len(str(refused.value).splitlines()) == 1 and not (tmp_path / "written").exists()
 
 
+def forged(reply: bytes):
+    """As a child taken over by what it read: a reply of its own making on the pipe."""
+    os.write(sys._getframe(1).f_locals["write_end"], reply)
+    os._exit(0)
+
+
+@pytest.mark.parametrize("reply", [b'{"result": 1, "error": 2}', b"[" * 200_000, b'{"error": 2}', b"[1]"])
+def test_a_forged_reply_is_one_error_line(reply):
+    """Not a traceback: an error that is not text, JSON nested past Python's recursion limit."""
+    with pytest.raises(Unprivileged, match="^probegen: error: parsing gave no result probegen can read$"):
+        run_unprivileged(forged, reply, deadline=deadline_in(30))
+
+
 @pytest.mark.parametrize("answer", [
     {"binary": {"nvmf_tgt_state": ["/elsewhere", [[1, "A"]]]}, "why": ""},  # a file not opened
     {"binary": {"other_enum": ["exe", [[1, "A"]]]}, "why": ""},             # an enum not asked for

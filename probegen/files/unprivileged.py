@@ -57,14 +57,13 @@ def run_unprivileged(function, *args, deadline: float, what: str = "parsing", mo
         raise Unprivileged(f"probegen: error: {what} gave more than {OUTPUT >> 20} MiB of results")
     if not data:
         raise Unprivileged(f"probegen: error: {what} ended without a result ({_status(status)})")
-    try:
+    reply = None
+    with contextlib.suppress(ValueError, RecursionError):  # a child taken over by what it read may say anything
         reply = json.loads(data)
-    except ValueError:
-        reply = None
-    if not isinstance(reply, dict) or not ("result" in reply or isinstance(reply.get("error"), str)):
-        raise Unprivileged(f"probegen: error: {what} gave no result probegen can read")
-    if "error" in reply:
+    if isinstance(reply, dict) and isinstance(reply.get("error"), str):
         raise Unprivileged(printable(reply["error"]))
+    if not isinstance(reply, dict) or "result" not in reply or "error" in reply:
+        raise Unprivileged(f"probegen: error: {what} gave no result probegen can read")
     return reply["result"]
 
 
