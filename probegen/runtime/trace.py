@@ -243,8 +243,7 @@ def combine(scripts: list[Script], texts: list[str], wanted) -> str:
         if len(paths) > 1:
             raise CommandError(f"{' and '.join(paths)} each have a {keyword} block, and bpftrace "
                                "allows one per program: trace them in separate runs (all.bt holds every probe)")
-    program = "\n".join("".join(text.splitlines(keepends=True)[1:]) if text.startswith("#!") else text
-                        for text in texts)
+    program = "\n".join(text.partition("\n")[2] if text.startswith("#!") else text for text in texts)
     if having["BEGIN"]:
         return program
     names = ", ".join(Path(s.path).stem for s in scripts)
