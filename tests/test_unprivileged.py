@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -104,6 +105,19 @@ def test_a_forged_reply_is_one_error_line(reply):
     """Not a traceback: an error that is not text, JSON nested past Python's recursion limit."""
     with pytest.raises(Unprivileged, match="^probegen: error: parsing gave no result probegen can read$"):
         run_unprivileged(forged, reply, deadline=deadline_in(30))
+
+
+def killed(signum):
+    os.kill(os.getpid(), signum)
+
+
+def test_a_child_killed_by_any_signal_is_one_error_line():
+    """A real-time signal Python names no member for (the child is nobody: any process running as
+    nobody, the traced one among them, may send it one)."""
+    with pytest.raises(Unprivileged, match=r"^probegen: error: parsing ended without a result \(signal 40\)$"):
+        run_unprivileged(killed, 40, deadline=deadline_in(30))
+    with pytest.raises(Unprivileged, match=r"\(signal SIGKILL: killed, perhaps a limit\)$"):
+        run_unprivileged(killed, int(signal.SIGKILL), deadline=deadline_in(30))
 
 
 @pytest.mark.parametrize("answer", [

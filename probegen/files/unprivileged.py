@@ -97,7 +97,8 @@ def _status(status: int) -> str:
         signum = os.WTERMSIG(status)
         limit = {signal.SIGXCPU: ": CPU time limit", signal.SIGKILL: ": killed, perhaps a limit",
                  signal.SIGSEGV: ": memory limit or a crash"}.get(signum, "")
-        return f"signal {signal.Signals(signum).name}{limit}"
+        names = {s.value: s.name for s in signal.Signals}  # not every real-time signal: another nobody may send one
+        return f"signal {names.get(signum, signum)}{limit}"
     return f"exit code {os.WEXITSTATUS(status)}"
 
 
