@@ -350,9 +350,9 @@ def render_script(catalog: Catalog, group: str, probes, types: "DwarfTypes | Non
 
 
 def render_files(catalog: Catalog, output: Path, types: "DwarfTypes | None" = None) -> list[GeneratedFile]:
-    output = Path(output)  # catalog.load refuses groups named like the other scripts
+    # catalog.load refuses groups named like the other scripts
     files = [GeneratedFile(output / f"{stem}.bt", render_script(catalog, stem, probes, types), executable=True)
-             for stem, probes in [*((g, catalog.probes_in(g)) for g in catalog.groups), (ALL_SCRIPT, catalog.probes)]]
+             for stem, probes in [*catalog.groups.items(), (ALL_SCRIPT, catalog.probes)]]
     counts = render("bpftrace_count.bt.j2", catalog=catalog, hits=HITS_MAP)
     return files + [GeneratedFile(output / f"{COUNTS_SCRIPT}.bt", counts, executable=True),
                     *render_span_files(catalog, output)]

@@ -110,7 +110,10 @@ class Planner:
                     raise InputError(f"enumerator {e.name} is in two enums ({other.name or 'anonymous'} and "
                                      f"{t.name or 'anonymous'}): C cannot define both")
         else:
-            plan.items, size, plan.align = (self._plan_union if t.kind == "union" else self._plan_struct)(t)
+            body = self._plan_union if t.kind == "union" else self._plan_struct
+            plan.items, size, plan.align = body(t)
+            if size % plan.align != 0:  # no compiler would lay it out so: every member packed
+                plan.items, size, plan.align = body(t, force_packed=True)
             plan.tail_comment = f"size: {size}, members: {len(t.members)}"
         if isinstance(t, m.Struct) and t.typedef_name:
             plan.comment = f"typedef {t.kind} {{...}} {t.name}: bpftrace takes no typedefs"
@@ -179,8 +182,6 @@ class Planner:
             items[0].attributes += f" __attribute__((aligned({struct.alignment})))"
             align = struct.alignment
         size = struct.size if struct.size is not None else align_up(end, align)
-        if size % align != 0 and not force_packed:
-            return self._plan_struct(struct, force_packed=True)
         if align_up(end, align) != size:
             if size < end:
                 raise _unlike(struct, f"members end at {end}, past its size {size}")
@@ -215,8 +216,6 @@ class Planner:
                 align = max(align, self.align_of(member.type))
             biggest = max(biggest, (member.type.size or 0) if member.bit_size is None else (member.bit_size + 7) // 8)
         size = union.size if union.size is not None else align_up(biggest, align)
-        if size % align != 0 and not force_packed:
-            return self._plan_union(union, force_packed=True)
         if align_up(biggest, align) != size:
             items.append(self._pad(names, size))
         return items, size, align

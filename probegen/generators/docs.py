@@ -75,4 +75,4 @@ def render_docs(catalog: Catalog, output: Path | None = None) -> str:
 
 
 def render_files(catalog: Catalog, output: Path, types=None) -> list[GeneratedFile]:
-    return [GeneratedFile(Path(output), render_docs(catalog, Path(output)))]
+    return [GeneratedFile(output, render_docs(catalog, output))]

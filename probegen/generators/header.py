@@ -74,4 +74,4 @@ def semaphore_source(catalogs: list[Catalog]) -> str:
 
 
 def render_files(catalog: Catalog, output: Path, types=None) -> list[GeneratedFile]:
-    return [GeneratedFile(Path(output), render_header(catalog))]
+    return [GeneratedFile(output, render_header(catalog))]

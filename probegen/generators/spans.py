@@ -152,4 +152,4 @@ def render_program(catalog: Catalog, spans=None, counted=(), interval: int | Non
 def render_files(catalog: Catalog, output: Path) -> list[GeneratedFile]:
     if not catalog.spans:
         return []
-    return [GeneratedFile(Path(output) / f"{SPAN_SCRIPT}.bt", render_program(catalog, whole=False), executable=True)]
+    return [GeneratedFile(output / f"{SPAN_SCRIPT}.bt", render_program(catalog, whole=False), executable=True)]
