@@ -34,11 +34,10 @@ def render_definitions(types, names: list[str], enums: list[str] = (), annotate:
 def _body(plan: Plan, indent: str, out: list[str], annotate: bool) -> None:
     out += [f"{indent}{name} = {value},\n" for name, value in plan.enumerators]  # an enum's
     for item in plan.items:
-        line = f"{item.head} {item.declarator}" if item.declarator else item.head
-        if item.nested:
+        if item.nested:  # its body, then its declarator after the closing brace
             out.append(f"{indent}{item.head} {{\n")
             _body(item.nested, indent + "\t", out, annotate)
-            line = f"}} {item.declarator}" if item.declarator else "}"
+        line = f"{'}' if item.nested else item.head} {item.declarator}".rstrip()  # an anonymous member: no declarator
         comment = f"\t/* {item.comment} */" if annotate else ""
         out.append(f"{indent}{line}{item.attributes};{comment}\n")
     if annotate and plan.tail_comment:
