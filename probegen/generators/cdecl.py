@@ -79,17 +79,13 @@ class Planner:
             return self.declarator(t.returns, f"{inner}({', '.join(params)})")
         if isinstance(t, m.Base):
             return t.name, inner, None
-        if isinstance(t, m.Enum):
-            # A compiler would not make this enum this size (packed or -fshort-enums), or it has no
-            # enumerators to define it with: bpftrace cannot be told; an integer can. An anonymous
-            # enum is defined once, where it is first planned: "enum { A, B } x, y;" has A and B once.
-            if (t.size != enum_size(e.value for e in t.enumerators) or not t.enumerators
-                    or (t.name is None and id(t) in self._plans)):
-                return _SIZED_INTS.get(t.size, "unsigned int"), inner, None
-            if t.name is None:
-                return "enum", inner, self.plan(t)
-            return f"enum {t.name}", inner, None
-        if isinstance(t, m.Struct):
+        # A compiler would not make this enum this size (packed or -fshort-enums), or it has no
+        # enumerators to define it with: bpftrace cannot be told; an integer can. An anonymous
+        # enum is defined once, where it is first planned: "enum { A, B } x, y;" has A and B once.
+        if isinstance(t, m.Enum) and (t.size != enum_size(e.value for e in t.enumerators) or not t.enumerators
+                                      or (t.name is None and id(t) in self._plans)):
+            return _SIZED_INTS.get(t.size, "unsigned int"), inner, None
+        if isinstance(t, (m.Enum, m.Struct)):  # an anonymous one is defined in place
             return (t.kind, inner, self.plan(t)) if t.name is None else (f"{t.kind} {t.name}", inner, None)
         return "void", inner, None  # void, or what C cannot name
 
@@ -122,9 +118,8 @@ class Planner:
         return plan
 
     def _item(self, member: m.Member, packed: bool) -> Item:
-        inner = name = member.name or ""
-        if member.bit_size is not None:
-            inner = f"{name} : {member.bit_size}" if name else f": {member.bit_size}"
+        name = member.name or ""
+        inner = name if member.bit_size is None else f"{name} : {member.bit_size}".lstrip()  # ": 3" unnamed
         head, decl, nested = self.declarator(member.type, inner)
         bits = f":{member.bit_offset - member.offset * 8:2}" if member.bit_size is not None else ""
         return Item(head, decl, nested, " __attribute__((packed))" if packed else "",
