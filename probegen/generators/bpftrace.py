@@ -143,9 +143,8 @@ def whole_body(line: ProbeLine, small_stack: bool = True) -> list[str] | None:
         printfs.append((test, _call(_join(items))))
     if len(printfs) == 1:
         return rows + [printfs[0][1]]
-    rows.append(f"if ({printfs[0][0]}) {{ {printfs[0][1]} }}")
-    rows.extend(f"else if ({test}) {{ {call} }}" for test, call in printfs[1:-1])
-    return rows + [f"else {{ {printfs[-1][1]} }}"]
+    chain = [f"if ({test}) {{ {call} }}" for test, call in printfs[:-1]] + [f"{{ {printfs[-1][1]} }}"]
+    return rows + chain[:1] + ["else " + row for row in chain[1:]]
 
 
 # The pieces form.
