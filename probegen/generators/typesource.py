@@ -40,10 +40,9 @@ def member_ctype(types, struct_name: str, member_path: str) -> CType:
         return CType(text, Kind.ENUM, u.size, u.signed or None, enum_name=u.name)
     if isinstance(u, m.Pointer):
         target = m.unqualified(u.target)
-        if isinstance(target, m.Function):
-            return CType(text, Kind.FUNCTION_POINTER, u.size, False, pointer_sized=True)
+        kind = Kind.FUNCTION_POINTER if isinstance(target, m.Function) else Kind.POINTER
         if isinstance(target, m.Base) and target.size == 1 and target.encoding in ("signed_char", "unsigned_char"):
-            return CType(text, Kind.STRING, u.size, False, pointer_sized=True)
+            kind = Kind.STRING
         struct_name = target.name if isinstance(target, m.Struct) else None
-        return CType(text, Kind.POINTER, u.size, False, pointer_sized=True, struct_name=struct_name)
+        return CType(text, kind, u.size, False, pointer_sized=True, struct_name=struct_name)
     raise InputError(f"member of type '{text}' is not supported: scripts print scalars and strings")
