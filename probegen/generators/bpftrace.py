@@ -154,8 +154,7 @@ def read_pieces(line: ProbeLine) -> dict[int, int]:
     VERIFIER_PIECES; then the longest strings are cut (one alone never is)."""
     counts = {n: math.ceil(f.max_len / PIECE) for n, f in enumerate(line.fields) if _reads_string(f)}
     while len(counts) > 1 and math.prod(counts.values()) > VERIFIER_PIECES:
-        longest = max(counts, key=lambda n: (counts[n], -n))
-        counts[longest] -= 1
+        counts[max(counts, key=lambda n: (counts[n], -n))] -= 1  # the longest (the first of equals)
     return counts
 
 

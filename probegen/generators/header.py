@@ -33,9 +33,8 @@ def render_header(catalog: Catalog, extern_semaphores: bool = False) -> str:
         params = [arg.name for arg in probe.args]
         # A parameter named like a word of the expansion (an argument named after its enum tag,
         # the provider, the clock) would be substituted there too: it gets a trailing underscore.
-        taken = {provider, probe.name, semaphore, sdt_macro, macro, enabled}
-        for text in [*arg0, *(arg.ctype.spelling for arg in probe.args)]:
-            taken.update(IDENTIFIER.findall(text))
+        taken = {provider, probe.name, semaphore, sdt_macro, macro, enabled,
+                 *IDENTIFIER.findall(" ".join([*arg0, *(arg.ctype.spelling for arg in probe.args)]))}
         for i, param in enumerate(params):  # a renamed one must not meet another parameter either
             while param in taken or param in params[:i] + params[i + 1:]:
                 param += "_"
