@@ -72,12 +72,13 @@ def _span_parts(catalog: Catalog, span: Span, blocks: dict[str, _Block], strlen:
         end_keys.append(f"{var}_k{i}")
         start_block.strings += key.start.ctype.kind is Kind.STRING
         end_block.strings += key.start.ctype.kind is Kind.STRING
+    start_key, end_key = ", ".join(start_keys), ", ".join(end_keys)
     stored, parts, by_reads, by_setup = [], [], [], []
     for i, by in enumerate(span.by):
         value = _read(by.arg, strlen)
         if by.at_start:
             stored.append((f"@{span.name}_by{i}", value))
-            value = f"@{span.name}_by{i}[{', '.join(end_keys)}]"
+            value = f"@{span.name}_by{i}[{end_key}]"
         (start_block if by.at_start else end_block).strings += by.arg.ctype.kind is Kind.STRING
         # An enum's name (UNKNOWN for a value without one: 0.17 cannot make a string of a number)
         # into a variable, then one hist(): a hist() per branch fails 0.17's verifier beside a
@@ -90,7 +91,6 @@ def _span_parts(catalog: Catalog, span: Span, blocks: dict[str, _Block], strlen:
             by_setup += enum_lookup(table, value, f"{var}_n{i}", f"{var}_known{i}", unnamed=UNKNOWN_ENUM)
             value = f"{var}_n{i}"
         parts.append(value)
-    start_key, end_key = ", ".join(start_keys), ", ".join(end_keys)
     by_keys = f"[{', '.join(parts)}]" if parts else ""
     start_block.starts += [f"// starts {span.name}", f"{start_map}[{start_key}] = $now;",
                            *(f"{name}[{start_key}] = {value};" for name, value in stored)]
