@@ -202,8 +202,7 @@ class Planner:
 
     def _plan_union(self, union: m.Struct, force_packed: bool = False) -> tuple[list[Item], int, int]:
         names = self._names(union, set())
-        items = []
-        align, biggest = 1, 0
+        items, align, biggest = [], 1, 0
         for member in union.members:
             packed = force_packed and self.align_of(member.type) > 1
             items.append(self._item(member, packed))
