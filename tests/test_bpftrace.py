@@ -121,6 +121,16 @@ def test_group_named_all_is_an_error(tmp_path):
         bpftrace.render_files(load_catalog(path), tmp_path)
 
 
+def test_enum_argument_named_t_does_not_take_the_clocks_variable(tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text("provider: app\nenums:\n  - {name: color, enumerators: [RED, GREEN]}\n"
+                    "probes:\n  - name: paint\n    group: g\n    doc: d\n    args:\n"
+                    "      - {name: t, type: enum color, doc: d}\n")
+    (script,) = [f.text for f in bpftrace.render_files(load_catalog(path), tmp_path) if f.path.name == "g.bt"]
+    assert "\t$t = nsecs;\n" in script and '$t_ = ""; if (arg0 == 0) { $t_ = "RED"; }' in script
+    assert 'printf("%llu.%06llu: paint t=%s\\n", $t / 1000000000, $t % 1000000000 / 1000, $t_)' in script
+
+
 def test_command_writes_scripts(tmp_path):
     out = tmp_path / "bt"
     result = subprocess.run(probegen_argv("bpftrace", "--catalog", TYPES, "-o", out), capture_output=True, text=True)
