@@ -56,9 +56,8 @@ def _readable(field: Field) -> bool:
 
 def _reads_string(field: Field) -> bool:
     """Read by str(): a char pointer (a char array member prints as it is; a string with a
-    length is read by buf())."""
-    pointer = not field.is_member or field.ctype.pointer_sized
-    return field.style is Style.STRING and field.length is None and pointer and _readable(field)
+    length is read by buf()). The catalog's strings are all char pointers."""
+    return field.style is Style.STRING and field.length is None and field.ctype.pointer_sized and _readable(field)
 
 
 def _value(field: Field, pointers: dict[int, str] | None = None) -> str:
