@@ -51,7 +51,7 @@ def types_run(tmp_path_factory):
     catalog = load_catalog(TYPES)
     tool = write_tool(TYPES, directory / "tools")
     binary = build_program(C_DIR / "tracing_types.c", TYPES, "tracing_types.h", directory, defines=["PGTEST_USDT"])
-    groups = {g: {p.name for p in catalog.probes_in(g)} for g in catalog.groups}
+    groups = {g: {p.name for p in probes} for g, probes in catalog.groups.items()}
 
     def count(name, expected):
         probes = groups.get(name)

@@ -39,7 +39,7 @@ def types_run(tmp_path_factory):
     write_all(bpftrace.render_files(catalog, scripts))
     binary = build_program(C_DIR / "tracing_types.c", TYPES, "tracing_types.h", directory, defines=["PGTEST_USDT"])
     names = ["all", "ints", "misc", "big", "counts"]
-    groups = {g: {p.name for p in catalog.probes_in(g)} for g in catalog.groups}
+    groups = {g: {p.name for p in probes} for g, probes in catalog.groups.items()}
 
     def count(name, expected):
         if name == "counts":
@@ -153,7 +153,7 @@ def test_spdk_catalog_scripts_print_what_spdk_passes(tmp_path):
     scripts = tmp_path / "bpf"
     write_all(bpftrace.render_files(catalog, scripts))
     binary = build_spdk_program(tmp_path)
-    nvmf = {p.name for p in catalog.probes_in("nvmf")}
+    nvmf = {p.name for p in catalog.groups["nvmf"]}
     program, tracers = run_traced([binary], {
         "all": lambda pid: probegen_argv("trace", pid, scripts / "all.bt"),
         "nvmf": lambda pid: probegen_argv("trace", pid, scripts / "nvmf.bt"),

@@ -427,7 +427,7 @@ def test_edge_scripts_load_and_print_every_hit(edge):
     # 4096-character strings: whole up to 1023 characters where bpftrace holds big strings
     assert "max_len (at most 1023 characters) on bpftrace 0.21" in (scripts / "all.bt").read_text()
     assert "//   enums: " not in (scripts / "all.bt").read_text()
-    groups = {g: {p.name for p in catalog.probes_in(g)} for g in catalog.groups}
+    groups = {g: {p.name for p in probes} for g, probes in catalog.groups.items()}
 
     def count(name, expected):
         if name == "counts":

@@ -398,8 +398,8 @@ def test_scripts_probegen_generates_lint_clean(catalog):
     """The generator and the linter agree on how each argument prints."""
     from probegen.generators.bpftrace import render_script
 
-    for group in catalog.groups:
-        text = render_script(catalog, group, catalog.probes_in(group))
+    for group, probes in catalog.groups.items():
+        text = render_script(catalog, group, probes)
         assert lint_text(text, f"{group}.bt", catalog) == [], group
 
 

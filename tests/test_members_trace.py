@@ -59,7 +59,7 @@ def generate(kind: str, binary, out):
 
 def hits_for(catalog):
     """count_done for run_traced: the hits each group's script prints."""
-    groups = {g: {p.name for p in catalog.probes_in(g)} for g in catalog.groups}
+    groups = {g: {p.name for p in probes} for g, probes in catalog.groups.items()}
 
     def count(name, expected):
         return sum(1 for e in expected if name == "all" or e.split()[0] in groups[name])
@@ -67,7 +67,7 @@ def hits_for(catalog):
 
 
 def of_group(catalog, group, lines):
-    names = {p.name for p in (catalog.probes if group == "all" else catalog.probes_in(group))}
+    names = {p.name for p in (catalog.probes if group == "all" else catalog.groups[group])}
     return [l for l in lines if l.split()[0] in names]
 
 
@@ -133,7 +133,7 @@ def test_bpftrace_prints_members_and_dwarf_enum_names(bpftrace_run, catalog, scr
     _, program, tracers = bpftrace_run
     expected = of_group(catalog, script, expected_lines(program))
     assert tracer_lines(tracers[script].lines) == expected
-    count = len(catalog.probes if script == "all" else catalog.probes_in(script))
+    count = len(catalog.probes if script == "all" else catalog.groups[script])
     assert f"Tracing {count} probes ({script}). Hit Ctrl-C to end." in tracers[script].lines
     if script == "all":  # a script printing members runs as written: trace parses no DWARF as root
         assert not any("enum names from" in line for line in tracers[script].stderr)

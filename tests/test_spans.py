@@ -74,7 +74,7 @@ def test_spans_are_modelled(tmp_path):
     assert (req.name, req.doc, req.start.name, req.end.name) == ("req", "A request.", "req_start", "req_done")
     assert [(k.name, k.start.ctype.spelling, k.end.ctype.spelling) for k in req.key] == [
         ("id", "uint64_t", "uint32_t"), ("tag", "const char *", "const char *")]
-    assert [(b.name, b.at_start, req.by_probe(b).name) for b in req.by] == [
+    assert [(b.name, b.at_start, (req.start if b.at_start else req.end).name) for b in req.by] == [
         ("kind", True, "req_start"), ("status", False, "req_done")]
     assert per_thread.by_thread and per_thread.key == () and per_thread.doc == ""
     assert str(req.location).endswith("c.yaml:26:5")

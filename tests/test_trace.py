@@ -194,7 +194,7 @@ def drift_program(tmp_path_factory):
     binaries = build_drift(directory)
     catalog = load_catalog(DRIFT_CATALOG)
     script = directory / "tgt.bt"
-    script.write_text(render_script(catalog, "tgt", catalog.probes_in("tgt")))
+    script.write_text(render_script(catalog, "tgt", catalog.groups["tgt"]))
     return binaries, script
 
 

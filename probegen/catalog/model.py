@@ -124,10 +124,6 @@ class Span:
     def by_thread(self) -> bool:
         return not self.key
 
-    def by_probe(self, by: SpanBy) -> Probe:
-        """The probe a ``by`` value is read at."""
-        return self.start if by.at_start else self.end
-
 
 @dataclass(frozen=True)
 class Catalog:
@@ -164,9 +160,6 @@ class Catalog:
         for probe in self.probes:
             groups.setdefault(probe.group, []).append(probe)
         return {group: tuple(probes) for group, probes in groups.items()}
-
-    def probes_in(self, group: str) -> tuple[Probe, ...]:
-        return self.groups.get(group, ())
 
     def probe(self, name: str) -> Probe | None:
         return self._probes_by_name.get(name)
