@@ -109,8 +109,7 @@ def _c_integer(text: str) -> int:
     octal = re.fullmatch("0[0-9]+", digits)
     if octal and not set(digits) <= set("01234567"):
         raise ValueError(f"'{digits}' is not an octal constant (a leading 0 means octal in C)")
-    value = int(digits, 8 if octal else 0)
-    return -value if sign == "-" else value
+    return int(sign + digits, 8 if octal else 0)
 
 
 def _location(shown_path: str, text: str | bytes, index: int) -> Location:

@@ -146,13 +146,13 @@ def _problems(root: yaml.Node, error) -> Iterator[Problem]:
         else:
             found = (f"'{node.value}'" if isinstance(node, yaml.ScalarNode)
                      else "a mapping" if isinstance(node, yaml.MappingNode) else "a list")
-            yield node, f"{what}: expected {_EXPECTED.get(limit, 'a ' + str(limit))}, found {found}"
+            yield node, f"{what}: expected {_EXPECTED[limit]}, found {found}"
     elif rule == "required":
         for name in limit:
             if name not in value:
                 yield node, f"{what}: missing required key '{name}'"
     elif rule == "additionalProperties":
-        known = list(error.definition.get("properties", {}))
+        known = list(error.definition["properties"])
         for key_node, _ in node.value:
             if key_node.value not in known:
                 close = get_close_matches(key_node.value, known, n=1)
@@ -166,8 +166,7 @@ def _problems(root: yaml.Node, error) -> Iterator[Problem]:
         mismatch = _MISMATCH.get(limit) or _MISMATCH.get(key, f"is not of the form {limit}")
         yield node, f"{what}: '{_printable(value)}' {mismatch}"
     elif rule in ("minimum", "maximum"):
-        low, high = error.definition.get("minimum", ""), error.definition.get("maximum", "")
-        yield node, f"{what}: {value} is out of range {low}..{high}"
+        yield node, f"{what}: {value} is out of range {error.definition['minimum']}..{error.definition['maximum']}"
     elif rule == "enum":
         yield node, f"{what}: '{_printable(str(value))}' is not one of: {', '.join(map(str, limit))}"
     else:  # a keyword the schema took up later: fastjsonschema's own words
