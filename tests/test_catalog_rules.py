@@ -184,11 +184,20 @@ def test_outputs_outside_the_directory_on_request(tmp_path):
 
 
 def test_enumerators_read_as_c_constants(tmp_path):
-    text = catalog_text(top=enums("A = 010", "B = 0x1fu", "C = -5L", "D = 0b11", "E", "F = + 7ull", "G = 0"))
+    text = catalog_text(top=enums("A = 010", "B = 0x1fu", "C = -5L", "D = 0b11", "E", "F = + 7ull", "G = 0", "H = -010"))
     path = tmp_path / "c.yaml"
     path.write_text(text)
     values = {e.name: e.value for e in load_catalog(path).enum("e").enumerators}
-    assert values == {"A": 8, "B": 31, "C": -5, "D": 3, "E": 4, "F": 7, "G": 0}
+    assert values == {"A": 8, "B": 31, "C": -5, "D": 3, "E": 4, "F": 7, "G": 0, "H": -8}
+
+
+def test_a_clock_word_that_is_a_compat_parameter_is_reported_once(tmp_path):
+    text = catalog_text(top="arg0: true\n", header="  compat_prefix: X_PROBE\n  clock: name(name) + a1 * name\n")
+    assert problems(tmp_path, text) == [
+        "6:10: clock: 'a1' is a parameter name of the compat_prefix macros (name, a1, a2, ...): rename it or drop "
+        "compat_prefix",
+        "6:10: clock: 'name' is a parameter name of the compat_prefix macros (name, a1, a2, ...): rename it or drop "
+        "compat_prefix"]
 
 
 def test_every_problem_is_one_line_on_the_command_line(tmp_path):

@@ -199,11 +199,9 @@ def problems(catalog: Catalog) -> list[tuple[Origin, str]]:
         if catalog.provider in COMPAT_PARAMS:
             found.append(("provider", f"provider '{catalog.provider}' is a parameter name of the "
                                       "compat_prefix macros (name, a1, a2, ...)"))
-        if catalog.arg0 and header.clock:
-            for word in IDENTIFIER.findall(header.clock):
-                if word in COMPAT_PARAMS:
-                    found.append(("clock", f"clock: '{word}' is a parameter name of the compat_prefix "
-                                           "macros (name, a1, a2, ...): rename it or drop compat_prefix"))
+        for word in clock_words & COMPAT_PARAMS if catalog.arg0 else ():  # once each
+            found.append(("clock", f"clock: '{word}' is a parameter name of the compat_prefix "
+                                   "macros (name, a1, a2, ...): rename it or drop compat_prefix"))
         if header.typed_prefix == header.compat_prefix:
             found.append(("typed_prefix", f"typed_prefix '{header.typed_prefix}' is also the compat_prefix"))
     return found
