@@ -69,15 +69,10 @@ def plain(root: yaml.Node, marked: bool = True) -> tuple[Any, list[Problem]]:
         if node.tag not in ALLOWED_TAGS:
             raise Refused(node, f"YAML tag {node.tag} is not allowed in a catalog")
 
-    def unprintable(node: yaml.ScalarNode, doc: bool) -> None:
-        problem = text_problem(node.value, doc)
-        if problem:
-            problems.append((node, problem))
-
     def text(node: yaml.Node, doc: bool) -> Any:
         node.end_mark = None  # never read: freed as the data grows (~10% of a big catalog's peak memory)
-        if not node.value.isprintable():
-            unprintable(node, doc)
+        if not node.value.isprintable() and (problem := text_problem(node.value, doc)):
+            problems.append((node, problem))
         return node.value if node.tag == STR else constructor.construct_object(node)
 
     def collection(node: yaml.Node, what: str, depth: int) -> Any:  # what: its key, or its noun
@@ -101,8 +96,8 @@ def plain(root: yaml.Node, marked: bool = True) -> tuple[Any, list[Problem]]:
                 check(key, key)
                 check(item, key)
             name = key.value
-            if not name.isprintable():
-                unprintable(key, False)
+            if not name.isprintable() and (problem := text_problem(name, False)):
+                problems.append((key, problem))
             data[name] = text(item, name == "doc") if type(item) is Scalar else collection(item, name, depth)
         if len(data) < len(node.value):
             keys: set[str] = set()
