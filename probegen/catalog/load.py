@@ -141,14 +141,15 @@ class _Builder:
         return {k.value: v for k, v in node.value}
 
     def entries(self, node, data):
-        """(node, fields, values) of each mapping in the list ``node``, which
-        drops each once modelled: nodes are most of a big catalog's memory."""
+        """(node, fields, values, name) of each mapping in the list ``node``
+        (enums, probes, arguments and spans all have a name), which drops
+        each once modelled: nodes are most of a big catalog's memory."""
         if not isinstance(node, yaml.SequenceNode):
             return
         for index, (item, values) in enumerate(zip(node.value, data)):
             node.value[index] = data[index] = None
             if isinstance(item, yaml.MappingNode):
-                yield item, self.fields(item), values
+                yield item, self.fields(item), values, values.get("name")
 
     def build(self, root: yaml.Node, data, problems) -> Catalog | None:
         if not isinstance(root, yaml.MappingNode):
@@ -231,8 +232,7 @@ class _Builder:
 
     def build_enums(self, node, data) -> dict[str, EnumDecl]:
         enums: dict[str, EnumDecl] = {}  # by name: duplicates looked up, not scanned for (linear in a hostile catalog)
-        for item, fields, values in self.entries(node, data):
-            name = values.get("name")
+        for item, fields, values, name in self.entries(node, data):
             if not self.keyword_check(fields.get("name"), name, "enum"):
                 continue
             if name in enums:
@@ -320,8 +320,7 @@ class _Builder:
         probes: list[Probe] = []
         names: dict[str, yaml.Node] = {}
         max_args = SDT_MAX_ARGS - arg0
-        for item, fields, values in self.entries(node, data):
-            name = values.get("name")
+        for item, fields, values, name in self.entries(node, data):
             named = self.unique(fields, name, "probe", names)
             group = values.get("group")
             if self.keyword_check(fields.get("group"), group, "group") and group in SCRIPT_NAMES:
@@ -358,8 +357,7 @@ class _Builder:
     def build_args(self, node, data, typedefs, probe_name, first_index: int) -> list[Arg]:
         args: dict[str, Arg] = {}
         lengths: list[tuple] = []  # (argument, the length it names, its node)
-        for item, fields, values in self.entries(node, data):
-            name = values.get("name")
+        for item, fields, values, name in self.entries(node, data):
             if not self.keyword_check(fields.get("name"), name, "argument"):
                 continue
             if name in args:

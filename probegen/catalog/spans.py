@@ -20,8 +20,7 @@ def build_spans(builder, node, data, probes: list[Probe]) -> tuple[Span, ...]:
     by_name = {p.name: p for p in probes}
     spans: list[Span] = []
     seen: dict[str, yaml.Node] = {}
-    for item, fields, values in builder.entries(node, data):
-        name = values.get("name")
+    for item, fields, values, name in builder.entries(node, data):
         named = builder.unique(fields, name, "span", seen)
         start, end = (_probe(builder, fields.get(role), by_name, name, role) for role in ("start", "end"))
         if start is not None and start is end:
