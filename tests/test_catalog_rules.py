@@ -136,6 +136,8 @@ REFUSED = {
     "enumerator 1.5": (catalog_text(top=enums("A = 1.5")), "4:19: enumerator: 'A = 1.5' is not 'NAME' or 'NAME = VALUE'"),
     "enumerator 0x": (catalog_text(top=enums("A = 0x")), "4:19: enumerator: 'A = 0x' is not 'NAME' or 'NAME = VALUE'"),
     # Output paths.
+    "an empty output path": (catalog_text(top="outputs: {header: ' '}\n"),
+                             "2:19: outputs: 'header' is empty; give a path relative to the catalog"),
     "two outputs on one path": (catalog_text(top="outputs:\n  header: x\n  docs: ./x\n"),
                                 "4:9: outputs: 'docs' and 'header' are both './x'"),
     "a header in the script directory": (catalog_text(top="outputs:\n  bpftrace: s\n  header: s/x.h\n"),
