@@ -65,8 +65,7 @@ def _arguments(builder, node, span: str, what: str, start: Probe, end: Probe) ->
             builder.error(item, f"span '{span}': '{item.value}' appears twice in '{what}'")
             return None
         names[item.value] = item
-    errors = len(builder.diagnostics)
-    found = []
+    found = []  # each name found, or reported
     for name, item in names.items():
         start_arg, end_arg = start.arg(name), end.arg(name)
         if what == "by":
@@ -85,4 +84,4 @@ def _arguments(builder, node, span: str, what: str, start: Probe, end: Probe) ->
                                 "(integers and enums, pointers, or strings)")
         elif _readable(builder, item, span, start, start_arg) and _readable(builder, item, span, end, end_arg):
             found.append(SpanKey(name, start_arg, end_arg))
-    return tuple(found) if len(builder.diagnostics) == errors else None
+    return tuple(found) if len(found) == len(names) else None
