@@ -338,7 +338,7 @@ class _Builder:
                     f"probe '{name}' has {len(named_enums)} enum arguments printed by name; scripts print "
                     f"at most {MAX_NAMED_ENUMS} by name (each doubles the bpftrace probe's code): "
                     "mark the others 'hex: true'"))
-            if isinstance(arg_list, yaml.SequenceNode) and len(args) > max_args and not self.reported(arg_list):
+            if len(args) > max_args and not self.reported(arg_list):  # with args, arg_list is a list
                 why = " (one of <sys/sdt.h>'s 12 is arg0)" if arg0 else ""
                 self.error(arg_list, f"probe '{name}' has {len(args)} arguments; at most {max_args} are allowed{why}")
             doc = values.get("doc", "")
