@@ -65,7 +65,7 @@ def default_guard(provider: str, output: str) -> str:
     """The include guard of a header whose catalog sets none: the provider and
     the file's name (not its directory: build trees differ)."""
     name = re.sub(r"[^A-Za-z0-9]+", "_", Path(output).name).strip("_").upper() or "PROBES_H"
-    guard = f"{provider.upper()}_{name}" if provider else name
+    guard = f"{provider.upper()}_{name}"  # a provider is never empty in a catalog that loads
     return guard if guard[0].isalpha() else "PROBES_" + guard.lstrip("_")
 
 
