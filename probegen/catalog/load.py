@@ -298,18 +298,16 @@ class _Builder:
                 self.error(fields["clock"], f"clock: '{shown(text)}' is not a C expression probegen accepts ({exc}): "
                            "write names, numbers, calls, member access, casts and operators, e.g. spdk_get_ticks()")
                 clock = "0"  # never written: the catalog is refused; no second error for ticks probes
-        includes = []
-        listed = fields.get("includes")
-        for item, text in zip(listed.value, values["includes"]) if isinstance(listed, yaml.SequenceNode) else ():
-            problem = include_problem(str(text)) if isinstance(item, yaml.ScalarNode) else ""
+        listed = fields.get("includes")  # a catalog that loads has only good ones
+        includes = tuple(map(str, values["includes"])) if isinstance(listed, yaml.SequenceNode) else ()
+        for item, text in zip(listed.value if includes else (), includes):
+            problem = include_problem(text) if isinstance(item, yaml.ScalarNode) else None  # else the schema said so
             if problem:
                 self.error(item, f"includes: {problem}")
-            elif problem is None:
-                includes.append(str(text))
         dtrace = values.get("style") == "dtrace"
         return HeaderConfig(
             guard=guard, enable_macro=values.get("enable_macro", None if dtrace else "PROBEGEN_USDT"),
-            disable_macro=values.get("disable_macro"), includes=tuple(includes),
+            disable_macro=values.get("disable_macro"), includes=includes,
             compat_prefix=values.get("compat_prefix"),
             typed_prefix=values.get("typed_prefix", provider.upper() if dtrace else "PROBE"), clock=clock,
             semaphores=bool(values.get("semaphores", True)), style="dtrace" if dtrace else "probegen",
