@@ -298,7 +298,8 @@ class _Builder:
                 self.error(fields["clock"], f"clock: '{shown(text)}' is not a C expression probegen accepts ({exc}): "
                            "write names, numbers, calls, member access, casts and operators, e.g. spdk_get_ticks()")
                 clock = "0"  # never written: the catalog is refused; no second error for ticks probes
-        listed = fields.get("includes")  # a catalog that loads has only good ones
+        listed = fields.get("includes")
+        # Each checked and all kept: a catalog with a bad one is refused.
         includes = tuple(map(str, values["includes"])) if isinstance(listed, yaml.SequenceNode) else ()
         for item, text in zip(listed.value if includes else (), includes):
             problem = include_problem(text) if isinstance(item, yaml.ScalarNode) else None  # else the schema said so
