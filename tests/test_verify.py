@@ -100,6 +100,16 @@ def test_argument_count_drift(work):
     assert "catalog says 3 arguments (arg0 plus 2)" in finding.message and "has 2" in finding.message
 
 
+def test_a_binary_path_with_braces_is_named_as_given(work, tmp_path):
+    """The sites are put into the message when it is made, not substituted for '{site}' after."""
+    binary = tmp_path / "{site}" / "count"
+    binary.parent.mkdir()
+    binary.symlink_to(work["bins"]["count"])
+    catalog = load_catalog(work["catalog"])
+    (finding,) = verify_binaries(catalog, [read_binary(binary)]).findings
+    assert f"binary {binary} site 0x" in finding.message
+
+
 def test_missing_and_undocumented_probes(work):
     (missing,) = verify(work, "missing").findings
     assert missing.check == "missing-probe" and missing.probe == "tick"

@@ -104,7 +104,7 @@ def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bo
         report.sites_checked += sum(len(bprobe.sites) for _, bprobe in occurrences)
         _check_probe(probe, occurrences, add)
     if not allow_missing_semaphores:
-        _check_semaphores(catalog, binaries, found, add)
+        _check_semaphores(catalog, binaries, add)
 
     undocumented = {} if allow_extra else {n: found[n] for n in found if catalog.probe(n) is None}
     for name, occurrences in undocumented.items():
@@ -139,13 +139,13 @@ def verify_absent(catalog: Catalog, binaries: list[Binary]) -> Report:
 
 def _check_probe(probe: Probe, occurrences, add) -> None:
     """One finding per distinct problem, at its first site, saying how many more have it."""
-    problems: dict[tuple, tuple[Finding, list[int]]] = {}
+    problems: dict[tuple, tuple[Binary, object, list[int]]] = {}  # key: (first binary, first site, addresses)
     for binary, bprobe in occurrences:
         for site in bprobe.sites:
-            for key, finding in _site_problems(probe, binary, site):
-                problems.setdefault(key, (finding, []))[1].append(site.address)
-    for finding, addresses in problems.values():
-        add(finding._replace(message=finding.message.replace("{site}", _sites(addresses))))
+            for key, _ in _site_problems(probe, binary, site, ""):
+                problems.setdefault(key, (binary, site, []))[2].append(site.address)
+    for key, (binary, site, addresses) in problems.items():
+        add(dict(_site_problems(probe, binary, site, _sites(addresses)))[key])
 
 
 def _sites(addresses: list[int]) -> str:
@@ -153,20 +153,20 @@ def _sites(addresses: list[int]) -> str:
     return f"{addresses[0]:#x}" + (f" (and {more} more site{'s' if more > 1 else ''})" if more else "")
 
 
-def _check_semaphores(catalog: Catalog, binaries: list[Binary], found, add) -> None:
+def _check_semaphores(catalog: Catalog, binaries: list[Binary], add) -> None:
     """Sites without the semaphore the catalog gives their probe. A binary
     where no such site has one was built with another header (SPDK's own
     has none): one finding for it, so the real drifts stay readable; in a
     binary that has some, each probe lacking one is a finding."""
     for binary in binaries:
+        sites = {bprobe.name: bprobe.sites for bprobe in binary.probes if bprobe.provider == catalog.provider}
         lacking: list[tuple[Probe, list[int]]] = []  # (probe, addresses of its sites without one)
         any_semaphore = False
         for probe in filter(catalog.has_semaphore, catalog.probes):
-            for bprobe in (bprobe for where, bprobe in found.get(probe.name, []) if where is binary):
-                addresses = [site.address for site in bprobe.sites if not site.semaphore]
-                any_semaphore |= len(addresses) < len(bprobe.sites)
-                if addresses:
-                    lacking.append((probe, addresses))
+            addresses = [site.address for site in sites.get(probe.name, ()) if not site.semaphore]
+            any_semaphore |= len(addresses) < len(sites.get(probe.name, ()))
+            if addresses:
+                lacking.append((probe, addresses))
         if not lacking:
             continue
         if not any_semaphore:
@@ -189,27 +189,27 @@ def _check_semaphores(catalog: Catalog, binaries: list[Binary], found, add) -> N
                         probe.name, binary.path))
 
 
-def _site_problems(probe: Probe, binary: Binary, site) -> list[tuple[tuple, Finding]]:
-    """(key, Finding) of each problem of the site's arguments; ``{site}`` in
-    the message stands for the sites with the same key."""
+def _site_problems(probe: Probe, binary: Binary, site, sites: str) -> list[tuple[tuple, Finding]]:
+    """(key, Finding) of each problem of the site's arguments; ``sites``: the
+    text for the sites with the same key, which the message names."""
     expected = len(probe.note_args)
     pointer_size = binary.pointer_size
     if len(site.args) != expected:
         extra = f" (arg0 plus {len(probe.args)})" if probe.arg0 else ""
         return [(("count", binary.path, len(site.args)), Finding(
             probe.location, f"probe '{probe.name}': catalog says {expected} argument{'s' if expected != 1 else ''}"
-            f"{extra}, binary {binary.path} site {{site}} has {len(site.args)}: {site.args_text or '(none)'}",
+            f"{extra}, binary {binary.path} site {sites} has {len(site.args)}: {site.args_text or '(none)'}",
             "arg-count", probe.name, binary.path))]
     found = []
     for arg, got in zip(probe.note_args, site.args):
         if arg.passed:
             if problem := _arg0_problem(probe, got):
                 found.append((("arg0", binary.path, got.spec), Finding(
-                    probe.location, f"probe '{probe.name}': {problem} (binary {binary.path} site {{site}})", "arg0",
+                    probe.location, f"probe '{probe.name}': {problem} (binary {binary.path} site {sites})", "arg0",
                     probe.name, binary.path)))
         elif not _arg_matches(got, arg.ctype, pointer_size):
             found.append((("arg", arg.index, binary.path, got.size, got.signed, got.floating), Finding(
                 arg.location, f"probe '{probe.name}' argument {arg.index} '{arg.name}': catalog says "
-                f"{_describe_type(arg, pointer_size)}, binary {binary.path} site {{site}} has {got.describe()}",
+                f"{_describe_type(arg, pointer_size)}, binary {binary.path} site {sites} has {got.describe()}",
                 "arg-type", probe.name, binary.path)))
     return found

@@ -31,16 +31,15 @@ def verify_json(report, errors=()) -> dict:
 def verify_junit(report, errors=()) -> str:
     """A test case per catalog probe (failed by its findings), one per binary for findings about
     the binary or probes the catalog lacks, and an errored case per unreadable file."""
-    by_probe: dict[str, list] = {}
-    by_binary: dict[str, list] = {}
+    by_probe: dict[str, list] = {probe.name: [] for probe in report.catalog.probes}
+    by_binary: dict[str, list] = {binary.path: [] for binary in report.binaries}  # read_binaries reads each once
     for finding in report.findings:
-        if report.catalog.probe(finding.probe) is not None:  # None for a finding about no probe
-            by_probe.setdefault(finding.probe, []).append(finding)
+        if finding.probe in by_probe:  # not for a finding about no probe, or one the catalog lacks
+            by_probe[finding.probe].append(finding)
         else:
             by_binary.setdefault(finding.binary or "", []).append(finding)
     probe_class, binary_class = f"probegen.checks.verify.{report.catalog.provider}", "probegen.checks.verify.binary"
-    cases = [(probe_class, probe.name, by_probe.get(probe.name, []), None) for probe in report.catalog.probes]
-    cases += [(binary_class, binary.path, by_binary.pop(binary.path, []), None) for binary in report.binaries]
+    cases = [(probe_class, name, findings, None) for name, findings in by_probe.items()]
     cases += [(binary_class, path, findings, None) for path, findings in by_binary.items()]
     cases += [(binary_class, error.location.path, [], error.message) for error in errors]
     return _junit("probegen verify", cases)
