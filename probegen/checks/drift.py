@@ -4,6 +4,7 @@ way round from master) and the struct member paths its arguments print.
 """
 
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from probegen.catalog.model import Catalog, EnumDecl
@@ -58,71 +59,65 @@ def open_debug_infos(catalog: Catalog, paths):
         yield infos
 
 
-def check(catalog: Catalog, infos: DebugInfos) -> list[Finding]:
+def check(catalog: Catalog, infos: DebugInfos) -> Iterator[Finding]:
     """Every enum and member path of the catalog, against each binary's DWARF that has the type."""
     if not infos.types:
-        return []
-    found: list[Finding] = []
+        return
     for enum in catalog.enums:
-        found += _enum_drift(enum, infos)
+        yield from _enum_drift(enum, infos)
     for probe in catalog.probes:
         for arg in probe.args:
             if arg.members:
-                found += _member_drift(probe.name, arg, infos)
-    return found
+                yield from _member_drift(probe.name, arg, infos)
 
 
 def _binaries(infos: DebugInfos) -> str:
     return ", ".join(path for path, _ in infos.types)
 
 
-def _enum_drift(enum: EnumDecl, infos: DebugInfos) -> list[Finding]:
+def _enum_drift(enum: EnumDecl, infos: DebugInfos) -> Iterator[Finding]:
     holders = [(path, types) for path, types in infos.types if types.has(enum.name, ("enum", "typedef"))]
     if not holders:
-        return [Finding(enum.location, f"enum '{enum.name}' is not in the debug info of {_binaries(infos)}",
-                        "enum-drift")]
-    found = []
+        yield Finding(enum.location, f"enum '{enum.name}' is not in the debug info of {_binaries(infos)}",
+                      "enum-drift")
     for path, types in holders:
         try:
             enumerators = types.enum(enum.name).enumerators
         except InputError as exc:  # two different enums of that name, damaged DWARF
-            found.append(Finding(enum.location, f"enum '{enum.name}': {exc}", "enum-drift", binary=path))
+            yield Finding(enum.location, f"enum '{enum.name}': {exc}", "enum-drift", binary=path)
             continue
         if not enum.enumerators:
             continue  # names come from the binary anyway
         in_binary = {e.name: e.value for e in enumerators}
         for e in enum.enumerators:
             if e.name not in in_binary:
-                found.append(Finding(e.location, f"enum {enum.name}: {e.name} (= {e.value}) is not in "
-                                     f"{path}'s enum {enum.name}", "enum-drift", binary=path))
+                yield Finding(e.location, f"enum {enum.name}: {e.name} (= {e.value}) is not in "
+                              f"{path}'s enum {enum.name}", "enum-drift", binary=path)
             elif in_binary[e.name] != e.value:
-                found.append(Finding(e.location, f"enum {enum.name}: {e.name} is {e.value} in the catalog "
-                                     f"but {in_binary[e.name]} in {path} (scripts made from the catalog print "
-                                     "another name for it there)", "enum-drift", binary=path))
+                yield Finding(e.location, f"enum {enum.name}: {e.name} is {e.value} in the catalog "
+                              f"but {in_binary[e.name]} in {path} (scripts made from the catalog print "
+                              "another name for it there)", "enum-drift", binary=path)
         declared = {e.name for e in enum.enumerators}
         extra = [f"{e.name} = {e.value}" for e in enumerators if e.name not in declared]
         if extra:
-            found.append(Finding(enum.location, f"enum {enum.name} in {path} has enumerator"
-                                 f"{'s' if len(extra) > 1 else ''} the catalog lacks: {', '.join(extra)}",
-                                 "enum-drift", binary=path))
-    return found
+            yield Finding(enum.location, f"enum {enum.name} in {path} has enumerator"
+                          f"{'s' if len(extra) > 1 else ''} the catalog lacks: {', '.join(extra)}",
+                          "enum-drift", binary=path)
 
 
-def _member_drift(probe_name: str, arg, infos: DebugInfos) -> list[Finding]:
+def _member_drift(probe_name: str, arg, infos: DebugInfos) -> Iterator[Finding]:
     from probegen.generators.typesource import member_ctype
 
     struct = arg.ctype.struct_name
     holders = [(path, types) for path, types in infos.types if types.has(struct, ("struct", "union", "typedef"))]
     what = f"probe '{probe_name}' argument {arg.index} '{arg.name}'"
     if not holders:
-        return [Finding(arg.location, f"{what}: struct {struct} is not in the debug info of {_binaries(infos)}",
-                        "member-drift", probe_name)]
-    found = []
+        yield Finding(arg.location, f"{what}: struct {struct} is not in the debug info of {_binaries(infos)}",
+                      "member-drift", probe_name)
     for path, types in holders:
-        for i, member in enumerate(arg.members):
+        for member, location in zip(arg.members, arg.member_locations):
             try:
                 member_ctype(types, struct, member)
             except InputError as exc:  # no such member (NoSuchMember), or one scripts cannot print
-                found.append(Finding(arg.member_locations[i], f"{what}: member '{member}': in the debug info of "
-                                     f"{path}: {exc}", "member-drift", probe_name, path))
-    return found
+                yield Finding(location, f"{what}: member '{member}': in the debug info of {path}: {exc}",
+                              "member-drift", probe_name, path)
