@@ -19,7 +19,6 @@ class Outcome:
     results: list[Diagnostic] = field(default_factory=list)
     problems: list[Diagnostic] = field(default_factory=list)
     subjects: list[str] = field(default_factory=list)  # what was checked: one JUnit case each
-    aborted: bool = False  # stopped before checking anything (the catalog could not be loaded)
     report: object = None  # verify's Report, for its own JSON and JUnit shapes
 
 
@@ -77,8 +76,7 @@ def load_catalog_reported(args):
         return load_catalog(args.catalog)
     except InputError as exc:
         if args.format in ("sarif", "github"):
-            outcome = Outcome(args.command, str(args.catalog), f"{args.command}: the catalog could not be loaded",
-                              aborted=True)
+            outcome = Outcome(args.command, str(args.catalog), f"{args.command}: the catalog could not be loaded")
             if isinstance(exc, CatalogError):
                 outcome.results = [d._replace(rule="catalog-error") for d in exc.diagnostics]
             else:

@@ -39,7 +39,8 @@ def sarif_log(outcome: Outcome) -> dict:
         for problem in outcome.problems
     ]
     base = Path(os.getcwd()).as_uri()  # a base URI names a directory by its final slash
-    invocation = {"executionSuccessful": not outcome.problems and not outcome.aborted}
+    stopped = any(result.rule == "catalog-error" for result in outcome.results)  # before it checked anything
+    invocation = {"executionSuccessful": not outcome.problems and not stopped}
     if notifications:
         invocation["toolExecutionNotifications"] = notifications
     run = {
