@@ -57,8 +57,8 @@ class Layout:
     def place(self, shape: Shape | None, bits: int | None = None, packed=False, aligned: int | None = None):
         """The bit the next member starts at, or None once the layout is not known."""
         packed = packed or self.packed
-        if shape is None or bits is not None and (shape.kind not in _NUMBERS or packed):
-            self.complete = False
+        # A bitfield is laid out only of a number, and not packed.
+        self.complete &= shape is not None and (bits is None or shape.kind in _NUMBERS and not packed)
         if not self.complete:
             return None
         member_align = max(1 if packed else shape.align, aligned or 0)
@@ -111,8 +111,7 @@ def mismatch(copy, member, binary_spelling: str, where: str) -> str | None:
     copy_at = f"bit {copy.bit}" if copy.bits else f"offset {copy.bit // 8}"
     binary_at = f"bit {member.bit_offset}" if member.bit_size else f"offset {member.offset}"
     copy_size, binary_size = _size(copy.bits, copy.shape.size), _size(member.bit_size, shape.size)
-    bitfield = copy.bits is not None or member.bit_size is not None
-    retyped = not bitfield and copy_size == binary_size and not _same_type(copy.shape, shape)
+    retyped = not (copy.bits or member.bit_size) and copy_size == binary_size and not _same_type(copy.shape, shape)
     what = [word for word, flag in (("moved", copy_at != binary_at), ("resized", copy_size != binary_size),
                                     ("retyped", retyped)) if flag]
     if not what:
