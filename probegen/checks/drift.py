@@ -22,21 +22,17 @@ class DebugInfos:
 
     def summary(self) -> str:
         """What verify's summary adds."""
-        if not has_types_to_check(self.catalog):
+        enums = len(self.catalog.enums)
+        members = sum(len(arg.members) for probe in self.catalog.probes for arg in probe.args)
+        if not enums and not members:
             return ""
         if not self.types:
             return "; enums and members not checked: no binary has debug info"
-        enums = len(self.catalog.enums)
-        members = sum(len(arg.members) for probe in self.catalog.probes for arg in probe.args)
         checked = (f"; {enums} enum{'s' if enums != 1 else ''} and {members} member path{'s' if members != 1 else ''}"
                    " checked against debug info")
         if self.without:
             checked += f" (not in {', '.join(f'{path}: {why}' for path, why in self.without)})"
         return checked
-
-
-def has_types_to_check(catalog: Catalog) -> bool:
-    return bool(catalog.enums) or any(arg.members for probe in catalog.probes for arg in probe.args)
 
 
 @contextlib.contextmanager
@@ -46,8 +42,8 @@ def open_debug_infos(catalog: Catalog, paths):
     damaged DWARF, is noted with the reason, not an error."""
     infos = DebugInfos(catalog)
     with contextlib.ExitStack() as opened:
-        if has_types_to_check(catalog):  # else the DWARF reader is not even imported
-            from probegen.dwarf import DwarfTypes
+        if catalog.enums or any(arg.members for probe in catalog.probes for arg in probe.args):
+            from probegen.dwarf import DwarfTypes  # only then: else the DWARF reader is not even imported
 
             for path in paths:
                 try:

@@ -159,12 +159,12 @@ def _check_semaphores(catalog: Catalog, binaries: list[Binary], add) -> None:
     has none): one finding for it, so the real drifts stay readable; in a
     binary that has some, each probe lacking one is a finding."""
     for binary in binaries:
-        sites = {bprobe.name: bprobe.sites for bprobe in binary.probes if bprobe.provider == catalog.provider}
+        sites_of = {bprobe.name: bprobe.sites for bprobe in binary.probes if bprobe.provider == catalog.provider}
         lacking: list[tuple[Probe, list[int]]] = []  # (probe, addresses of its sites without one)
         any_semaphore = False
         for probe in filter(catalog.has_semaphore, catalog.probes):
-            addresses = [site.address for site in sites.get(probe.name, ()) if not site.semaphore]
-            any_semaphore |= len(addresses) < len(sites.get(probe.name, ()))
+            addresses = [site.address for site in sites_of.get(probe.name, ()) if not site.semaphore]
+            any_semaphore |= len(addresses) < len(sites_of.get(probe.name, ()))
             if addresses:
                 lacking.append((probe, addresses))
         if not lacking:
