@@ -325,6 +325,17 @@ def test_check_formats_name_the_first_stale_line(sarif_schema, capsys, monkeypat
     assert code == 1 and (suite.get("tests"), suite.get("failures")) == ("4", "2")
 
 
+def test_check_formats_say_a_file_only_lost_its_mode(capsys, monkeypatch, tmp_path):
+    work = generated(tmp_path / "repo")
+    monkeypatch.chdir(work)
+    script = sorted((work / "out" / "bpf").iterdir())[0]
+    script.chmod(0o644)
+    code, out, _ = run_cli(capsys, "check", "--format", "json")
+    (finding,) = json.loads(out)["findings"]
+    assert code == 1 and (finding["file"], finding["line"]) == (f"out/bpf/{script.name}", None)
+    assert finding["message"].startswith("not executable, unlike what probes.yaml generates")
+
+
 # -- hostile paths and messages -----------------------------------------------
 HOSTILE = "we,ird:dir%41\n::warning file=x::forged\r"
 

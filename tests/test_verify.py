@@ -319,3 +319,17 @@ def test_debug_info_drift_enumerators_missing_and_extra(drift, tmp_path):
     with open_debug_infos(catalog, [stripped]) as infos:
         report = verify_binaries(catalog, [read_binary(stripped)], debug_infos=infos)
     assert report.ok and report.summary().endswith("; enums and members not checked: no binary has debug info")
+
+
+def test_debug_info_an_enum_without_enumerators_takes_the_binarys(drift, tmp_path):
+    """Its names come from the binary, so the binary's values are no drift (v25.09's order included)."""
+    from helpers.drift import DRIFT_CATALOG
+    from probegen.checks.drift import open_debug_infos
+
+    text = DRIFT_CATALOG.read_text()
+    text = text[:text.index("    enumerators:")] + text[text.index("\nprobes:"):]
+    (tmp_path / "drift.yaml").write_text(text)
+    catalog = load_catalog(tmp_path / "drift.yaml")
+    with open_debug_infos(catalog, [drift["v25_09"]]) as infos:
+        report = verify_binaries(catalog, [read_binary(drift["v25_09"])], debug_infos=infos)
+    assert [f.check for f in report.findings] == ["member-drift"]
