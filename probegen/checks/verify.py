@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from probegen.catalog.model import Arg, Catalog, Probe
 from probegen.elf.argspec import Constant, NoteArg
-from probegen.elf.notes import Binary, BinaryProbe
+from probegen.elf.notes import Binary, BinaryProbe, ProbeSite
 from probegen.errors import Diagnostic, Location
 
 
@@ -139,7 +139,7 @@ def verify_absent(catalog: Catalog, binaries: list[Binary]) -> Report:
 
 def _check_probe(probe: Probe, occurrences, add) -> None:
     """One finding per distinct problem, at its first site, saying how many more have it."""
-    problems: dict[tuple, tuple[Binary, object, list[int]]] = {}  # key: (first binary, first site, addresses)
+    problems: dict[tuple, tuple[Binary, ProbeSite, list[int]]] = {}  # key: (first binary, first site, addresses)
     for binary, bprobe in occurrences:
         for site in bprobe.sites:
             for key, _ in _site_problems(probe, binary, site, ""):
