@@ -12,7 +12,8 @@ from probegen.dwarf.fromdrgn import Converter
 from probegen.dwarf.locate import DEFAULT_DEBUG_DIRS, DebugInfo, open_debug_info, reading
 from probegen.errors import InputError, Location, NoSuchMember
 
-_KINDS = ("struct", "union", "enum", "typedef")
+_SPELLINGS = {"struct": ("struct {}", "class {}"), "union": ("union {}",), "enum": ("enum {}",), "typedef": ("{}",)}
+_KINDS = tuple(_SPELLINGS)  # the order a bare name is looked up in
 
 
 class DwarfTypes:
@@ -85,10 +86,9 @@ class DwarfTypes:
         """drgn's type of that name, a struct tag before a typedef of the
         same name (typedef struct foo foo); None if there is none."""
         for kind in kinds:
-            for spelling in ((f"{kind} {name}", f"class {name}") if kind == "struct" else
-                             (name,) if kind == "typedef" else (f"{kind} {name}",)):
+            for spelling in _SPELLINGS[kind]:
                 try:
-                    t = self.prog.type(spelling)
+                    t = self.prog.type(spelling.format(name))
                 except LookupError:
                     continue
                 if kind != "typedef" or t.kind == drgn.TypeKind.TYPEDEF:
@@ -114,8 +114,7 @@ class DwarfTypes:
     def member(self, struct_name: str, member_path: str) -> m.Member:
         """The member at ``member_path`` ("qid", "id.nsid"); offsets add up."""
         t: m.Type = self.aggregate(struct_name)
-        where = struct_name
-        offset = 0
+        where, offset = struct_name, 0
         for part in member_path.split("."):
             t = m.unqualified(t)
             if not isinstance(t, m.Struct):
