@@ -250,6 +250,32 @@ def test_types_are_converted_as_needed_and_cycles_refused():
     assert m.strip_typedefs(target.members[0].type.target) is target and target._pending is None
 
 
+def test_members_of_one_name_are_told_apart_in_linear_time():
+    """Hostile DWARF may give 100,000 members one name: each gets the next free suffix without
+    searching again through those given before (that search took minutes)."""
+    import drgn
+
+    from probegen.dwarf.fromdrgn import Converter
+
+    prog = drgn.Program(drgn.host_platform)
+    word = prog.int_type("int", 4, True)
+    names = ["x_3", *["x"] * 100_000, "x_2"]
+    struct = prog.struct_type("s", 4, [drgn.TypeMember(word, name, 0) for name in names])
+    enum = prog.enum_type("e", word, [drgn.TypeEnumerator(name, value) for value, name in enumerate(names)])
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(RUN_SECONDS)
+    try:
+        converted = Converter(8, "prog").convert(struct), Converter(8, "prog").convert(enum)
+    except _Hang:
+        pytest.fail(f"100,000 members of one name took over {RUN_SECONDS} s")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    expected = ["x_3", "x", "x_2", *(f"x_{n}" for n in range(4, 100_002)), "x_2_2"]
+    assert [member.name for member in converted[0].members] == expected
+    assert [enumerator.name for enumerator in converted[1].enumerators] == expected
+
+
 @pytest.mark.parametrize("language", ["c", "c++"])
 def test_one_anonymous_struct_used_twice_at_every_level_ends(tmp_path, capsys, language):
     """Written inline wherever used, 30 levels of "struct { ... } a, b;" would be 2**30 copies."""

@@ -62,13 +62,16 @@ def c_identifier(name: str) -> str:
     return text
 
 
-def _unique(name: str, taken: set[str]) -> str:
-    """``name``, or ``name_2``, ``name_3``... if taken; now taken."""
-    candidate, index = name, 1
+def _unique(name: str, taken: dict[str, int]) -> str:
+    """``name``, or ``name_2``, ``name_3``... if taken; now taken. ``taken``: each name taken -> the
+    suffix its next search resumes from (all below are taken), so 100,000 members of one name
+    (hostile DWARF) do not take 100,000 searches each."""
+    candidate, index = name, taken.get(name, 1)
     while candidate in taken:
         index += 1
         candidate = f"{name}_{index}"
-    taken.add(candidate)
+    taken[name] = index
+    taken.setdefault(candidate, 1)
     return candidate
 
 
@@ -223,7 +226,7 @@ class Converter:
         outer, self._open = self._open, set()
         self._filling.add(id(struct))
         try:
-            taken: set[str] = set()
+            taken: dict[str, int] = {}
             natural = 1
             for member in t.members:
                 struct.members.append(self._member(member, taken))
@@ -241,7 +244,7 @@ class Converter:
             if isinstance(under, m.Array) and under.counts[0] is None and (member is not last or t.kind == K.UNION):
                 member.type = m.Array(under.element, [0, *under.counts[1:]])
 
-    def _member(self, member: drgn.TypeMember, taken: set[str]) -> m.Member:
+    def _member(self, member: drgn.TypeMember, taken: dict[str, int]) -> m.Member:
         type_ = self.convert(member.type)
         bit_offset, bit_size = member.bit_offset, member.bit_field_size or None
         if not 0 <= bit_offset < MAX_SIZE:
@@ -269,7 +272,7 @@ class Converter:
         enum = m.Enum(name, _size(t.type) if complete else 4, source_name=source)
         if complete:
             enum.signed = t.type.is_signed
-            taken: set[str] = set()
+            taken: dict[str, int] = {}
             for enumerator in t.enumerators:
                 enum.enumerators.append(m.Enumerator(_unique(c_identifier(enumerator.name), taken), enumerator.value))
         return enum
