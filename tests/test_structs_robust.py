@@ -320,6 +320,23 @@ def test_compressed_section_claiming_too_much_is_refused(binaries, tmp_path, cap
     assert "claims 1099511627776 bytes uncompressed" in err, err
 
 
+def test_section_names_without_their_nul_are_read_within_bounds(tmp_path):
+    """4,000 sections whose names all start in one 1 MB name table that no NUL ends: each name
+    taken to the table's end would be 4 GB; within 1 GiB of address space, the binary is read."""
+    count, table = 4000, 1 << 20
+    header = b"\x7fELF\x02\x01\x01" + bytes(9) + struct.pack("<HHIQQQIHHHHHH", 1, 62, 1, 0, 0, 64 + table, 0, 64, 0,
+                                                            0, 64, count, 1)
+    rows = [struct.pack("<IIQQQQIIQQ", 0, 3 if i == 1 else 1, 0, 0, 64 if i == 1 else 0, table if i == 1 else 0,
+                        0, 0, 1, 0) for i in range(count)]
+    target = tmp_path / "names"
+    target.write_bytes(header + b"A" * table + b"".join(rows))
+    result = subprocess.run([sys.executable, "-m", "probegen", "structs", str(target), "-t", "x"], capture_output=True,
+                            text=True, timeout=60, preexec_fn=_limited, cwd=ROOT)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (f"{target} has no DWARF debug info: build it with -g, or give its separate debug file "
+                             "with --debug-file\n")
+
+
 @pytest.mark.parametrize("content", [b"", b"\x7fEL", b"\x7fELF", b"\x7fELF\x02\x01\x01" + b"\0" * 9])
 def test_tiny_files_are_one_line(tmp_path, capsys, content):
     target = tmp_path / "tiny"

@@ -67,7 +67,8 @@ class Elf:
         table = self._read(shoff, shnum * shentsize)
         rows = [entry.unpack_from(table, i * shentsize) for i in range(shnum)]
         names = self._read(rows[shstrndx][3], rows[shstrndx][4]) if shstrndx < shnum else b""
-        self.sections = [(names[n:names.find(b"\0", n) % (len(names) + 1)].decode("utf-8", "replace"),
+        # A name is read to its NUL within 256 bytes: in a hostile table, every name may run to its end.
+        self.sections = [(names[n:n + 256].partition(b"\0")[0].decode("utf-8", "replace"),
                           kind, flags, offset, length) for n, kind, flags, offset, length, _ in rows]
 
     def _read(self, offset: int, length: int) -> bytes:
