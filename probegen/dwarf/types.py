@@ -4,6 +4,7 @@ a C++ program's.
 """
 
 import os
+from contextlib import AbstractContextManager
 
 import drgn
 
@@ -16,7 +17,7 @@ _SPELLINGS = {"struct": ("struct {}", "class {}"), "union": ("union {}",), "enum
 _KINDS = tuple(_SPELLINGS)  # the order a bare name is looked up in
 
 
-class DwarfTypes:
+class DwarfTypes(AbstractContextManager):
     def __init__(self, info: DebugInfo):
         self.info = info
         self.pointer_size = info.elf.elfclass // 8
@@ -46,9 +47,6 @@ class DwarfTypes:
     def close(self) -> None:
         self.prog = None  # drgn's copy of the descriptor closes with it
         self.info.close()
-
-    def __enter__(self):
-        return self
 
     def __exit__(self, *exc):
         self.close()
