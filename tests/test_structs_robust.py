@@ -454,6 +454,24 @@ def test_line_table_with_endless_empty_entries_ends(binaries, tmp_path, capsys, 
     assert assert_clean_outcome(damaged, code, out, err) == "definitions"
 
 
+def test_base_classes_copied_into_each_other_are_bounded(tmp_path):
+    """Each class derives twice from the one before: 18 levels from 4 KB of DWARF would be 2**18
+    members copied from base classes (40 levels, 2**40); at 100,000 the file is reported."""
+    require("g++", "g++")
+    lines = ["struct L0 { int x; };"]
+    lines += [f"struct L{i}a : L{i - 1} {{}}; struct L{i}b : L{i - 1} {{}}; struct L{i} : L{i}a, L{i}b {{}};"
+              for i in range(1, 19)]  # g++ takes seconds from 18 on
+    source = tmp_path / "chain.cpp"
+    source.write_text("\n".join([*lines, "L18 *p;\n"]))
+    binary = tmp_path / "chain.o"
+    gcc(source, binary, "-g", "-c", "-w", "-x", "c++")
+    result = subprocess.run([sys.executable, "-m", "probegen", "structs", str(binary), "-t", "L18"],
+                            capture_output=True, text=True, timeout=60, preexec_fn=_limited, cwd=ROOT)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (f"{binary}: error: damaged or truncated ELF/DWARF: more than 100000 members copied "
+                             "from base classes (a base used in many places)\n")
+
+
 def test_cxx_type_asked_for_by_its_c_name(cxx_binary, capsys):
     assert main(["structs", str(cxx_binary), "-t", "Box<int>", "-t", "ns::deep::Leaf"]) == 0
     by_source = capsys.readouterr().out

@@ -28,6 +28,9 @@ _KINDS = {"DW_TAG_structure_type": K.STRUCT, "DW_TAG_class_type": K.CLASS, "DW_T
 _QUALIFIERS = {"DW_TAG_const_type": Q.CONST, "DW_TAG_volatile_type": Q.VOLATILE,
                "DW_TAG_restrict_type": Q.RESTRICT, "DW_TAG_atomic_type": Q.ATOMIC}
 _UNIT_REFS = frozenset(("DW_FORM_ref1", "DW_FORM_ref2", "DW_FORM_ref4", "DW_FORM_ref8", "DW_FORM_ref_udata"))
+# A base class's members are copied into each class derived from it: a class deriving twice from one
+# that derives twice from ..., 20 levels deep, is 2**20 members from 4 KB of DWARF.
+MAX_COPIED = 100_000
 
 
 class _Type(SimpleNamespace):
@@ -130,6 +133,7 @@ class CxxTypes:
         self._qualified = {die.offset: name for name, rows in self.names.items() if "::" in name for _, die in rows}
         self._types: dict[int, _Type] = {}
         self._making: set[int] = set()
+        self._copied = 0  # members copied from base classes
 
     def lookup(self, name: str, kinds) -> _Type | None:
         rows = [row for row in self.names.get(name, ()) if row[0] in kinds]
@@ -236,6 +240,10 @@ class CxxTypes:
             if child.tag == "DW_TAG_inheritance":
                 base = self._target(child)
                 if base.kind in (K.STRUCT, K.CLASS, K.UNION) and not base.declaration:
+                    self._copied += len(base.members)
+                    if self._copied > MAX_COPIED:
+                        raise Damaged(f"more than {MAX_COPIED} members copied from base classes (a base used in "
+                                      "many places)")
                     members += [SimpleNamespace(name=mb.name, type=mb.type, bit_offset=mb.bit_offset + offset * 8,
                                                 bit_field_size=mb.bit_field_size) for mb in base.members]
             elif child.tag == "DW_TAG_member" and "DW_AT_external" not in child.attributes:
