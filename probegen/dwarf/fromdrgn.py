@@ -63,9 +63,8 @@ def c_identifier(name: str) -> str:
 
 
 def _unique(name: str, taken: dict[str, int]) -> str:
-    """``name``, or ``name_2``, ``name_3``... if taken; now taken. ``taken``: each name taken -> the
-    suffix its next search resumes from (all below are taken), so 100,000 members of one name
-    (hostile DWARF) do not take 100,000 searches each."""
+    """``name``, or ``name_2``, ``name_3``... if taken; now taken. ``taken``: name -> the suffix its next
+    search resumes from (all below are taken: hostile DWARF may give 100,000 members one name)."""
     candidate, index = name, taken.get(name, 1)
     while candidate in taken:
         index += 1
