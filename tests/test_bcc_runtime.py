@@ -385,6 +385,36 @@ def test_reading_debug_info_has_a_memory_limit(enum_binaries, monkeypatch):
     assert results == [("bomb", None, "debug info of 'bomb' unusable: MemoryError")]
 
 
+def test_a_taken_over_child_is_not_trusted(enum_binaries, monkeypatch):
+    """A file's text in an exception reaches the terminal escaped; and the child's
+    answer is checked, as a child taken over by what it parsed may send anything:
+    a reason not printable is escaped, an enum's names must be strings and its values
+    integers, and an enum not asked for, or found twice, is ignored (it stopped the tool)."""
+    kind, _, _ = enum_binaries
+
+    def unusable(file, wanted):
+        raise ValueError(".debug_\x1b[2J holds 1 bytes")
+
+    monkeypatch.setattr(bcc, "dwarf_enums", unusable)
+    assert bcc.read_enums([("kind", kind)], ["req_kind"]) == [
+        ("kind", None, "debug info of 'kind' unusable: .debug_\\x1b[2J holds 1 bytes")]
+    answers = iter(["\n".join(json.dumps(answer) for answer in [
+        [0, None, "forged\x1b[2J"],
+        [1, {"other": [["X", 1]], "req_kind": [["KIND_A", 0]]}, None],
+        [2, {"req_kind": [["KIND_B", 0]]}, None],
+        [2, {"req_kind": [[1, 0]]}, None]])])
+    monkeypatch.setattr(bcc, "dwarf_enums", lambda file, wanted: {})
+    monkeypatch.setattr(bcc.json, "dumps", lambda answer: next(answers, ""))  # in the child only
+    files = [(name, kind) for name in "abc"]
+    assert bcc.read_enums(files, ["req_kind"]) == [
+        ("a", None, "forged\\x1b[2J"), ("b", {"other": [["X", 1]], "req_kind": [["KIND_A", 0]]}, None),
+        ("c", {"req_kind": [["KIND_B", 0]]}, None)]
+    tool = spans_tool()
+    assert bcc.use_debug_info(tool, ["req_kind"], files) == [
+        "enum names from the debug info of 'b': req_kind (differs from the catalog's)"]
+    assert tool.enums["req_kind"]["names"] == {0: "A"}
+
+
 def test_names_from_a_binary_reach_the_terminal_escaped():
     assert bcc.shown_names([("E_\x1b[2J", 0), ("E_A\rB\n::error::forged", 1)], "E_") == {
         0: "\\x1b[2J", 1: "A\\rB\\n::error::forged"}

@@ -645,7 +645,7 @@ def read_enums(files, wanted, pid=None, seconds=DWARF_SECONDS):
                 except ImportError:
                     why, missing = NO_PYELFTOOLS, []
                 except Exception as exc:  # MemoryError too
-                    why = "debug info of '%s' unusable: %s" % (shown, str(exc) or type(exc).__name__)
+                    why = "debug info of '%s' unusable: %s" % (shown, printable(str(exc)) or type(exc).__name__)
                 missing = [e for e in missing if e not in (found or {})]
                 os.write(writer, (json.dumps([number, found, why]) + "\n").encode())
         finally:
@@ -663,9 +663,11 @@ def read_enums(files, wanted, pid=None, seconds=DWARF_SECONDS):
     os.kill(child, signal.SIGKILL)
     os.waitpid(child, 0)
     for line in data[:DWARF_OUTPUT].splitlines():
-        with contextlib.suppress(ValueError, TypeError, IndexError):  # the last may be cut by the limit
+        with contextlib.suppress(ValueError, TypeError, IndexError, AttributeError):  # the last may be cut short
             number, found, why = json.loads(line)
-            results[number][1:] = [found, why]
+            if found is not None:  # plain data, checked: the child may have been taken over by what it parsed
+                found = {enum: [[name + "", int(value)] for name, value in pairs] for enum, pairs in found.items()}
+            results[number][1:] = [found, why if why is None or why.isprintable() else printable(why)]
     last = next((n for n, r in enumerate(results) if r[2] == NO_PYELFTOOLS), len(results))
     return [tuple(r) for r in results[:last + 1]]
 
@@ -703,9 +705,9 @@ def use_debug_info(tool, enums, files, pid=None):
         if reason:
             reasons.append(reason)
             continue
-        for enum, enumerators in found.items():
+        for enum in [e for e in found or () if e in missing]:  # each once, whatever the child sent
             table = tool.enums[enum]
-            catalogs, table["names"] = table["names"], shown_names(enumerators, table["strip"])
+            catalogs, table["names"] = table["names"], shown_names(found[enum], table["strip"])
             missing.remove(enum)
             differs = " (differs from the catalog's)" if table["names"] != catalogs else ""
             by_file.setdefault(shown, []).append(enum + differs)
