@@ -415,6 +415,17 @@ def test_a_taken_over_child_is_not_trusted(enum_binaries, monkeypatch):
     assert tool.enums["req_kind"]["names"] == {0: "A"}
 
 
+def test_a_span_without_values_whose_probe_is_absent_is_not_measured(capsys):
+    """Keyed by thread and with no by, it has no argument to find missing: it
+    was kept, and building the program failed on its absent probe (KeyError)."""
+    tool = spans_tool()
+    work = next(s for s in tool.spans if s.name == "work")
+    usdt = types.SimpleNamespace(get_text=lambda: "", enumerate_probes=lambda: [])
+    assert bcc.bind(tool, usdt, [tool.by_name["work_begin"]], [work]) == ({}, [])
+    assert capsys.readouterr().err.endswith("warning: span work not measured: its probes or their arguments are "
+                                            "not all in the traced files\n")
+
+
 def test_names_from_a_binary_reach_the_terminal_escaped():
     assert bcc.shown_names([("E_\x1b[2J", 0), ("E_A\rB\n::error::forged", 1)], "E_") == {
         0: "\\x1b[2J", 1: "A\\rB\\n::error::forged"}

@@ -819,7 +819,7 @@ def bind(tool, usdt, probes, spans):
         fields += [(f, start if at_start else end) for f, at_start in span.by]
         for field, probe in fields:  # a probe not enabled has no types
             field.bind(types.get(("probe_%d" % probe.number, field.arg)))
-        if any(f.missing for f, _ in fields):
+        if any(f.missing for f, _ in fields) or not {start, end} <= set(probes):  # no arguments: no types to miss
             warn("warning: span %s not measured: its probes or their arguments are not all in the traced files"
                  % span.name)
         else:
