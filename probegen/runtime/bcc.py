@@ -48,11 +48,9 @@ class Field:
 
     def __init__(self, label, arg, fmt, member=None):
         self.label, self.arg, self.member = label, arg, member
-        kind, bits, more = re.match(r"([a-z]+?)(\d*)(?::(.*))?$", fmt).groups()
-        self.max_len = int(more) if kind in ("str", "chars", "flex") else 0
-        self.length = None  # buf: the argument holding the length (0-based)
-        if kind == "buf":
-            self.length, self.max_len = map(int, more.split(":"))
+        kind, bits, length, more = re.match(r"([a-z]+?)(\d*)(?::(\d+)(?=:))?(?::(.*))?$", fmt).groups()
+        self.length = int(length) if length else None  # buf: the argument holding the length (0-based)
+        self.max_len = int(more) if kind in ("str", "chars", "flex", "buf") else 0
         self.enum = more if kind in ("s", "u") else None
         self.kind = "enum" if self.enum else {"s": "int", "u": "int", "x": "hex"}.get(kind, kind)
         self.signed = kind == "s"  # the catalog's sign
