@@ -187,11 +187,9 @@ class Field:
 
     def __init__(self, label, arg, fmt, member=None):
         self.label, self.arg, self.member = label, arg, member
-        kind, bits, more = re.match(r"([a-z]+?)(\d*)(?::(.*))?$", fmt).groups()
-        self.max_len = int(more) if kind in ("str", "chars", "flex") else 0
-        self.length = None  # buf: the argument holding the length (0-based)
-        if kind == "buf":
-            self.length, self.max_len = map(int, more.split(":"))
+        kind, bits, length, more = re.match(r"([a-z]+?)(\d*)(?::(\d+)(?=:))?(?::(.*))?$", fmt).groups()
+        self.length = int(length) if length else None  # buf: the argument holding the length (0-based)
+        self.max_len = int(more) if kind in ("str", "chars", "flex", "buf") else 0
         self.enum = more if kind in ("s", "u") else None
         self.kind = "enum" if self.enum else {"s": "int", "u": "int", "x": "hex"}.get(kind, kind)
         self.signed = kind == "s"  # the catalog's sign
@@ -784,7 +782,7 @@ def read_enums(files, wanted, pid=None, seconds=DWARF_SECONDS):
                 except ImportError:
                     why, missing = NO_PYELFTOOLS, []
                 except Exception as exc:  # MemoryError too
-                    why = "debug info of '%s' unusable: %s" % (shown, str(exc) or type(exc).__name__)
+                    why = "debug info of '%s' unusable: %s" % (shown, printable(str(exc)) or type(exc).__name__)
                 missing = [e for e in missing if e not in (found or {})]
                 os.write(writer, (json.dumps([number, found, why]) + "\n").encode())
         finally:
@@ -802,9 +800,11 @@ def read_enums(files, wanted, pid=None, seconds=DWARF_SECONDS):
     os.kill(child, signal.SIGKILL)
     os.waitpid(child, 0)
     for line in data[:DWARF_OUTPUT].splitlines():
-        with contextlib.suppress(ValueError, TypeError, IndexError):  # the last may be cut by the limit
+        with contextlib.suppress(ValueError, TypeError, IndexError, AttributeError):  # the last may be cut short
             number, found, why = json.loads(line)
-            results[number][1:] = [found, why]
+            if found is not None:  # plain data, checked: the child may have been taken over by what it parsed
+                found = {enum: [[name + "", int(value)] for name, value in pairs] for enum, pairs in found.items()}
+            results[number][1:] = [found, why if why is None or why.isprintable() else printable(why)]
     last = next((n for n, r in enumerate(results) if r[2] == NO_PYELFTOOLS), len(results))
     return [tuple(r) for r in results[:last + 1]]
 
@@ -842,9 +842,9 @@ def use_debug_info(tool, enums, files, pid=None):
         if reason:
             reasons.append(reason)
             continue
-        for enum, enumerators in found.items():
+        for enum in [e for e in found or () if e in missing]:  # each once, whatever the child sent
             table = tool.enums[enum]
-            catalogs, table["names"] = table["names"], shown_names(enumerators, table["strip"])
+            catalogs, table["names"] = table["names"], shown_names(found[enum], table["strip"])
             missing.remove(enum)
             differs = " (differs from the catalog's)" if table["names"] != catalogs else ""
             by_file.setdefault(shown, []).append(enum + differs)
@@ -956,7 +956,7 @@ def bind(tool, usdt, probes, spans):
         fields += [(f, start if at_start else end) for f, at_start in span.by]
         for field, probe in fields:  # a probe not enabled has no types
             field.bind(types.get(("probe_%d" % probe.number, field.arg)))
-        if any(f.missing for f, _ in fields):
+        if any(f.missing for f, _ in fields) or not {start, end} <= set(probes):  # no arguments: no types to miss
             warn("warning: span %s not measured: its probes or their arguments are not all in the traced files"
                  % span.name)
         else:
