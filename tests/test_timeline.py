@@ -101,3 +101,14 @@ def test_a_split_hit_never_completed_is_no_hit_and_keeps_the_spans_by_thread():
     assert _hit("1.000003: end", labels) == (1000003000, None, "end", {})
     assert _hit("1.000004: begin [tid 7 1/2] id=3 name=a", labels) is None
     assert _hit("1.000005: other [tid 7] x=1", labels) is None
+
+
+def test_a_hit_is_read_by_its_labels_in_order():
+    """Each value follows its own label: a label ending an earlier one ("qpair->qid", then
+    "qid") or spelled inside an earlier string value was found there, from the line's start."""
+    from probegen.runtime.trace import _hit
+
+    labels = {"op": ["qpair->qid", "qid", "name"], "s": ["name", "size"]}
+    assert _hit("1.000001: op [tid 7] qpair->qid=1 qid=2 name=x", labels)[3] == {"qpair->qid": 1, "qid": 2, "name": "x"}
+    assert _hit("1.000001: s name=xsize=9 size=4", labels)[3] == {"name": "xsize=9", "size": 4}
+    assert _hit("1.000001: s name=a b", labels)[3] == {}  # not the labels' line: no fields read

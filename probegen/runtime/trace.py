@@ -439,20 +439,24 @@ def _signals(handler):
 
 def _hit(line: str, labels: dict) -> tuple | None:
     """(ns, tid or None, probe, {label: value}) of a line ``SECONDS.MICROS: PROBE
-    [tid TID] label=value ...`` of a probe in ``labels`` (probe -> its labels); None
-    for any other line, and for a part of a split hit never completed."""
+    [tid TID] label=value ...`` of a probe in ``labels`` (probe -> its labels; {} if the line has
+    others); None for any other line, and for a part of a split hit never completed."""
     match = HIT.fullmatch(line)
     if match is None or match["part"] is not None or match["probe"] not in labels:
         return None
-    rest = match["rest"].removeprefix(" ")
-    args, names = {}, labels[match["probe"]]
-    for number, label in enumerate(names):  # a value runs to the next label (strings hold spaces)
-        start = rest.find(label + "=") + len(label) + 1
-        end = rest.find(" " + names[number + 1] + "=", start) if number + 1 < len(names) else len(rest)
-        value = rest[start:end if end >= 0 else len(rest)]
-        args[label] = int(value) if value.lstrip("-").isdigit() else value
+    names = labels[match["probe"]]
+    values = _fields(tuple(names)).fullmatch(match["rest"])
+    args = {label: int(value) if value.lstrip("-").isdigit() else value
+            for label, value in zip(names, values.groups() if values else ())}
     tid, ns = match["tid"], (int(match["seconds"]) * 1000000 + int(match["micros"])) * 1000
     return ns, int(tid) if tid else None, match["probe"], args
+
+
+@functools.cache
+def _fields(labels: tuple[str, ...]) -> re.Pattern:
+    """`` label=value`` for each of ``labels`` in their order, the line's only order: a value (strings
+    hold spaces) runs to the first `` next=`` the rest of the line can follow; none if the line differs."""
+    return re.compile("".join(f" {re.escape(label)}=(.*?)" for label in labels))
 
 
 def with_timeline(path, pid, paths, output, *, catalog, **options) -> int:
