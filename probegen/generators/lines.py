@@ -86,8 +86,7 @@ def style_of(ctype: CType, hex_: bool = False) -> Style:
 def _field(catalog, label, ctype, index, hex_=False, max_len=None, types=None, **member) -> Field:
     style = style_of(ctype, hex_)
     table = enum_table(catalog, ctype.enum_name, types) if style is Style.ENUM else None
-    if style is Style.ENUM and table is None:  # no names anywhere: the number is all we have
-        style = Style.SIGNED
+    style = Style.SIGNED if style is Style.ENUM and table is None else style  # no names anywhere: only the number
     return Field(label, style, index, ctype, max_len or DEFAULT_MAX_LEN, table, **member)
 
 
@@ -108,10 +107,8 @@ def arg_fields(catalog: Catalog, arg: Arg, types: "DwarfTypes | None", length: i
 def probe_line(catalog: Catalog, probe: Probe, types: "DwarfTypes | None" = None) -> ProbeLine:
     """Each note argument with a name (SPDK's arg0 0 has none; its clock has) and the struct
     members it asks for."""
-    fields: list[Field] = []
-    for arg in probe.note_args:
-        if arg.name:
-            fields += arg_fields(catalog, arg, types, probe.arg(arg.length).index if arg.length else None)
+    fields = [field for arg in probe.note_args if arg.name
+              for field in arg_fields(catalog, arg, types, probe.arg(arg.length).index if arg.length else None)]
     named = sum(1 for f in fields if f.style is Style.ENUM)
     if named > MAX_NAMED_ENUMS:
         raise InputError(f"probe '{probe.name}' has {named} enum arguments printed by name; scripts print at "
