@@ -130,7 +130,7 @@ def whole_body(line: ProbeLine, small_stack: bool = True) -> list[str] | None:
         # chain (0.17 gives each string of a ternary chain stack of its own)
         chain = enum_chain(line.fields[n].enum, _value(line.fields[n], pointers), name)
         rows.append(f'{name} = ""; ' + " else ".join(chain))
-    printfs = []
+    chain = []
     for known in itertools.product((True, False), repeat=len(enums)):
         known = dict(zip(enums, known))
         items = _line_items(line, known, pointers=pointers, enums=enums)
@@ -139,10 +139,8 @@ def whole_body(line: ProbeLine, small_stack: bool = True) -> list[str] | None:
         if small_stack and stack > BPF_STACK - STACK_MARGIN:
             return None
         test = " && ".join(f'{enums[n]} != ""' for n, k in known.items() if k)  # the ones before failed
-        printfs.append((test, _call(_join(items))))
-    if len(printfs) == 1:
-        return rows + [printfs[0][1]]
-    chain = [f"if ({test}) {{ {call} }}" for test, call in printfs[:-1]] + [f"{{ {printfs[-1][1]} }}"]
+        call = _call(_join(items))  # the last, every name unknown, has no test; alone, no braces
+        chain.append(f"if ({test}) {{ {call} }}" if test else f"{{ {call} }}" if enums else call)
     return rows + chain[:1] + ["else " + row for row in chain[1:]]
 
 
