@@ -84,6 +84,14 @@ def test_dead_pid_is_exit_2(lib_program, tmp_path):
     assert missing.returncode == 2 and "no such script" in missing.stderr
 
 
+def test_a_script_not_in_utf8_is_refused_naming_it(tmp_path):
+    script = tmp_path / "latin1.bt"
+    script.write_bytes(b"// caf\xe9\n")
+    with pytest.raises(InputError) as caught:
+        trace.read_scripts([script])
+    assert str(caught.value).startswith(f"{script}: error: cannot read: 'utf-8' codec can't decode byte 0xe9")
+
+
 def test_missing_bpftrace_is_exit_2(lib_program, tmp_path):
     _, _, script = lib_program
     env = dict(os.environ, PATH=str(tmp_path))  # no bpftrace there
