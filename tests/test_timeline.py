@@ -112,3 +112,6 @@ def test_a_hit_is_read_by_its_labels_in_order():
     assert _hit("1.000001: op [tid 7] qpair->qid=1 qid=2 name=x", labels)[3] == {"qpair->qid": 1, "qid": 2, "name": "x"}
     assert _hit("1.000001: s name=xsize=9 size=4", labels)[3] == {"name": "xsize=9", "size": 4}
     assert _hit("1.000001: s name=a b", labels)[3] == {}  # not the labels' line: no fields read
+    # a line of other labels: refused in linear time (a backtracking read took minutes on this one)
+    hostile = "1.000001: p a=" + " b= c=" * 2000 + " x"
+    assert _hit(hostile, {"p": ["a", "b", "c", "d"]})[3] == {}

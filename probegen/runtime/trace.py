@@ -455,8 +455,10 @@ def _hit(line: str, labels: dict) -> tuple | None:
 @functools.cache
 def _fields(labels: tuple[str, ...]) -> re.Pattern:
     """`` label=value`` for each of ``labels`` in their order, the line's only order: a value (strings
-    hold spaces) runs to the first `` next=`` the rest of the line can follow; none if the line differs."""
-    return re.compile("".join(f" {re.escape(label)}=(.*?)" for label in labels))
+    hold spaces) runs to the first `` next=`` after it, never a later one (atomic: a line with other
+    labels fails in linear time; an earlier stop only leaves more line to the ones after)."""
+    spelled = [f" {re.escape(label)}=" for label in labels]
+    return re.compile(spelled[0] + "".join(f"(?>(.*?){s})" for s in spelled[1:]) + "(.*)" if labels else "")
 
 
 def with_timeline(path, pid, paths, output, *, catalog, **options) -> int:
