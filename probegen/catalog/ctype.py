@@ -324,10 +324,9 @@ class _TypeParser(TokenCursor):
         self.depth -= 1
 
     def parameters(self) -> None:
-        if self.peek() == ")":
-            return
         if self.tokens[self.position:self.position + 2] == ["void", ")"]:
             self.take()
+        if self.peek() == ")":
             return
         while True:
             if self.peek() == "...":

@@ -63,17 +63,16 @@ def clock_expression(text: str) -> str:
     tokens = _tokens(text)
     if not tokens:
         raise CExpressionError("empty expression")
-    parser = _ExpressionParser([t for t, _ in tokens])
+    parser = _ExpressionParser(tokens)
     parser.conditional()
     if parser.peek() is not None:
         parser.fail(f"unexpected '{parser.peek()}'")
-    # Spaced as written: the compiler splits the result into these tokens.
-    return "".join((" " if spaced and i else "") + token for i, (token, spaced) in enumerate(tokens))
+    # Spaced as written (the text is tokens and ' '): the compiler splits the result into these tokens.
+    return " ".join(text.split())
 
 
-def _tokens(text: str) -> list[tuple[str, bool]]:
-    """(token, preceded by space) pairs."""
-    tokens: list[tuple[str, bool]] = []
+def _tokens(text: str) -> list[str]:
+    tokens: list[str] = []
     for match in _TOKEN.finditer(text):
         if match["other"] is not None:
             raise CExpressionError(f"unexpected {shown_char(match['other'])}")
@@ -83,7 +82,7 @@ def _tokens(text: str) -> list[tuple[str, bool]]:
         if match["name"] and not is_identifier(token) and token not in _TYPE_WORDS:
             raise CExpressionError(f"'{token}' is a keyword")
         if not match["space"]:
-            tokens.append((token, text[match.start() - 1:match.start()] == " "))
+            tokens.append(token)
     return tokens
 
 
