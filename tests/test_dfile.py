@@ -60,6 +60,9 @@ def test_shop_file_reads_as_written():
      "provider p { probe a(conn_t *, conn_p, enum e); };", {"a": [("conn_t *", None), ("conn_p", None), ("enum e", None)]}),
     ("typedef enum { E1 } e_t;\ntypedef enum e { E2 } e2_t;\ntypedef union { int i; } u_t;\n"
      "provider p { probe a(e_t *, e2_t *, u_t *); };", {"a": [("e_t *", None), ("e2_t *", None), ("u_t *", None)]}),
+    # A qualified struct by value is skipped as an unqualified one is (it was refused: 'passed by value').
+    ("typedef const struct x cx_t;\ntypedef struct y volatile vy_t;\ntypedef struct x x_t;\ntypedef const struct z;\n"
+     "provider p { probe a(cx_t *, vy_t *, x_t *); };", {"a": [("cx_t *", None), ("vy_t *", None), ("x_t *", None)]}),
     ("provider p /* c */ { // c\n probe /* c */ a /* c */ ( int /* c */ ) ; } ;", {"a": [("int", None)]}),
     ("provider p { probe a(int x, int x, int _y); };", {"a": [("int", "x"), ("int", "x"), ("int", "_y")]}),
 ])

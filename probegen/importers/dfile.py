@@ -290,8 +290,8 @@ class _Reader:
             self.fail(start, "typedef: expected 'typedef TYPE NAME;'")
         name = words[-1].text
         spelling = _spelled(w.text for w in words[:-1])
-        if words[-2].text in ("struct", "union") or spelling.split()[0] in ("struct", "union") and "*" not in spelling:
-            return  # typedef struct x x_t: only a pointer can pass it, as with any name not declared
+        if re.match(r"(?:(?:const|volatile) )*(?:struct|union)\b", spelling) and "*" not in spelling:
+            return  # typedef [const] struct x x_t: only a pointer can pass it, as with any name not declared
         try:
             self.typedef_types[name] = parse_ctype(spelling, self.typedef_types)
         except CTypeError as exc:
