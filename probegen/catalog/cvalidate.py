@@ -161,18 +161,14 @@ class _ExpressionParser(TokenCursor):
         self.primary()
         while True:
             token = self.peek()
-            if token == "(":
+            if token in ("(", "["):  # a call's arguments, none or more; a subscript's one
                 self.take()
-                if self.peek() != ")":
+                if token == "[" or self.peek() != ")":
                     self.conditional()
-                    while self.peek() == ",":
+                    while token == "(" and self.peek() == ",":
                         self.take()
                         self.conditional()
-                self.expect(")")
-            elif token == "[":
-                self.take()
-                self.conditional()
-                self.expect("]")
+                self.expect(")" if token == "(" else "]")
             elif token in (".", "->"):
                 self.take()
                 if not is_identifier(self.peek() or ""):

@@ -256,8 +256,7 @@ class _Reader:
     def argument(self, probe: str, index: int, words: list[Token]) -> DArg:
         texts = [w.text for w in words]
         array = "[" in texts  # an array parameter is a pointer, as in C
-        if array:
-            texts = texts[:texts.index("[")]
+        texts = texts[:texts.index("[")] if array else texts
         # The words name the argument if the last one is a name the others are the type of.
         name = texts.pop() if len(texts) > 1 and is_identifier(texts[-1]) and not is_type_name(texts) else None
         spelling = _spelled([("char *" if t == "string" else t) for t in texts] + ["*"] * array)
