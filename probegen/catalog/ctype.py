@@ -160,7 +160,7 @@ class CType:
 def _normalise(tokens: list[str]) -> str:
     """Type tokens as generated C spells them ('const char *', 'void( *)(int)'):
     whether a space goes between two tokens depends on the two alone."""
-    text = tokens[0] if tokens else ""
+    text = tokens[0]
     for before, token in zip(tokens, tokens[1:]):
         if token == "*":
             spaced = before != "*"

@@ -129,10 +129,8 @@ class _ExpressionParser(TokenCursor):
 
     def unary(self) -> None:
         token = self.peek()
-        if token in _UNARY:
-            self.take()
-            self.nested(self.unary)
-        elif token == "(" and (length := self.cast_length()):
+        length = 1 if token in _UNARY else token == "(" and self.cast_length()  # an operator or a cast's '(type)'
+        if length:
             self.position += length
             self.nested(self.unary)
         else:
