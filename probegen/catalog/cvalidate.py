@@ -1,6 +1,6 @@
 """What catalog strings that become C code may be, so that none puts other
 code into generated files: an include is a relative path of plain names, the
-clock one C expression rebuilt from its tokens, and no string holds a control
+clock one C expression of known tokens, and no string holds a control
 character (nor a doc one that hides or reorders text).
 """
 
@@ -59,7 +59,7 @@ def include_problem(text: str) -> str | None:
 
 def clock_expression(text: str) -> str:
     """The clock as the header writes it: ``text`` parsed as one C
-    expression and rebuilt from its tokens."""
+    expression, each run of spaces made one."""
     tokens = _tokens(text)
     if not tokens:
         raise CExpressionError("empty expression")
