@@ -181,6 +181,21 @@ def test_struct_aligned_zero_is_no_crash():
     assert members["z"].bit == 0
 
 
+HUGE = "1" * 5_000  # more digits than int() reads
+
+
+@pytest.mark.parametrize("text", [f"int x[{HUGE}]", f"int x : {HUGE}", f"int x __attribute__((aligned({HUGE})))"])
+def test_numbers_of_thousands_of_digits_are_no_crash(text):
+    # They raised int()'s ValueError; now a number no real size has is not understood.
+    members = struct_definitions([Token(CDEF, f"struct a {{ {text}; int y; }};", 1, 1)], "s.bt")["a"].members
+    assert set(members) == {"x", "y"}
+
+
+def test_arg_of_thousands_of_digits_is_past_the_arguments(catalog):
+    findings = lint_text(f"{PROBE} {{ print(arg{HUGE}); print(arg{'0' * 5_000}1); }}", "s.bt", catalog)
+    assert [(f.location.column, f.rule) for f in findings] == [(len(PROBE) + 10, "arg-out-of-range")]
+
+
 @pytest.mark.parametrize("text", [
     "struct a { int x; }" + " " * 200_000 + "x",
     "#define X \\\n" * 50_000 + "BEGIN { }\n",

@@ -18,9 +18,10 @@ _FUNCTION_POINTER = re.compile(r"\(\s*\*\s*([A-Za-z_]\w*)\s*\)")
 _BIT_WIDTH = re.compile(r"\s*(\w+)\s*")
 # __attribute__((...)) with one level of inner parentheses: aligned(8).
 _ATTRIBUTE = re.compile(r"__attribute__\s*\(\(((?:[^()]|\([^()]*\))*)\)\)")
-_ALIGNED = re.compile(r"\b(?:__)?aligned(?:__)?\s*\(\s*0*([1-9]\d*)\s*\)")  # aligned(0) asks for none
+# aligned(0) asks for none; no number of more than 18 digits is read (int() refuses thousands).
+_ALIGNED = re.compile(r"\b(?:__)?aligned(?:__)?\s*\(\s*0*([1-9]\d{0,17})\s*\)")
 _PACKED = re.compile(r"\b(?:__)?packed(?:__)?\b")
-_BOUND = re.compile(r"\[\s*(\d*)\s*\]")
+_BOUND = re.compile(r"\[\s*(\d{0,18})\s*\]")
 _SPLITTER = re.compile(r"[{}()\[\];,]")
 _DEPTH = {"{": 1, "(": 1, "[": 1, "}": -1, ")": -1, "]": -1}
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
@@ -48,7 +49,7 @@ def _declarator(text: str) -> tuple[str, int, str, str, int, int | None] | None:
     colon = text.rfind(":", 0, end)
     width = _BIT_WIDTH.fullmatch(text, colon + 1, end) if colon >= 0 else None
     if width:
-        bits = int(width[1]) if width[1].isdecimal() else None
+        bits = int(width[1]) if width[1].isdecimal() and len(width[1]) < 19 else None
         end = len(text[:colon].rstrip())
     arrays_end = end
     while end and text[end - 1] == "]":

@@ -19,7 +19,8 @@ from probegen.checks.lint.formats import Value, mismatch, parse_format, suggest
 from probegen.checks.lint.lexer import Token
 from probegen.generators.typesource import member_ctype, spelling
 
-_ARG = re.compile(r"arg([0-9]+)\Z")
+# argN, N's leading zeros aside: int() refuses thousands of digits, and 19 are past any probe's arguments.
+_ARG = re.compile(r"arg0*([0-9]+)\Z")
 _WILDCARD = re.compile(r"[*?\[]")
 # A field of an attach point: up to a ':' outside quotes (``uprobe:"/a:b":f`` has three).
 _FIELD = re.compile(r'(?<![^:])(?:"[^"]*"|[^:"])*')
@@ -119,7 +120,7 @@ class Checker:
         """What is known about an expression's value, its parts checked."""
         if isinstance(node, ast.Ident):
             match = _ARG.match(node.name)
-            return self.argument(node, int(match.group(1))) if match else None
+            return self.argument(node, int(match[1][:19])) if match else None
         if isinstance(node, ast.Var):
             known = env.get(node.name)
             return known and known._replace(describe=f"{node.name} ({known.describe})", expression=node.name)
