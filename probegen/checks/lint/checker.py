@@ -81,25 +81,19 @@ class Checker:
         name, name_column = fields[-1]
         ours = self.catalog.provider  # a C name: no wildcard, so with no provider given it is not another
         provider, provider_column = fields[2] if len(fields) == 4 else (ours, 0)
-        other_provider = not fnmatch.fnmatchcase(ours, provider)
-        if _WILDCARD.search(name):
-            if other_provider:
-                return []
-            matched = [p for p in self.catalog.probes if fnmatch.fnmatchcase(p.name, name)]
-            if not matched:
-                self.report((point.line, name_column), f"'{name}' matches no probe in {self.catalog_name}",
-                            "unknown-probe")
-            return matched
-        probe = self.catalog.probe(name)
-        if other_provider and probe is not None:
-            self.report((point.line, provider_column),
-                        f"provider '{provider}' for probe '{name}': {self.catalog_name} says '{ours}'",
-                        "wrong-provider")
-        elif probe is None and not other_provider:  # another provider's probe is not this catalog's
-            hint = _close(name, [p.name for p in self.catalog.probes])
-            self.report((point.line, name_column), f"unknown probe '{name}': not in {self.catalog_name}{hint}",
-                        "unknown-probe")
-        return [] if probe is None else [probe]
+        wildcard = _WILDCARD.search(name) is not None
+        matched = [p for p in self.catalog.probes if fnmatch.fnmatchcase(p.name, name)]  # no wildcard: one or none
+        if not fnmatch.fnmatchcase(ours, provider):  # another provider's probe is not this catalog's
+            if matched and not wildcard:
+                self.report((point.line, provider_column),
+                            f"provider '{provider}' for probe '{name}': {self.catalog_name} says '{ours}'",
+                            "wrong-provider")
+            return [] if wildcard else matched
+        if not matched:
+            hint = "" if wildcard else _close(name, [p.name for p in self.catalog.probes])
+            self.report((point.line, name_column), f"'{name}' matches no probe in {self.catalog_name}" if wildcard
+                        else f"unknown probe '{name}': not in {self.catalog_name}{hint}", "unknown-probe")
+        return matched
 
     def statements(self, statements, env: dict) -> dict:
         """``env`` (what is known of each $variable) as the statements leave it."""
