@@ -101,7 +101,7 @@ class Checker:
             if isinstance(statement, ast.Assign):
                 value = self.value(statement.value, env)
                 self.value(statement.target, env)  # a map's keys checked
-                if isinstance(statement.target, ast.Var):
+                if isinstance(statement.target, ast.Name):
                     env[statement.target.name] = value if statement.op == "=" else None
             elif isinstance(statement, ast.If):  # the else's condition None: nothing to check
                 branches = [self.statements((condition, *body), dict(env)) for condition, body in statement.branches]
@@ -112,10 +112,9 @@ class Checker:
 
     def value(self, node, env: dict) -> Value | None:
         """What is known about an expression's value, its parts checked."""
-        if isinstance(node, ast.Ident):
-            match = _ARG.match(node.name)
-            return self.argument(node, int(match[1][:19])) if match else None
-        if isinstance(node, ast.Var):
+        if isinstance(node, ast.Name) and (match := _ARG.match(node.name)):
+            return self.argument(node, int(match[1][:19]))
+        if isinstance(node, ast.Name):  # a $variable, or a builtin no assignment names
             known = env.get(node.name)
             return known and known._replace(describe=f"{node.name} ({known.describe})", expression=node.name)
         if isinstance(node, ast.Call):
@@ -133,7 +132,7 @@ class Checker:
             self.value(part, env)
         return None
 
-    def argument(self, node: ast.Ident, index: int) -> Value | None:
+    def argument(self, node: ast.Name, index: int) -> Value | None:
         probe = self.probe
         if probe is None:
             return None

@@ -28,8 +28,7 @@ _OPERANDS = (lexer.INT, lexer.POSITIONAL, lexer.STRING, lexer.VAR, lexer.MAP, le
 
 
 # Expressions whose value can be known know where they start, 1-based (a Member: where its name is).
-Ident = namedtuple("Ident", "line column name")  # a builtin (arg1, pid, comm)
-Var = namedtuple("Var", "line column name")  # name with the '$'
+Name = namedtuple("Name", "line column name")  # a builtin (arg1, pid, comm), or a $variable (with its '$')
 Str = namedtuple("Str", "line column raw")  # raw: between the quotes, escapes as written
 Call = namedtuple("Call", "line column name args")
 Cast = namedtuple("Cast", "line column type_text struct_name operand")  # struct_name: x in "(struct x *)"
@@ -37,7 +36,7 @@ Member = namedtuple("Member", "line column base name")  # base->name or base.nam
 Map = namedtuple("Map", "parts")  # parts: the keys
 # Numbers, operators, indexing, tuples, sizeof, return: only their parts are checked.
 Other = namedtuple("Other", "parts", defaults=((),))
-Assign = namedtuple("Assign", "target op value")  # target: a Var or a Map; op: "=", "+=", ...
+Assign = namedtuple("Assign", "target op value")  # target: a $variable or a Map; op: "=", "+=", ...
 # branches: (condition, statements) of the if, each "else if" and the else (condition
 # None; empty if there is none). A loop (unroll, while) is an If of one branch.
 If = namedtuple("If", "branches")
@@ -167,7 +166,7 @@ class _Parser:
         expr = self.expression()
         if self.token.kind == lexer.PUNCT and self.token.text in lexer.ASSIGNMENTS:
             op = self.advance().text
-            if not isinstance(expr, (Var, Map)):
+            if not (isinstance(expr, Map) or isinstance(expr, Name) and expr.name.startswith("$")):
                 self.error("only $variables and @maps can be assigned", token)
             return Assign(expr, op, self.expression())
         return expr
@@ -259,17 +258,15 @@ class _Parser:
         self.advance()
         if token.kind == lexer.STRING:
             return Str(token.line, token.column, token.text[1:-1])
-        if token.kind == lexer.VAR:
-            return Var(token.line, token.column, token.text)
         if token.kind == lexer.MAP:
             return Map(self.expression_list("]") if self.is_punct("[") else ())
-        if token.kind != lexer.IDENT:  # a number or a positional parameter
+        if token.kind not in (lexer.IDENT, lexer.VAR):  # a number or a positional parameter
             return Other()
-        if self.is_punct("(") and token.text in _TYPE_CALLS:
+        if token.kind == lexer.VAR or not self.is_punct("("):
+            return Name(token.line, token.column, token.text)
+        if token.text in _TYPE_CALLS:
             return self.type_call(token)
-        if self.is_punct("("):
-            return Call(token.line, token.column, token.text, self.expression_list(")"))
-        return Ident(token.line, token.column, token.text)
+        return Call(token.line, token.column, token.text, self.expression_list(")"))
 
     def type_call(self, name: Token) -> Other:
         depth = 0  # the first token is the '(' after the name
