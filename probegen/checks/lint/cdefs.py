@@ -24,7 +24,7 @@ _PACKED = re.compile(r"\b(?:__)?packed(?:__)?\b")
 _BOUND = re.compile(r"\[\s*(\d{0,18})\s*\]")
 _SPLITTER = re.compile(r"[{}()\[\];,]")
 _DEPTH = {"{": 1, "(": 1, "[": 1, "}": -1, ")": -1, "]": -1}
-_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_WORD = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
 _QUALIFIERS = {"const", "volatile", "restrict"}
 # Structs defined inside structs, at most; deeper is refused with a position.
 MAX_NESTED_STRUCTS = 64
@@ -57,9 +57,7 @@ def _declarator(text: str) -> tuple[str, int, str, str, int, int | None] | None:
         if open_bracket < 0 or "]" in text[open_bracket + 1:end - 1]:
             return None
         end = len(text[:open_bracket].rstrip())
-    start = end
-    while start and text[start - 1] in _WORD:
-        start -= 1
+    start = len(text[:end].rstrip(_WORD))
     if start == end or text[start].isdigit():
         return None
     base_end = start
