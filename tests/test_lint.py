@@ -448,7 +448,7 @@ def test_struct_copy_layout_is_gccs(tmp_path):
     definition = SimpleNamespace(text=LAYOUT_STRUCTS, line=1, column=1)
     ours = {name: struct.layout for name, struct in struct_definitions([definition], "layout.bt").items()}
     members = {name: struct.members for name, struct in struct_definitions([definition], "layout.bt").items()}
-    mine = {n: str(ours[n].size) for n in LAYOUT_MEMBERS}
+    mine = {n: str(ours[n].shape(n).size) for n in LAYOUT_MEMBERS}
     mine.update({f"{n}.{m}": str(members[n][m].bit // 8) for n, ms in LAYOUT_MEMBERS.items() for m in ms})
     assert all(layout.complete for layout in ours.values())
     assert mine == gcc

@@ -47,12 +47,9 @@ class Layout:
     end: int = 0  # bits used (a struct's next member goes on from there)
     complete: bool = True  # every declaration so far was laid out
 
-    @property
-    def size(self) -> int:
-        return align_up(align_up(self.end, 8) // 8, self.align)
-
     def shape(self, tag: str | None) -> Shape | None:
-        return Shape("struct", self.size, self.align, struct=tag) if self.complete else None
+        size = align_up(align_up(self.end, 8) // 8, self.align)
+        return Shape("struct", size, self.align, struct=tag) if self.complete else None
 
     def place(self, shape: Shape | None, bits: int | None = None, packed=False, aligned: int | None = None):
         """The bit the next member starts at, or None once the layout is not known."""
