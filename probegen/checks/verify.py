@@ -22,7 +22,6 @@ class Report:
     catalog: Catalog
     binaries: list[Binary]
     findings: list[Finding] = field(default_factory=list)
-    probes_checked: int = 0
     sites_checked: int = 0
     expect_none: bool = False  # the build should carry no probe of the provider
     debug_info: object = None  # probegen.checks.drift.DebugInfos the enums and members were checked in
@@ -36,7 +35,7 @@ class Report:
         files = f"{len(self.binaries)} binar{'y' if len(self.binaries) == 1 else 'ies'}"
         if not count and self.expect_none:
             return f"verify: OK, no probe of provider '{self.catalog.provider}' in {files}, as expected"
-        checked = f"{self.probes_checked} probes checked"
+        checked = f"{len(self.catalog.probes)} probes checked"
         debug_info = self.debug_info.summary() if self.debug_info else ""
         if not count:
             return f"verify: OK, {checked} ({self.sites_checked} sites in {files}){debug_info}"
@@ -83,7 +82,7 @@ def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bo
     without notes is no finding when they carry the probes); ``debug_infos``:
     drift.open_debug_infos of the binaries, to check the catalog's enums and
     member paths in."""
-    report = Report(catalog, list(binaries), probes_checked=len(catalog.probes), debug_info=debug_infos)
+    report = Report(catalog, list(binaries), debug_info=debug_infos)
     found = _group(binaries, catalog.provider)
     add = report.findings.append
     catalog_path = catalog.probes[0].location.path  # as the user named it (a catalog has probes)
@@ -122,7 +121,7 @@ def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bo
 
 def verify_absent(catalog: Catalog, binaries: list[Binary]) -> Report:
     """A build meant to have USDT off: each probe of the provider is a finding."""
-    report = Report(catalog, list(binaries), probes_checked=len(catalog.probes), expect_none=True)
+    report = Report(catalog, list(binaries), expect_none=True)
     macro = catalog.header.enable_macro
     for name, occurrences in _group(binaries, catalog.provider).items():
         for binary, bprobe in occurrences:

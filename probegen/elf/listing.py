@@ -5,6 +5,7 @@ import re
 
 from probegen.elf.argspec import NoteArg
 from probegen.elf.notes import Binary, ElfError
+from probegen.errors import printable
 
 # The keys of each operand kind, in the order the JSON has always had (a register's is its name).
 _KEYS = {"register": ("register",), "unknown": ("text",), "constant": ("value",),
@@ -44,8 +45,9 @@ def listing_text(binary: Binary) -> str:
     """One block per probe: its sites, and each argument decoded."""
     unnamed = re.fullmatch(r"EM_([0-9]+)", binary.arch)
     what = f"[{f'unknown machine {unnamed[1]}' if unnamed else binary.arch}, ELF{binary.elf_class} {binary.elf_type}]"
-    count = f"{len(binary.probes)} probe(s), {binary.site_count} site(s)"
-    lines = [f"{binary.path}: {count if binary.has_notes else 'no .note.stapsdt section (no USDT probes)'} {what}"]
+    count = f"{len(binary.probes)} probe(s), {sum(len(probe.sites) for probe in binary.probes)} site(s)"
+    count = count if binary.has_notes else "no .note.stapsdt section (no USDT probes)"
+    lines = [f"{printable(binary.path)}: {count} {what}"]
     address = f"0{2 * binary.pointer_size}x"
     for probe in binary.probes:
         lines.append(f"  {probe.provider}:{probe.name}")

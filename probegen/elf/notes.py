@@ -82,10 +82,6 @@ class Binary:
             bits=self.elf_class, x="x" if wide else "", w="64" if wide else "", el="el" if little else "",
             le="le" if little else "")
 
-    @property
-    def site_count(self) -> int:
-        return sum(len(p.sites) for p in self.probes)
-
 
 def read_elf(path: str | os.PathLike, read, *, pipe_ok: bool = False):
     """``read(ELFFile, file size)``; ElfError for anything not ELF. A pipe

@@ -19,7 +19,7 @@ def verify_json(report, errors=()) -> dict:
         "ok": report.ok and not errors,
         "catalog": str(report.catalog.path),
         "binaries": [b.path for b in report.binaries],
-        "probes_checked": report.probes_checked,
+        "probes_checked": len(report.catalog.probes),
         "sites_checked": report.sites_checked,
         "findings": [{"check": f.check, "probe": f.probe, "binary": f.binary, **_place(f.location),
                       "message": f.message} for f in report.findings],
