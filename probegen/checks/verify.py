@@ -6,8 +6,8 @@ from collections import namedtuple
 from dataclasses import dataclass, field
 
 from probegen.catalog.model import Arg, Catalog, Probe
-from probegen.elf.argspec import Constant, NoteArg
-from probegen.elf.notes import Binary, BinaryProbe, ProbeSite
+from probegen.elf.argspec import NoteArg
+from probegen.elf.notes import Binary, ProbeSite, probes_by_name
 from probegen.errors import Diagnostic, Location
 
 
@@ -52,7 +52,7 @@ def _describe_type(arg: Arg, pointer_size: int) -> str:
 def _arg_matches(arg: NoteArg, ctype, pointer_size: int) -> bool:
     """Size and sign as the type's on this binary, a narrower integer C
     converts to it, or a literal the type holds."""
-    literal = isinstance(arg.operand, Constant) and ctype.holds_constant(arg.operand.value, pointer_size)
+    literal = arg.literal is not None and ctype.holds_constant(arg.literal, pointer_size)
     return not arg.floating and (literal or ctype.carries(arg.size, arg.signed, pointer_size))
 
 
@@ -60,19 +60,10 @@ def _arg0_problem(probe: Probe, arg: NoteArg) -> str | None:
     size = probe.arg0.ctype.size  # the clock's, or the int 0's
     if probe.ticks and (arg.size != size or arg.floating):
         return f"arg0 must be the {size}-byte clock of a ticks probe, but the site has {arg.describe()}"
-    zero = isinstance(arg.operand, Constant) and arg.operand.value == 0
-    if probe.ticks or zero or arg.size == size and arg.signed and not arg.floating:  # or an int 0 kept in a register
+    # A ticks probe's clock (its size checked above), the literal 0, or an int 0 kept in a register.
+    if probe.ticks or arg.literal == 0 or arg.size == size and arg.signed and not arg.floating:
         return None
     return f"arg0 must be the literal 0 (an int) of a probe without ticks, but the site has {arg.describe()}"
-
-
-def _group(binaries: list[Binary], provider: str) -> dict[str, list[tuple[Binary, BinaryProbe]]]:
-    grouped: dict[str, list[tuple[Binary, BinaryProbe]]] = {}
-    for binary in binaries:
-        for probe in binary.probes:
-            if probe.provider == provider:
-                grouped.setdefault(probe.name, []).append((binary, probe))
-    return grouped
 
 
 def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bool = False,
@@ -83,7 +74,7 @@ def verify_binaries(catalog: Catalog, binaries: list[Binary], *, allow_extra: bo
     drift.open_debug_infos of the binaries, to check the catalog's enums and
     member paths in."""
     report = Report(catalog, list(binaries), debug_info=debug_infos)
-    found = _group(binaries, catalog.provider)
+    found = probes_by_name(binaries, catalog.provider)
     add = report.findings.append
     catalog_path = catalog.probes[0].location.path  # as the user named it (a catalog has probes)
 
@@ -123,7 +114,7 @@ def verify_absent(catalog: Catalog, binaries: list[Binary]) -> Report:
     """A build meant to have USDT off: each probe of the provider is a finding."""
     report = Report(catalog, list(binaries), expect_none=True)
     macro = catalog.header.enable_macro
-    for name, occurrences in _group(binaries, catalog.provider).items():
+    for name, occurrences in probes_by_name(binaries, catalog.provider).items():
         for binary, bprobe in occurrences:
             report.sites_checked += len(bprobe.sites)
             more = f" and {len(bprobe.sites) - 1} more" if len(bprobe.sites) > 1 else ""

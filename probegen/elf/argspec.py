@@ -103,6 +103,11 @@ class NoteArg:
         letter = "f" if self.floating else ("s" if self.signed else "u")
         return f"{letter}{self.size * 8}"
 
+    @property
+    def literal(self) -> int | float | None:
+        """The value a constant operand passes ('-4@$0'), else None."""
+        return self.operand.value if isinstance(self.operand, Constant) else None
+
     def describe(self) -> str:
         """'-4@%eax (4 bytes, signed)'."""
         sign = "floating point" if self.floating else ("signed" if self.signed else "unsigned")

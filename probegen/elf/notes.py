@@ -83,6 +83,16 @@ class Binary:
             le="le" if little else "")
 
 
+def probes_by_name(binaries: list[Binary], provider: str) -> dict[str, list[tuple[Binary, BinaryProbe]]]:
+    """The provider's probes of every binary, by name, in the order they are first found."""
+    grouped: dict[str, list[tuple[Binary, BinaryProbe]]] = {}
+    for binary in binaries:
+        for probe in binary.probes:
+            if probe.provider == provider:
+                grouped.setdefault(probe.name, []).append((binary, probe))
+    return grouped
+
+
 def read_elf(path: str | os.PathLike, read, *, pipe_ok: bool = False):
     """``read(ELFFile, file size)``; ElfError for anything not ELF. A pipe
     (only if ``pipe_ok``) is copied first."""

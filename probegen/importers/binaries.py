@@ -11,7 +11,7 @@ from probegen.catalog.ctype import integer_type, is_identifier, parse_ctype
 from probegen.catalog.load import parse_catalog
 from probegen.catalog.model import ARG0_CLOCK, ARG0_ZERO, SDT_MAX_ARGS
 from probegen.elf.argspec import NoteArg
-from probegen.elf.notes import Binary, ProbeSite
+from probegen.elf.notes import Binary, ProbeSite, probes_by_name
 from probegen.errors import CatalogError, CommandError, InputError, Location
 from probegen.files.inputs import TEXT_LIMIT
 from probegen.generators.render import render
@@ -56,10 +56,6 @@ class ImportedCatalog:
     typedefs: tuple[tuple[str, str], ...] = ()
 
 
-def _constant(arg: NoteArg) -> int | None:
-    return arg.operand.value if arg.operand.kind == "constant" else None
-
-
 def _spdk_arg0(provider: str, probes: dict[str, list[Seen]]) -> dict[str, bool] | None:
     """probe name -> ticks, when every probe passes SPDK's arg0: the int 0 at
     every site, or the 8-byte clock (never a literal) at every site. At least
@@ -68,9 +64,9 @@ def _spdk_arg0(provider: str, probes: dict[str, list[Seen]]) -> dict[str, bool] 
     ticks = {}
     for name, seen in probes.items():
         firsts = [site.args[0] if site.args else None for site, _ in seen]
-        if all(a and _constant(a) == 0 and a.size == ARG0_ZERO.size for a in firsts):
+        if all(a and a.literal == 0 and a.size == ARG0_ZERO.size for a in firsts):
             ticks[name] = False
-        elif all(a and a.size == ARG0_CLOCK.size and not a.floating and _constant(a) is None for a in firsts):
+        elif all(a and a.size == ARG0_CLOCK.size and not a.floating and a.literal is None for a in firsts):
             ticks[name] = True
         else:
             return None
@@ -108,7 +104,7 @@ def _variables_type(variables: list[tuple[NoteArg, int]], notes: list[str]) -> s
 
 def _constants_type(constants: list[NoteArg]) -> str:
     """The widest size seen, signed if any literal is (or is negative), widened until every value fits."""
-    values = [_constant(a) for a in constants]
+    values = [a.literal for a in constants]
     signed = any(a.signed for a in constants) or any(v < 0 for v in values)
     types = [integer_type(s, signed) for s in (1, 2, 4, 8) if s >= max(a.size for a in constants)]
     return next((t for t in types if all(_fits(v, t) for v in values)), types[-1])
@@ -119,10 +115,10 @@ def _infer_type(name: str, seen: list[tuple[NoteArg, int]]) -> ImportedArg:
     passing a variable decide: a literal's size is its own ('false' is
     '-4@$0' for a 1-byte bool); verify accepts a literal the type holds."""
     notes: list[str] = []
-    variables = [(a, p) for a, p in seen if _constant(a) is None]
-    constants = [a for a, _ in seen if _constant(a) is not None]
+    variables = [(a, p) for a, p in seen if a.literal is None]
+    constants = [a for a, _ in seen if a.literal is not None]
     type_name = _variables_type(variables, notes) if variables else _constants_type(constants)
-    misfits = sorted({a.spec for a in constants if not _fits(_constant(a), type_name)})
+    misfits = sorted({a.spec for a in constants if not _fits(a.literal, type_name)})
     if misfits:
         notes.append(f"literals {type_name} cannot hold: {', '.join(misfits)}")
     if any(a.floating for a, _ in seen):
@@ -134,10 +130,8 @@ def infer_catalog(binaries: list[Binary], provider: str) -> ImportedCatalog:
     if not is_identifier(provider):
         raise CommandError(f"provider '{provider}' is not a C identifier")
     sites: dict[str, list[Seen]] = {}
-    for binary in binaries:
-        for probe in binary.probes:
-            if probe.provider == provider:
-                sites.setdefault(probe.name, []).extend((s, binary.pointer_size) for s in probe.sites)
+    for name, found in probes_by_name(binaries, provider).items():
+        sites[name] = [(site, binary.pointer_size) for binary, probe in found for site in probe.sites]
     paths = ", ".join(b.path for b in binaries)
     if not sites:
         found = sorted({p.provider for b in binaries for p in b.probes})
