@@ -190,8 +190,7 @@ def _machine(register: str, *memory: str, immediate: str = "", addresses: bool =
             return Register(name(text))
         if immediate and text.startswith(immediate):
             text = text[len(immediate):]
-            value = _int(text)
-            if value is not None:
+            if (value := _int(text)) is not None:
                 return Constant(value)
             if not addresses:
                 return None
@@ -199,8 +198,7 @@ def _machine(register: str, *memory: str, immediate: str = "", addresses: bool =
                 return Constant(float(text))  # finite: JSON has no infinity
             disp = _displacement(text)
             return disp if disp is not None and disp.symbol is not None else None
-        value = _int(text) if bare else None
-        if value is not None:
+        if bare and (value := _int(text)) is not None:
             return Constant(value)
         for form in forms:
             match = re.fullmatch(form, text)

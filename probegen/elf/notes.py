@@ -216,8 +216,7 @@ def _sites(data: bytes, section_offset: int, shown: str, width: int, order: str,
         if stapsdt_base and base:
             delta = stapsdt_base - base
             pc = (pc + delta) & mask
-            if semaphore:
-                semaphore = (semaphore + delta) & mask
+            semaphore = (semaphore + delta) & mask if semaphore else 0
         grouped.setdefault(key, []).append(ProbeSite(pc, semaphore, base, decoded[1], decoded[0]))
     return grouped
 
