@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 
 import pytest
 
@@ -170,6 +171,18 @@ def test_semaphores_only_where_the_catalog_gives_them(work):
     binary = read_binary(work["bins"]["good"])
     semaphores = {probe.name: all(site.semaphore for site in probe.sites) for probe in binary.probes}
     assert semaphores == {"qpair_add": True, "state_change": True, "tick": False}
+
+
+def test_a_probe_without_its_semaphore_where_others_have_theirs(work):
+    """A binary with semaphores where one probe's sites lack the catalog's: a finding at that probe."""
+    binary = read_binary(work["bins"]["good"])
+    probes = tuple(replace(p, sites=tuple(replace(s, semaphore=0) for s in p.sites)) if p.name == "state_change"
+                   else p for p in binary.probes)
+    [finding] = verify_binaries(load_catalog(work["catalog"]), [replace(binary, probes=probes)]).findings
+    address = next(p for p in probes if p.name == "state_change").sites[0].address
+    assert finding.check == "semaphore" and finding.probe == "state_change" and finding.binary == binary.path
+    assert finding.message == (f"probe 'state_change': the catalog gives it a semaphore (enabled_check: true) "
+                               f"but binary {binary.path} site {address:#x} has none")
 
 
 def test_follow_shared_libraries(work, capsys):

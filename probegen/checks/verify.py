@@ -150,16 +150,12 @@ def _check_semaphores(catalog: Catalog, binaries: list[Binary], add) -> None:
     binary that has some, each probe lacking one is a finding."""
     for binary in binaries:
         sites_of = {bprobe.name: bprobe.sites for bprobe in binary.probes if bprobe.provider == catalog.provider}
-        lacking: list[tuple[Probe, list[int]]] = []  # (probe, addresses of its sites without one)
-        any_semaphore = False
-        for probe in filter(catalog.has_semaphore, catalog.probes):
-            addresses = [site.address for site in sites_of.get(probe.name, ()) if not site.semaphore]
-            any_semaphore |= len(addresses) < len(sites_of.get(probe.name, ()))
-            if addresses:
-                lacking.append((probe, addresses))
+        wanted = [(probe, sites_of.get(probe.name, ())) for probe in filter(catalog.has_semaphore, catalog.probes)]
+        lacking = [(probe, addresses) for probe, sites in wanted  # addresses: of its sites without one
+                   if (addresses := [site.address for site in sites if not site.semaphore])]
         if not lacking:
             continue
-        if not any_semaphore:
+        if not any(site.semaphore for _, sites in wanted for site in sites):
             sites = sum(len(addresses) for _, addresses in lacking)
             names = ", ".join(probe.name for probe, _ in lacking[:3]) + (", ..." if len(lacking) > 3 else "")
             other = ("SPDK's own usdt.h defines none" if catalog.provider == "spdk" else
