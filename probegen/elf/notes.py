@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from probegen.errors import InputError, Location
-from probegen.files.inputs import UnreadableInput, open_seekable
+from probegen.files.inputs import open_seekable
 
 if TYPE_CHECKING:  # the DWARF reader opens files here and decodes no notes
     from probegen.elf.argspec import NoteArg
@@ -106,17 +106,15 @@ def read_elf(path: str | os.PathLike, read, *, pipe_ok: bool = False):
 def open_elf_file(path: str | os.PathLike, *, pipe_ok: bool = False):
     """(file object, size) after read_elf's checks, without pyelftools."""
     try:
-        return open_seekable(path, "ELF binary", pipe_ok=pipe_ok, head=len(_MAGIC),
-                             check_head=lambda head: _check_magic(str(path), head), missing="no such file")
-    except UnreadableInput as exc:
+        return open_seekable(path, "ELF binary", pipe_ok=pipe_ok, head=len(_MAGIC), check_head=_check_magic,
+                             missing="no such file")
+    except InputError as exc:  # open_seekable's UnreadableInput, or _check_magic's
         raise ElfError(exc.message, Location(str(path))) from None
 
 
-def _check_magic(shown: str, head: bytes) -> None:
-    if not head:
-        raise ElfError("empty file, not an ELF binary", Location(shown))
+def _check_magic(head: bytes) -> None:
     if head != _MAGIC:
-        raise ElfError("not an ELF file (no ELF magic number)", Location(shown))
+        raise InputError("not an ELF file (no ELF magic number)" if head else "empty file, not an ELF binary")
 
 
 def guard_elf(shown: str, action):
