@@ -185,6 +185,22 @@ def test_qualified_function_pointer_argument_compiles(tmp_path, cxx):
                            defines=defines, cxx=cxx)
         assert [n["name"] for n in readelf_probes(binary)] == (["cb"] if defines else [])
 
+
+@pytest.mark.parametrize("cxx", [False, True], ids=["c11", "c++17"])
+def test_c_bool_keyword_argument_compiles(tmp_path, cxx):
+    """A catalog's '_Bool' (C's keyword, no C++ one) is spelled bool from <stdbool.h>, with
+    probes on and off: the header compiles as C++ too."""
+    (tmp_path / "b.yaml").write_text("provider: b\nheader:\n  enable_macro: B_USDT\nprobes:\n"
+                                     "  - {name: flag, group: g, doc: d, args: [{name: set, type: const _Bool},"
+                                     " {name: at, type: _Bool *}]}\n")
+    (tmp_path / "b.h").write_text(render_header(load_catalog(tmp_path / "b.yaml")))
+    (tmp_path / "main.c").write_text('#include "b.h"\nint main(void) { bool set = 1; PROBE_FLAG(set, &set); return 0; }\n')
+    for defines in ([], ["B_USDT"]):
+        binary = compile_c([tmp_path / "main.c"], tmp_path / f"b{len(defines)}", include_dirs=[tmp_path],
+                           defines=defines, cxx=cxx)
+        assert [n["name"] for n in readelf_probes(binary)] == (["flag"] if defines else [])
+
+
 def test_typed_macros_compiled_out_evaluate_nothing(tmp_path, types_include):
     binary = compile_c([C_DIR / "header_types.c"], tmp_path / "types_off", include_dirs=[types_include])
     assert not has_section(binary, ".note.stapsdt")

@@ -361,7 +361,8 @@ def parse_ctype(text: str, typedefs: dict[str, CType] | None = None) -> CType:
             "write 'const char *' for a char array, or a pointer type"
         )
     words, stars, function, kept = _TypeParser(tokens, text).type_name()
-    spelling = _normalise(kept)
+    # Generated C spells _Bool as bool (from <stdbool.h>): the header must compile as C++ too.
+    spelling = _normalise(["bool" if token == "_Bool" else token for token in kept])
     base = _integer_name(words) if _INTEGER_WORDS.issuperset(words) else " ".join(words)
     if function:
         return CType(spelling, Kind.FUNCTION_POINTER, 8, False, pointer_sized=True)
