@@ -185,7 +185,7 @@ def problems(catalog: Catalog) -> list[tuple[Origin, str]]:
                 found.append((definition.origin, f"{definition.what} is {name}, which {why}"))
 
     spellings = {arg.ctype.spelling for probe in catalog.probes for arg in probe.args}
-    type_words = {word for spelling in spellings for word in IDENTIFIER.findall(spelling)}
+    type_words = set(IDENTIFIER.findall(" ".join(spellings)))  # no identifier spans two spellings
     # Even unused by the header (no arg0), the clock names the project's own
     # function: a macro of that name defined for the build breaks the project.
     clock_words = set(IDENTIFIER.findall(header.clock or ""))
