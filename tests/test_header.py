@@ -201,6 +201,19 @@ def test_c_bool_keyword_argument_compiles(tmp_path, cxx):
         assert [n["name"] for n in readelf_probes(binary)] == (["flag"] if defines else [])
 
 
+@pytest.mark.parametrize("cxx", [False, True], ids=["c11", "c++17"])
+def test_parameter_named_like_the_helper_macro_compiles(tmp_path, cxx):
+    """A probe without a semaphore calls the header's helper (GUARD_NO_SEMAPHORE(name)) in its
+    expansion: an argument of that name is a parameter renamed, not substituted there."""
+    (tmp_path / "h.yaml").write_text("provider: h\nheader:\n  guard: H_H\n  semaphores: false\nprobes:\n"
+                                     "  - {name: p, group: g, doc: d, args: [{name: H_H_NO_SEMAPHORE, type: int}]}\n")
+    (tmp_path / "h.h").write_text(render_header(load_catalog(tmp_path / "h.yaml")))
+    (tmp_path / "main.c").write_text('#include "h.h"\nint main(void) { PROBE_P(7); return 0; }\n')
+    binary = compile_c([tmp_path / "main.c"], tmp_path / "h", include_dirs=[tmp_path], defines=["PROBEGEN_USDT"],
+                       cxx=cxx)
+    assert [n["name"] for n in readelf_probes(binary)] == ["p"]
+
+
 def test_typed_macros_compiled_out_evaluate_nothing(tmp_path, types_include):
     binary = compile_c([C_DIR / "header_types.c"], tmp_path / "types_off", include_dirs=[types_include])
     assert not has_section(binary, ".note.stapsdt")

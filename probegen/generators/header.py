@@ -22,7 +22,7 @@ def render_header(catalog: Catalog, extern_semaphores: bool = False) -> str:
     the time."""
     header, provider = catalog.header, catalog.provider
     # Style dtrace passes the arguments uncast, as dtrace -h's header does: a site's notes are the same.
-    dtrace = header.style == "dtrace"
+    dtrace, no_semaphore = header.style == "dtrace", no_semaphore_macro(header)
     probes = []
     for probe in catalog.probes:
         macro = typed_macro(header, probe.name)
@@ -32,8 +32,8 @@ def render_header(catalog: Catalog, extern_semaphores: bool = False) -> str:
         sdt_macro = f"DTRACE_PROBE{len(arg0) + len(probe.args) or ''}"
         params = [arg.name for arg in probe.args]
         # A parameter named like a word of the expansion (an argument named after its enum tag,
-        # the provider, the clock) would be substituted there too: it gets a trailing underscore.
-        taken = {provider, probe.name, semaphore, sdt_macro, macro, enabled,
+        # the provider, the clock, the helper) would be substituted there too: it gets a trailing underscore.
+        taken = {provider, probe.name, semaphore, sdt_macro, macro, enabled, no_semaphore,
                  *IDENTIFIER.findall(" ".join([*arg0, *(arg.ctype.spelling for arg in probe.args)]))}
         for i, param in enumerate(params):  # a renamed one must not meet another parameter either
             while param in taken or param in params[:i] + params[i + 1:]:
@@ -55,7 +55,7 @@ def render_header(catalog: Catalog, extern_semaphores: bool = False) -> str:
     return render(
         TEMPLATE, catalog=catalog, header=header, probes=probes, extern_semaphores=extern_semaphores,
         semaphores=any(p.has_semaphore for p in probes),  # <sys/sdt.h> then names one at every site
-        no_semaphore=no_semaphore_macro(header), compat_arities=range(1, catalog.max_args + 1),
+        no_semaphore=no_semaphore, compat_arities=range(1, catalog.max_args + 1),
         # <stdint.h> always: the clock is cast to uint64_t.
         system_headers=sorted({"stdint.h", *system_headers(a.ctype for p in catalog.probes for a in p.args)}),
     )
