@@ -242,3 +242,11 @@ def test_bpftrace_reads_every_byte_back(tmp_path):
     assert all(line.isascii() and line.isprintable() for line in program.splitlines())
     probes = _parsed_probes(program.encode(), os.getpid(), tmp_path)
     assert probes == [b"usdt:" + name + b":p:n%d" % i for i, name in enumerate(names)]
+
+
+def test_banner_shows_terminal_controls_in_script_names_as_escapes():
+    """The banner a script without BEGIN gets names the scripts: a C1 control (CSI), a bidi
+    override or a file name's undecodable byte is printed as a visible escape, '%' as itself."""
+    program = trace.combine([trace.Script("a\x9b31m\u202eb\udcff  c%.bt", "")], [""], [])
+    assert 'printf("Tracing (a\\\\x9b31m\\\\u202eb\\\\xff c%%). Hit Ctrl-C to end.\\n");' in program
+    assert not {"\x9b", "\u202e", "\udcff"} & set(program)

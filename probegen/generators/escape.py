@@ -50,8 +50,9 @@ def c_string(text: str) -> str:
 
 
 def printf_literal(text: str) -> str:
-    """Text that a printf format string prints as it is."""
-    return c_string(text).replace("%", "%%")
+    """Text that a printf format string prints as one_line shows it: a control character
+    (C1's CSI, a file name's byte) or bidi override reaches the terminal as an escape."""
+    return c_string(one_line(text)).replace("%", "%%")
 
 
 def hash_comment(text: str) -> str:
