@@ -26,8 +26,7 @@ _C_STRING.update({ord('"'): '\\"', ord("\\"): "\\\\", ord("\n"): "\\n", ord("\t"
 
 def _escape(match: re.Match) -> str:
     code = ord(match[0])
-    if 0xDC80 <= code <= 0xDCFF:  # surrogateescape's stand-in for a byte
-        return f"\\x{code - 0xDC00:02x}"
+    code -= 0xDC00 if 0xDC80 <= code <= 0xDCFF else 0  # surrogateescape's stand-in for a byte: that byte
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
