@@ -83,6 +83,16 @@ def test_doc_text_cannot_break_tables_or_become_markup(tmp_path):
     assert md_cell("1. a|b") == "1\\. a\\|b"
 
 
+def test_names_with_edge_underscores_are_not_emphasis(tmp_path):
+    """A group or probe named _x_ is shown as written in headings and the summary, not in
+    italics (and the heading's anchor is the name the summary links to)."""
+    catalog_path = tmp_path / "probes.yaml"
+    catalog_path.write_text("provider: demo\nprobes:\n  - {name: _p_, group: _g_, doc: d}\n")
+    text = render_docs(load_catalog(catalog_path))
+    assert "| [\\_p\\_](#_p_) | \\_g\\_ | d |\n" in text
+    assert "\n## Group \\_g\\_\n" in text and "\n### \\_p\\_\n" in text
+
+
 def test_generate_writes_docs_from_outputs_and_keeps_mtime(tmp_path):
     catalog_path = tmp_path / "probes.yaml"
     catalog_path.write_text(
