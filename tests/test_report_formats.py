@@ -394,3 +394,23 @@ def test_missing_catalog_in_ci_formats(sarif_schema, capsys, tmp_path):
     (notification,) = run["invocations"][0]["toolExecutionNotifications"]
     assert notification["message"]["text"] == "no such catalog file"
 
+
+
+def test_sarif_of_a_file_name_not_utf8(sarif_schema, capsys, monkeypatch, tmp_path):
+    """A script or binary named with a byte that is not UTF-8 (bug: quote() raised UnicodeEncodeError,
+    and a message quoting the name could not be written with -o): the URI has the byte as %FF,
+    a message has the lone surrogate as JSON's escape, and the file is UTF-8."""
+    from probegen.errors import Diagnostic, Location
+    from probegen.reports import Outcome, render
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "probes.yaml").write_bytes((REPO / "probes.yaml").read_bytes())
+    name = os.fsdecode(b"a\xffb.bt")
+    Path(name).write_text("usdt:./x:spdk:nosuch_probe_zz { }\n")
+    code, _, _ = run_cli(capsys, "lint", name, "--format", "sarif", "-o", "out.sarif")
+    run = validate_sarif(json.loads(Path("out.sarif").read_bytes().decode("utf-8")), sarif_schema, "lint")
+    assert code == 1 and where(run["results"][0]) == ("a%FFb.bt", "%SRCROOT%", 1, 15)
+    outcome = Outcome("verify", "probes.yaml", "1 finding", [Diagnostic(Location(name), f"no site in {name}",
+                                                                         "missing-probe")])
+    (result,) = json.loads(render(outcome, "sarif").encode("utf-8"))["runs"][0]["results"]
+    assert result["message"]["text"] == f"no site in {name}"

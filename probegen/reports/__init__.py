@@ -47,7 +47,9 @@ def render(outcome: Outcome, form: str) -> str:
     from probegen.reports import github, plain, sarif
 
     if form == "sarif":
-        return json.dumps(sarif.sarif_log(outcome), indent=1, ensure_ascii=False) + "\n"
+        text = json.dumps(sarif.sarif_log(outcome), indent=1, ensure_ascii=False)
+        # a lone surrogate (a file name's byte that is not UTF-8) as the \uXXXX escape the json form writes
+        return text.encode("utf-8", "backslashreplace").decode() + "\n"
     if form == "github":
         return github.annotations(outcome)
     report, problems = outcome.report, outcome.problems  # verify keeps shapes of its own

@@ -19,8 +19,8 @@ def physical_location(location: Location) -> dict:
     relative = relative_to_cwd(location.path)
     if relative is None:
         place: dict = {"artifactLocation": {"uri": Path(os.path.abspath(location.path)).as_uri()}}
-    else:  # quote() also escapes ':' so that no first segment reads as a scheme
-        place = {"artifactLocation": {"uri": quote(relative, safe="/"), "uriBaseId": SOURCE_ROOT}}
+    else:  # quote() also escapes ':' so that no first segment reads as a scheme; a byte not UTF-8 as %XX
+        place = {"artifactLocation": {"uri": quote(os.fsencode(relative), safe="/"), "uriBaseId": SOURCE_ROOT}}
     if location.line > 0:
         place["region"] = {"startLine": location.line}
         if location.column > 0:
