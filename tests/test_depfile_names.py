@@ -66,3 +66,15 @@ def test_ninja_records_the_exact_name(tmp_path):
     assert built.returncode == 0, built.stdout
     deps = subprocess.run(["ninja", "-t", "deps"], capture_output=True, text=True, cwd=tmp_path).stdout
     assert f"    {NAME}\n" in deps, deps
+
+
+def test_a_name_not_utf8_is_refused_as_such(tmp_path):
+    """Bug: a byte that is not UTF-8 was refused as 'control characters'."""
+    name = "a\udcffb/probes.yaml"  # the name's byte 0xff, as os.fsdecode gives it
+    place_catalog(tmp_path, name)
+    result = subprocess.run([sys.executable, "-m", "probegen", "header", "-c", name.encode("utf-8", "surrogateescape"),
+                             "-o", "out.h", "--depfile", "out.d"], capture_output=True, text=True, cwd=tmp_path,
+                            timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr == "a\\udcffb/probes.yaml: error: a depfile cannot name a path that is not UTF-8\n"
+    assert not (tmp_path / "out.d").exists()

@@ -15,8 +15,10 @@ _NO_ESCAPE = ";%*?[\\"  # no escape of these is read alike by make and ninja (do
 def escape(path: str) -> str:
     """A path as one word of a make rule, read alike by ninja: ' ', '#' and ':' backslashed, '$'
     doubled; one with control characters, _NO_ESCAPE's or not UTF-8 is refused (doc/security.md)."""
-    if any(ord(c) < 0x20 or ord(c) == 0x7F or 0xD800 <= ord(c) <= 0xDFFF for c in path):
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
         raise InputError("a depfile cannot name a path with control characters", Location(path))
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in path):  # surrogateescape's stand-ins for bytes
+        raise InputError("a depfile cannot name a path that is not UTF-8", Location(path))
     bad = sorted({c for c in path if c in _NO_ESCAPE})
     if bad:
         raise InputError(f"a depfile cannot name a path with {' '.join(bad)} "
