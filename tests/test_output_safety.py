@@ -578,3 +578,15 @@ def test_a_sweeping_run_leaves_a_temporary_alone_until_its_rename(tmp_path, monk
     assert [s.returncode for s in sweeps] == [0], [s.stderr for s in sweeps]
     assert target.read_text() == "probes\n"
     assert not [p for p in tmp_path.iterdir() if p.name != "probes.md"]
+
+
+@pytest.mark.parametrize("name", [b"\xff.h", "a".encode() + "\u00e9".encode() * 100 + b".h"])
+def test_an_output_named_with_bytes_not_utf8(tmp_path, name):
+    """Bug: the temporary's name was made from the output's as UTF-8 text, a UnicodeEncodeError
+    traceback for a name with a byte that is not UTF-8; a long name is cut at a byte, even inside
+    a character."""
+    from probegen.files.output import GeneratedFile, write_if_changed
+
+    path = tmp_path / os.fsdecode(name)
+    assert write_if_changed(GeneratedFile(path, "text")) and path.read_text() == "text"
+    assert os.listdir(tmp_path) == [path.name]

@@ -232,7 +232,7 @@ _TEMPORARY_NAME = re.compile(r"\..+\.probegen-[0-9]+-[0-9a-f]{12}\.tmp", re.DOTA
 
 def _create_temporary(place: Place) -> tuple[int, str]:
     """A new temporary beside the target, open and locked; registered for removal on a signal before it exists."""
-    stem = place.name.encode()[:_NAME_ROOM].decode(errors="ignore")
+    stem = os.fsdecode(os.fsencode(place.name)[:_NAME_ROOM])  # a name's bytes: it may not be UTF-8
     while True:
         temporary = f".{stem}.probegen-{os.getpid()}-{os.urandom(6).hex()}.tmp"
         _live_temporaries.add((place.dir_fd, temporary))
