@@ -30,9 +30,8 @@ def physical_location(location: Location) -> dict:
 
 def sarif_log(outcome: Outcome) -> dict:
     rules = RULES[outcome.command]
-    index = {rule: number for number, rule in enumerate(rules)}
     results = [{"ruleId": result.rule, "level": "error", "message": {"text": result.message},
-                "locations": [physical_location(result.location)], "ruleIndex": index[result.rule]}
+                "locations": [physical_location(result.location)], "ruleIndex": list(rules).index(result.rule)}
                for result in outcome.results]
     notifications = [
         {"level": "error", "message": {"text": problem.message}, "locations": [physical_location(problem.location)]}
