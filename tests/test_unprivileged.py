@@ -120,6 +120,21 @@ def test_a_child_killed_by_any_signal_is_one_error_line():
         run_unprivileged(killed, int(signal.SIGKILL), deadline=deadline_in(30))
 
 
+def test_a_fork_that_fails_is_one_error_line(monkeypatch):
+    """Bug: an OSError of fork() (EAGAIN: out of processes) was a traceback; its pipe is closed."""
+    import errno
+
+    def fail():
+        raise OSError(errno.EAGAIN, os.strerror(errno.EAGAIN))
+
+    before = len(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(os, "fork", fail)
+    with pytest.raises(Unprivileged, match=r"^probegen: error: parsing could not start a process: "
+                                           r"Resource temporarily unavailable$"):
+        run_unprivileged(killed, 40, deadline=deadline_in(30))
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
 @pytest.mark.parametrize("answer", [
     {"binary": {"nvmf_tgt_state": ["/elsewhere", [[1, "A"]]]}, "why": ""},  # a file not opened
     {"binary": {"other_enum": ["exe", [[1, "A"]]]}, "why": ""},             # an enum not asked for

@@ -36,7 +36,12 @@ def run_unprivileged(function, *args, deadline: float, what: str = "parsing", mo
     Python's files (a Python under /root), and pyelftools imports some on the way to an error."""
     _import_all(("zlib", "pprint", *modules))
     read_end, write_end = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError as exc:  # out of processes or memory
+        os.close(read_end)
+        os.close(write_end)
+        raise Unprivileged(f"probegen: error: {what} could not start a process: {exc.strerror}") from None
     if pid == 0:  # the child: never returns
         os.close(read_end)
         _child(write_end, function, args, deadline, what)
