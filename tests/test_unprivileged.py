@@ -120,19 +120,39 @@ def test_a_child_killed_by_any_signal_is_one_error_line():
         run_unprivileged(killed, int(signal.SIGKILL), deadline=deadline_in(30))
 
 
-def test_a_fork_that_fails_is_one_error_line(monkeypatch):
-    """Bug: an OSError of fork() (EAGAIN: out of processes) was a traceback; its pipe is closed."""
+@pytest.mark.parametrize("call, code", [("pipe", "EMFILE"), ("fork", "EAGAIN")])
+def test_a_pipe_or_fork_that_fails_is_one_error_line(monkeypatch, call, code):
+    """Bug: an OSError of pipe() (out of descriptors: trace holds each file a process maps) or
+    fork() (out of processes) was a traceback; no descriptor is left open."""
     import errno
 
     def fail():
-        raise OSError(errno.EAGAIN, os.strerror(errno.EAGAIN))
+        raise OSError(getattr(errno, code), os.strerror(getattr(errno, code)))
 
     before = len(os.listdir("/proc/self/fd"))
-    monkeypatch.setattr(os, "fork", fail)
-    with pytest.raises(Unprivileged, match=r"^probegen: error: parsing could not start a process: "
-                                           r"Resource temporarily unavailable$"):
+    monkeypatch.setattr(os, call, fail)
+    with pytest.raises(Unprivileged, match=rf"^probegen: error: parsing could not start a process: "
+                                           rf"{os.strerror(getattr(errno, code))}$"):
         run_unprivileged(killed, 40, deadline=deadline_in(30))
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def echo(value):
+    return value
+
+
+def test_a_pipe_past_descriptor_1023_is_read():
+    """Bug: select() raised ValueError for a descriptor past 1023 (trace holding a file per mapping)."""
+    import resource
+
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < 1200:
+        pytest.skip("fewer than 1,200 descriptors allowed")
+    held = [os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC) for _ in range(1100)]
+    try:
+        assert run_unprivileged(echo, [1, "a"], deadline=deadline_in(30)) == [1, "a"]
+    finally:
+        for fd in held:
+            os.close(fd)
 
 
 @pytest.mark.parametrize("answer", [

@@ -35,13 +35,15 @@ def run_unprivileged(function, *args, deadline: float, what: str = "parsing", mo
     lists). The ``modules`` it uses are imported whole before the fork: the child may be unable to read
     Python's files (a Python under /root), and pyelftools imports some on the way to an error."""
     _import_all(("zlib", "pprint", *modules))
-    read_end, write_end = os.pipe()
-    try:
+    ends: list[int] = []
+    try:  # out of descriptors (trace holds each file a process maps), processes or memory
+        ends += os.pipe()
         pid = os.fork()
-    except OSError as exc:  # out of processes or memory
-        os.close(read_end)
-        os.close(write_end)
+    except OSError as exc:
+        for fd in ends:
+            os.close(fd)
         raise Unprivileged(f"probegen: error: {what} could not start a process: {exc.strerror}") from None
+    read_end, write_end = ends
     if pid == 0:  # the child: never returns
         os.close(read_end)
         _child(write_end, function, args, deadline, what)
@@ -86,9 +88,11 @@ def _import_all(names) -> None:
 def _read_until(fd: int, deadline: float) -> bytes | None:
     """What the child writes before it closes the pipe (OUTPUT + 1 bytes at most), or None at the deadline."""
     data = bytearray()
+    poller = select.poll()  # not select(): the pipe's descriptor may be past 1023
+    poller.register(fd, select.POLLIN)
     while len(data) <= OUTPUT:
         remaining = deadline - time.monotonic()
-        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+        if remaining <= 0 or not poller.poll(remaining * 1000):
             return None
         chunk = os.read(fd, 1 << 20)
         if not chunk:
