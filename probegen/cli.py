@@ -3,8 +3,10 @@ commands start fast), and turn an InputError into its line.
 """
 
 import argparse
+import errno
 import gc
 import importlib
+import os
 import sys
 
 from probegen import __version__
@@ -57,6 +59,9 @@ def dtrace_main() -> int:
 
 
 def _run(argv: list[str]) -> int:
+    for name in ("stdout", "stderr"):  # closed (>&-): /dev/null takes its descriptor (no output file gets it)
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
     command = next((a for a in argv if not a.startswith("-")), None)
     if command in COMMANDS:  # its errors begin with its name ('import' is shown bare)
         CommandError.program = "import" if command == "import" else f"probegen {command}"
@@ -66,7 +71,9 @@ def _run(argv: list[str]) -> int:
 
             return dtrace.main(argv[1:])
         args = build_parser(command if command in COMMANDS else None).parse_args(argv)
-        return args.run(args)
+        status = args.run(args)
+        sys.stdout.flush()  # output that cannot be written fails here, not after the exit code is chosen
+        return status
     except InputError as exc:
         print(printable_lines(str(exc)), file=sys.stderr)
         return 2
@@ -74,3 +81,9 @@ def _run(argv: list[str]) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # stdout on a full or failing device (files written are named by their own errors)
+        if exc.filename is not None or exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):
+            raise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is left unwritten goes nowhere
+        print(CommandError(f"cannot write to stdout: {exc.strerror}"), file=sys.stderr)
+        return 2

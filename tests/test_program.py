@@ -5,6 +5,7 @@ the commands that read binaries start without YAML, jinja2 or DWARF code."""
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -62,3 +63,27 @@ def test_verify_and_list_import_no_jinja2_or_dwarf_code(tmp_path):
     binary = build_pgtest("x86_64", tmp_path, "good")
     assert imported("verify", "-c", str(catalog), str(binary)) == (0, {"yaml"})
     assert imported("list", str(binary)) == (0, set())
+
+
+def program(*argv: str, **streams) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "probegen", *argv], text=True, timeout=60, cwd=REPO, **streams)
+
+
+def test_stdout_on_a_full_device_is_one_line():
+    with open("/dev/full", "w") as full:
+        for argv in (["schema"], ["paths"], ["header", "-o", "-"]):
+            result = program(*argv, stdout=full, stderr=subprocess.PIPE)
+            assert result.returncode == 2, result.stderr
+            assert result.stderr == f"probegen {argv[0]}: error: cannot write to stdout: No space left on device\n"
+
+
+def test_closed_stdout_or_stderr_is_no_traceback(tmp_path):
+    # Python leaves sys.stdout None; and print(file=None) would put the error on stdout.
+    result = program("schema", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                     preexec_fn=lambda: os.close(1))
+    assert (result.returncode, result.stderr) == (0, "")
+    result = program("structs", "/no/such/binary", "-t", "x", stdout=subprocess.PIPE, preexec_fn=lambda: os.close(2))
+    assert (result.returncode, result.stdout) == (2, "")
+    result = program("header", "-o", str(tmp_path / "usdt.h"), stdout=subprocess.PIPE,
+                     preexec_fn=lambda: os.close(1))
+    assert result.returncode == 0 and (tmp_path / "usdt.h").read_text().startswith("/*")
