@@ -69,9 +69,10 @@ def _run(argv: list[str]) -> int:
         if argv[:1] == ["dtrace"]:  # dtrace's own options, which argparse would misread
             from probegen.commands import dtrace
 
-            return dtrace.main(argv[1:])
-        args = build_parser(command if command in COMMANDS else None).parse_args(argv)
-        status = args.run(args)
+            status = dtrace.main(argv[1:])
+        else:
+            args = build_parser(command if command in COMMANDS else None).parse_args(argv)
+            status = args.run(args)
         sys.stdout.flush()  # output that cannot be written fails here, not after the exit code is chosen
         return status
     except InputError as exc:
