@@ -23,9 +23,5 @@ def run(args) -> int:
     from probegen import data
 
     paths = {"make": data.MAKE_FRAGMENT, "cmake": data.CMAKE_DIR, "schema": data.SCHEMA}
-    if args.which:
-        print(paths[args.which])
-    else:
-        for name, path in paths.items():
-            print(f"{name}: {path}")
+    print(paths[args.which] if args.which else "\n".join(f"{name}: {path}" for name, path in paths.items()))
     return 0
