@@ -126,6 +126,14 @@ def test_header_errors_exit_2(tmp_path, capsys):
     assert not (tmp_path / "x.h").exists()
 
 
+def test_print_enable_macro_with_a_provider_file_writes_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, printed, err = run_cli(capsys, "header", "-s", SHOP, "--print-enable-macro")
+    assert (code, printed) == (2, "")
+    assert err == "probegen header: error: --print-enable-macro reads the catalog (-c), not a provider file (-s)\n"
+    assert not list(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("header, defines, probes", [
     ("{style: dtrace, enable_macro: APP_USDT}", ["APP_USDT"], 1),
     ("{style: dtrace, enable_macro: APP_USDT}", [], 0),

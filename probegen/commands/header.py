@@ -7,7 +7,7 @@ from pathlib import Path
 
 from probegen.catalog import load_catalog
 from probegen.commands import add_options, write_output
-from probegen.errors import InputError
+from probegen.errors import CommandError, InputError
 from probegen.generators.header import TEMPLATE, render_header
 
 HELP = "generate the C header of probe macros"
@@ -35,6 +35,9 @@ def configure(parser):
 def run(args) -> int:
     if args.provider_file:  # dtrace -h's job: a section per provider, each with its guard; FILE.h by default
         from probegen.importers.dfile import catalogs_of
+
+        if args.print_enable_macro:  # which writes nothing: not the header of -s
+            raise CommandError("--print-enable-macro reads the catalog (-c), not a provider file (-s)")
 
         output = args.output or Path(args.provider_file).with_suffix(".h").name
         catalogs = catalogs_of(args.provider_file, header_output=output)
