@@ -35,11 +35,12 @@ def printable(text: str) -> str:
 
 
 def escape_controls(text: str) -> str:
-    """Each character that is not printable as an escape (printable() is for a whole line)."""
+    """Each character that is not printable as an escape (printable() is for a whole line); a byte of a
+    name that is not UTF-8 (surrogateescape's U+DC80 to U+DCFF) as that byte, \\xff as the name has it."""
     if text.isprintable():
         return text
-    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
-                   for c in text)
+    return "".join(c if c.isprintable() else f"\\x{ord(c) & 0xff:02x}" if ord(c) < 0x100 or 0xDC80 <= ord(c) < 0xDD00
+                   else f"\\u{ord(c):04x}" for c in text)
 
 
 def printable_lines(text: str) -> str:

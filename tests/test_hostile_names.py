@@ -72,3 +72,11 @@ def test_verify_github_annotations_are_only_its_own(work):
 def test_verify_json_keeps_the_names(work):
     result = probegen("verify", "-c", CATALOG, BINARY, "--format", "json", cwd=work)
     assert json.loads(result.stdout)["binaries"] == [BINARY]
+
+
+def test_a_name_that_is_not_utf8_shows_its_bytes(tmp_path):
+    """Python hands such a name over with surrogateescape's U+DC80..U+DCFF: shown as the bytes it has."""
+    result = subprocess.run([sys.executable, "-m", "probegen", "list", b"caf\xe9\xff\x1b.so"], capture_output=True,
+                            cwd=tmp_path, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr == b"caf\\xe9\\xff\\x1b.so: error: no such file\n"
