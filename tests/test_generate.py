@@ -108,6 +108,13 @@ def test_header_command_writes_where_asked(project):
     assert stdout.stdout == (project / "include" / "spdk_internal" / "usdt.h").read_text()
 
 
+@pytest.mark.parametrize("command", ["header", "docs"])
+def test_stamp_is_touched_when_writing_to_stdout_too(project, command):
+    result = cli(command, "-o", "-", "--stamp", "done.stamp", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout and (project / "done.stamp").exists()
+
+
 def test_check_names_stale_files(project):
     assert cli("generate", cwd=project).returncode == 0
     fresh = cli("check", cwd=project)

@@ -46,11 +46,11 @@ def write_output(args, output, render, source, template: str) -> int:
         if args.depfile:
             raise InputError(f"probegen {args.command}: --depfile needs an output file, not stdout")
         sys.stdout.write(render(None))
-        return 0
-    output = Path(output)
-    write_if_changed(GeneratedFile(output, render(output)), keep_foreign=not args.force)
-    if args.depfile:
-        depfile.write(args.depfile, args.stamp or output, source, template)
-    if args.stamp:
+    else:
+        output = Path(output)
+        write_if_changed(GeneratedFile(output, render(output)), keep_foreign=not args.force)
+        if args.depfile:
+            depfile.write(args.depfile, args.stamp or output, source, template)
+    if args.stamp:  # with -o - too: a make rule waits for it, and --help promises it after each run
         Path(args.stamp).touch()
     return 0
