@@ -147,6 +147,8 @@ REFUSED = {
     "an output up and out": (catalog_text(top="outputs:\n  header: inc/../../x.h\n"),
                              "3:11: outputs: 'header' path 'inc/../../x.h' leaves the catalog's directory"),
     "an absolute output": (catalog_text(top="outputs:\n  docs: /tmp/x.md\n"), "3:9: outputs: 'docs' path '/tmp/x.md' is absolute"),
+    "a NUL in an output path": (catalog_text(top='outputs:\n  header: "inc\\0lude.h"\n'),
+                                "3:11: character U+0000 is not allowed in catalog strings other than docs"),
     "the catalog's directory as the header": (catalog_text(top="outputs:\n  header: .\n"),
                                               "3:11: outputs: 'header' path '.' is the catalog's directory, not a file"),
     # What bpftrace cannot run.

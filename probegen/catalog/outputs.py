@@ -26,6 +26,8 @@ def output_paths(builder, outputs, allow_outside: bool) -> dict[str, Path]:
     base = str(builder.path.parent)  # already resolved
     paths: dict[str, str] = {}  # kind -> normalised path, of the outputs placed so far
     for kind, node in nodes.items():
+        if builder.reported(node):  # a character no path may hold (a NUL would break resolving it)
+            continue
         written = node.value
         if not written.strip():
             builder.error(node, f"outputs: '{kind}' is empty; give a path relative to the catalog")
