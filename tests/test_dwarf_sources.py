@@ -128,3 +128,11 @@ def test_debug_link_to_another_file_is_refused(tmp_path, capsys):
     debug.write_bytes(other.read_bytes())
     err = one_error(*run_cli(capsys, "structs", binary, "-t", "holder"))
     assert "has no DWARF debug info" in err
+
+
+def test_debug_link_too_long_for_a_file_name_is_no_file(tmp_path, capsys):
+    """A name longer than the file system allows (ENAMETOOLONG, not ENOENT) is a place with no debug file."""
+    binary, _ = _split(tmp_path, "-Wl,--build-id=none")
+    _relink(binary, b"a" * 300, 0)
+    err = one_error(*run_cli(capsys, "structs", binary, "-t", "holder"))
+    assert "has no DWARF debug info" in err

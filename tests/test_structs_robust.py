@@ -477,3 +477,18 @@ def test_cxx_type_asked_for_by_its_c_name(cxx_binary, capsys):
     by_source = capsys.readouterr().out
     assert main(["structs", str(cxx_binary), "-t", "Box_int_", "-t", "ns__deep__Leaf"]) == 0
     assert capsys.readouterr().out == by_source
+
+
+def test_note_sections_over_one_another_are_read_in_bounded_time(tmp_path):
+    """4,000 note sections that all hold the same 1 MB of empty notes: searched each for a build id,
+    that is 4 GB of notes (hours); notes of more bytes than the file has overlap, and are refused."""
+    count, blob = 4000, 1 << 20
+    header = b"\x7fELF\x02\x01\x01" + bytes(9) + struct.pack("<HHIQQQIHHHHHH", 1, 62, 1, 0, 0, 64 + blob, 0, 64, 0,
+                                                            0, 64, count, 0)
+    rows = [struct.pack("<IIQQQQIIQQ", 0, 7, 0, 0, 64, blob, 0, 0, 4, 0) for _ in range(count)]
+    target = tmp_path / "notes"
+    target.write_bytes(header + bytes(blob) + b"".join(rows))
+    result = subprocess.run([sys.executable, "-m", "probegen", "structs", str(target), "-t", "x"], capture_output=True,
+                            text=True, timeout=60, preexec_fn=_limited, cwd=ROOT)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == f"{target}: error: damaged or truncated ELF/DWARF: note sections overlap\n"
