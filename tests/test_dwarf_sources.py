@@ -136,3 +136,16 @@ def test_debug_link_too_long_for_a_file_name_is_no_file(tmp_path, capsys):
     _relink(binary, b"a" * 300, 0)
     err = one_error(*run_cli(capsys, "structs", binary, "-t", "holder"))
     assert "has no DWARF debug info" in err
+
+
+def test_debug_file_given_is_checked_by_the_links_crc(tmp_path, capsys):
+    """Without build ids, a --debug-file given is used only if its CRC-32 is the one the binary's link gives."""
+    binary, debug = _split(tmp_path, "-Wl,--build-id=none")
+    code, out, err = run_cli(capsys, "structs", binary, "--debug-file", debug, "-t", "holder")
+    assert (code, err) == (0, "") and "struct holder {" in out
+    other = tmp_path / "other.debug"
+    gcc(C_DIR / "dwarf_dup_a.c", other, "-g", "-c")  # DWARF of another build
+    crc = zlib.crc32(debug.read_bytes())
+    err = one_error(*run_cli(capsys, "structs", binary, "--debug-file", other, "-t", "holder"))
+    assert err == (f"{other} is not the debug file of {binary}: "
+                   f"its CRC-32 is not the {crc:08x} of the binary's debug link\n")

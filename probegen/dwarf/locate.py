@@ -118,18 +118,25 @@ def _crc32(stream) -> int:
     return crc
 
 
+def _debug_link(elf: Elf) -> tuple[bytes, int | None]:
+    """The .gnu_debuglink's file name and CRC-32; (b"", None) if there is none or it is cut short."""
+    link = next((row for row in elf.sections if row[0] == ".gnu_debuglink"), None)
+    data = elf.data(link) if link else b""
+    name = data.partition(b"\0")[0]
+    end = (len(name) + 4) & ~3  # the name, its NUL, padding to 4; then the CRC
+    if not name or len(data) < end + 4:
+        return b"", None
+    return name, struct.unpack_from("<I" if elf.little_endian else ">I", data, end)[0]
+
+
 def _candidates(binary: Path, elf: Elf, ident: str | None, debug_dirs):
     """(path, CRC-32 wanted or None) of each place the debug file may be; a
     debug link naming anything but a file in the directory searched is ignored."""
     if ident and len(ident) > 2:
         for root in debug_dirs:
             yield Path(root) / ".build-id" / ident[:2] / f"{ident[2:]}.debug", None
-    link = next((row for row in elf.sections if row[0] == ".gnu_debuglink"), None)
-    data = elf.data(link) if link else b""
-    name = data.partition(b"\0")[0]
-    end = (len(name) + 4) & ~3  # the name, its NUL, padding to 4; then the CRC
-    if name and b"/" not in name and name not in (b".", b"..") and len(data) >= end + 4:
-        crc = struct.unpack_from("<I" if elf.little_endian else ">I", data, end)[0]
+    name, crc = _debug_link(elf)
+    if name and b"/" not in name and name not in (b".", b".."):
         here = binary.resolve().parent
         for where in (here, here / ".debug", *(Path(root) / str(here).lstrip("/") for root in debug_dirs)):
             yield where / name.decode("utf-8", "surrogateescape"), crc
@@ -168,6 +175,12 @@ def open_debug_info(binary, debug_file=None, debug_dirs=DEFAULT_DEBUG_DIRS) -> D
             if ident and other and ident != other:
                 delf.stream.close()
                 raise InputError(f"{debug_file} is not the debug file of {binary}: build id {other} is not {ident}")
+            with reading(binary):
+                crc = None if ident and other else _debug_link(elf)[1]
+            if crc is not None and _crc32(delf.stream) != crc:  # without build ids, the link's CRC says
+                delf.stream.close()
+                raise InputError(f"{debug_file} is not the debug file of {binary}: "
+                                 f"its CRC-32 is not the {crc:08x} of the binary's debug link")
             if not debug_has_dwarf:
                 delf.stream.close()
                 raise InputError(f"{debug_file} has no DWARF debug info (.debug_info)")
