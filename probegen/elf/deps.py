@@ -55,7 +55,7 @@ def resolve_dependencies(binary: str | os.PathLike, lib_dirs: list[str] = ()) ->
     and the names found nowhere searched, system libraries left out."""
     seen = {os.path.realpath(binary)}
     found: list[str] = []
-    unresolved: list[str] = []
+    unresolved: dict[str, None] = {}  # in the order found; a list's `in` is quadratic on thousands of names
     queue = deque([dynamic_info(binary)])
     while queue:
         info = queue.popleft()
@@ -66,12 +66,12 @@ def resolve_dependencies(binary: str | os.PathLike, lib_dirs: list[str] = ()) ->
             path, library = _find(name, dirs, info)
             if path is None:
                 if name not in unresolved and not _is_system_library(name):
-                    unresolved.append(name)
-            elif os.path.realpath(path) not in seen:
-                seen.add(os.path.realpath(path))
+                    unresolved[name] = None
+            elif (real := os.path.realpath(path)) not in seen:
+                seen.add(real)
                 found.append(path)
                 queue.append(library)
-    return found, unresolved
+    return found, list(unresolved)
 
 
 def _find(name: str, dirs: list[str], parent: DynamicInfo) -> tuple[str | None, DynamicInfo | None]:
@@ -104,9 +104,9 @@ def read_binaries(paths, *, follow: bool = False, lib_dirs: list[str] = ()) -> R
     seen, unresolved = set(), set()
 
     def read(path, is_library: bool) -> None:
-        if os.path.realpath(path) in seen:
+        if (real := os.path.realpath(path)) in seen:
             return
-        seen.add(os.path.realpath(path))
+        seen.add(real)
         if is_library:
             reading.followed.add(str(path))
         try:
