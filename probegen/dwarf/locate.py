@@ -78,9 +78,6 @@ class Elf:
         self.stream.seek(offset)
         return self.stream.read(length)
 
-    def data(self, row) -> bytes:
-        return self._read(row[3], row[4])
-
 
 class DebugInfo:
     """An open ELF file that holds DWARF for ``binary``."""
@@ -100,7 +97,7 @@ def build_id(elf: Elf) -> str | None:
     if sum(row[4] for row in notes) > elf.size:
         raise Damaged("note sections overlap")
     for row in notes:
-        data, at = elf.data(row), 0
+        data, at = elf._read(*row[3:]), 0
         while at + 12 <= len(data):
             namesz, descsz, kind = struct.unpack_from(fmt, data, at)
             name_at, desc_at = at + 12, at + 12 + (namesz + 3) // 4 * 4
@@ -121,7 +118,7 @@ def _crc32(stream) -> int:
 def _debug_link(elf: Elf) -> tuple[bytes, int | None]:
     """The .gnu_debuglink's file name and CRC-32; (b"", None) if there is none or it is cut short."""
     link = next((row for row in elf.sections if row[0] == ".gnu_debuglink"), None)
-    data = elf.data(link) if link else b""
+    data = elf._read(*link[3:]) if link else b""
     name = data.partition(b"\0")[0]
     end = (len(name) + 4) & ~3  # the name, its NUL, padding to 4; then the CRC
     if not name or len(data) < end + 4:
@@ -172,18 +169,17 @@ def open_debug_info(binary, debug_file=None, debug_dirs=DEFAULT_DEBUG_DIRS) -> D
         if debug_file is not None:
             debug_file = Path(debug_file)
             delf, other, debug_has_dwarf = _open(debug_file)
-            if ident and other and ident != other:
-                delf.stream.close()
-                raise InputError(f"{debug_file} is not the debug file of {binary}: build id {other} is not {ident}")
             with reading(binary):
-                crc = None if ident and other else _debug_link(elf)[1]
-            if crc is not None and _crc32(delf.stream) != crc:  # without build ids, the link's CRC says
+                crc = None if ident and other else _debug_link(elf)[1]  # without build ids, the link's CRC says
+            if ident and other and ident != other:
+                problem = f"is not the debug file of {binary}: build id {other} is not {ident}"
+            elif crc is not None and (actual := _crc32(delf.stream)) != crc:
+                problem = f"is not the debug file of {binary}: CRC-32 {actual:08x} is not the debug link's {crc:08x}"
+            else:
+                problem = None if debug_has_dwarf else "has no DWARF debug info (.debug_info)"
+            if problem:
                 delf.stream.close()
-                raise InputError(f"{debug_file} is not the debug file of {binary}: "
-                                 f"its CRC-32 is not the {crc:08x} of the binary's debug link")
-            if not debug_has_dwarf:
-                delf.stream.close()
-                raise InputError(f"{debug_file} has no DWARF debug info (.debug_info)")
+                raise InputError(f"{debug_file} {problem}")
             return DebugInfo(binary, debug_file, delf, ident)
         with reading(binary):
             candidates = list(_candidates(binary, elf, ident, debug_dirs))
