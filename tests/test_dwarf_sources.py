@@ -148,3 +148,12 @@ def test_debug_file_given_is_checked_by_the_links_crc(tmp_path, capsys):
     crc, actual = zlib.crc32(debug.read_bytes()), zlib.crc32(other.read_bytes())
     err = one_error(*run_cli(capsys, "structs", binary, "--debug-file", other, "-t", "holder"))
     assert err == f"{other} is not the debug file of {binary}: CRC-32 {actual:08x} is not the debug link's {crc:08x}\n"
+
+
+def test_type_name_drgn_cannot_parse_is_no_such_type(tmp_path, capsys):
+    """Not "damaged or truncated ELF/DWARF": the name is wrong, not the binary."""
+    binary = tmp_path / "types"
+    gcc(SOURCE, binary, "-g", "-c")
+    for name in ("int*", "unsigned int", "struct"):
+        err = one_error(*run_cli(capsys, "structs", binary, "-t", name))
+        assert err == f"{binary}: no struct, union, enum or typedef named '{name}' in the debug info\n"

@@ -87,7 +87,7 @@ class DwarfTypes(AbstractContextManager):
             for spelling in _SPELLINGS[kind]:
                 try:
                     t = self.prog.type(spelling.format(name))
-                except LookupError:
+                except (LookupError, SyntaxError):  # SyntaxError: a name drgn cannot parse ("int*") names no type
                     continue
                 if kind != "typedef" or t.kind == drgn.TypeKind.TYPEDEF:
                     return t
