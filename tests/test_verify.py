@@ -5,6 +5,7 @@ the catalog's file:line:col."""
 from __future__ import annotations
 
 import json
+import subprocess
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 
@@ -346,3 +347,21 @@ def test_debug_info_an_enum_without_enumerators_takes_the_binarys(drift, tmp_pat
     with open_debug_infos(catalog, [drift["v25_09"]]) as infos:
         report = verify_binaries(catalog, [read_binary(drift["v25_09"])], debug_infos=infos)
     assert [f.check for f in report.findings] == ["member-drift"]
+
+
+def test_a_librarys_library_is_found_through_the_executables_rpath(tmp_path):
+    """ld.so searches an object without DT_RUNPATH through the DT_RPATH of its loaders too, up to
+    the executable: lib/liba.so, loaded by the executable, finds lib/libb.so by the executable's RPATH."""
+    from probegen.elf.deps import resolve_dependencies
+
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (tmp_path / "b.c").write_text("int b(void) { return 1; }\n")
+    (tmp_path / "a.c").write_text("int b(void);\nint a(void) { return b(); }\n")
+    (tmp_path / "main.c").write_text("int a(void);\nint main(void) { return a(); }\n")
+    gcc = ["gcc", "-shared", "-fPIC", "-o"]
+    subprocess.run([*gcc, lib / "libb.so", tmp_path / "b.c"], check=True)
+    subprocess.run([*gcc, lib / "liba.so", tmp_path / "a.c", f"-L{lib}", "-lb"], check=True)
+    subprocess.run(["gcc", "-o", tmp_path / "app", tmp_path / "main.c", f"-L{lib}", "-la", f"-Wl,-rpath-link,{lib}",
+                    "-Wl,--disable-new-dtags,-rpath,$ORIGIN/lib"], check=True)
+    assert resolve_dependencies(tmp_path / "app") == ([str(lib / "liba.so"), str(lib / "libb.so")], [])

@@ -56,12 +56,13 @@ def resolve_dependencies(binary: str | os.PathLike, lib_dirs: list[str] = ()) ->
     seen = {os.path.realpath(binary)}
     found: list[str] = []
     unresolved: dict[str, None] = {}  # in the order found; a list's `in` is quadratic on thousands of names
-    queue = deque([dynamic_info(binary)])
+    queue = deque([(dynamic_info(binary), ())])
     while queue:
-        info = queue.popleft()
-        # ld.so: DT_RPATH only when there is no DT_RUNPATH, then
-        # LD_LIBRARY_PATH (our --lib-dir), then DT_RUNPATH.
-        dirs = [*(() if info.runpath else info.rpath), *lib_dirs, *info.runpath]
+        info, loaders_rpath = queue.popleft()
+        # ld.so: where an object has no DT_RUNPATH, DT_RPATH (its own, then its loaders' up to the
+        # executable, each loader's if it has no DT_RUNPATH); then LD_LIBRARY_PATH (our --lib-dir), then DT_RUNPATH.
+        rpath = (*(() if info.runpath else info.rpath), *loaders_rpath)  # also the one its libraries inherit
+        dirs = [*(() if info.runpath else rpath), *lib_dirs, *info.runpath]
         for name in info.needed:
             path, library = _find(name, dirs, info)
             if path is None:
@@ -70,7 +71,7 @@ def resolve_dependencies(binary: str | os.PathLike, lib_dirs: list[str] = ()) ->
             elif (real := os.path.realpath(path)) not in seen:
                 seen.add(real)
                 found.append(path)
-                queue.append(library)
+                queue.append((library, rpath))
     return found, list(unresolved)
 
 
