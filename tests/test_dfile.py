@@ -3,12 +3,13 @@ them as catalogs (probegen import FILE.d)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
 from probegen.catalog import load_catalog
-from probegen.importers.dfile import parse_provider_file, read_provider_file
+from probegen.importers.dfile import imported_catalog, parse_provider_file, read_provider_file
 from probegen.errors import InputError
 from helpers import run_cli
 
@@ -164,3 +165,25 @@ def test_import_errors_exit_2(tmp_path, capsys):
     assert code == 2 and "give --provider NAME" in err
     code, printed, _ = run_cli(capsys, "import", two, "--provider", "b")
     assert code == 0 and "provider: b\n" in printed
+
+
+def test_open_comments_in_directives_take_linear_time():
+    """A comment left open in a directive runs to its end, as in cpp; 100,000 of them each searched to
+    the end for a '*/' (minutes)."""
+    started = time.monotonic()
+    source = parse_provider_file("#define T int /* open\n#define X " + "/* " * 100_000 + "\n"
+                                 "provider p { probe a(T); };", "t.d")
+    assert time.monotonic() - started < 5
+    assert [a.type for a in source.provider(None).probes[0].args] == ["int"]
+
+
+def test_param_docs_of_many_arguments_take_linear_time():
+    """Each argument's @param doc was looked up in a dict built again for each argument."""
+    count = 20_000
+    text = ("provider p {\n/**\n" + "".join(f" * @param a{i} doc {i}\n" for i in range(count)) + " */\n"
+            "probe a(" + ", ".join(f"int a{i}" for i in range(count)) + ");\n};\n")
+    source = parse_provider_file(text, "t.d")
+    started = time.monotonic()
+    catalog = imported_catalog(source)
+    assert time.monotonic() - started < 5
+    assert catalog.probes[0].args[-1].doc == f"doc {count - 1}"

@@ -129,7 +129,8 @@ class _Lexer:
             self.emit(Token(text, kind, token.line, token.column), out, expanding | {token.text})
 
     def directive(self, text: str, line: int, column: int) -> None:
-        body = re.sub(r"/\*.*?\*/|//.*", " ", text.replace("\\\n", " "), flags=re.S).strip()[1:].strip()
+        # A comment left open runs to the directive's end (as in cpp): each '/*' matches, so this is linear.
+        body = re.sub(r"/\*.*?(?:\*/|\Z)|//.*", " ", text.replace("\\\n", " "), flags=re.S).strip()[1:].strip()
         word, rest = re.match(r"([A-Za-z_]*)(.*)", body, re.S).groups()
         if word == "undef":
             self.macros.pop(rest.strip(), None)
@@ -367,7 +368,7 @@ def imported_catalog(source: ProviderFile, provider_name: str | None = None, flo
     provider = source.provider(provider_name)
     probes = []
     for probe in provider.probes:
-        args, names = [], set()
+        args, names, docs = [], set(), dict(probe.param_docs)
         for index, arg in enumerate(probe.args):
             floating = floating_type(arg.type)
             if floating and not floats:
@@ -383,7 +384,7 @@ def imported_catalog(source: ProviderFile, provider_name: str | None = None, flo
                 name += "_"
             names.add(name)
             spelling = integer_type(floating.size, False) if floating else arg.type
-            args.append(ImportedArg(name, spelling, doc=dict(probe.param_docs).get(arg.name or "", "")))
+            args.append(ImportedArg(name, spelling, doc=docs.get(arg.name or "", "")))
         probes.append(ImportedProbe(probe.name, tuple(args), doc=probe.doc))
     # The typedefs the probes use, and those these are written with.
     used = {word for probe in provider.probes for arg in probe.args for word in arg.type.split()}
