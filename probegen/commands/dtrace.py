@@ -9,8 +9,9 @@ native file with `dtrace = 'probegen-dtrace'` swaps probegen in.
 -C runs the file through cpp ($CPP) first (a file with #if is, always);
 -G compiles with $CC (default gcc) and $CFLAGS, as SystemTap's does; the
 objects after -G are accepted and left alone, as SystemTap leaves them.
--k, --types, -x OPTION, -32, -64, -fpic and -fPIC are accepted and do
-nothing, as with SystemTap; any other option is refused (exit 2).
+-k, --types, --no-pyparsing, -x OPTION, -32, -64, -fpic and -fPIC are
+accepted and do nothing, as with SystemTap; any other option is refused
+(exit 2).
 """
 
 import sys
@@ -18,7 +19,8 @@ import sys
 from probegen.errors import CommandError
 
 HELP = "SystemTap dtrace's -h and -G, for build systems that run $DTRACE (also: probegen-dtrace)"
-_FLAGS = {"-h", "-G", "-C", "-k", "--types", "-32", "-64", "-fpic", "-fPIC"}  # -k and after: accepted, no effect
+# -k and after: accepted, with no effect
+_FLAGS = {"-h", "-G", "-C", "-k", "--types", "--no-pyparsing", "-32", "-64", "-fpic", "-fPIC"}
 
 
 def main(argv: list[str]) -> int:
@@ -54,7 +56,7 @@ def _parse(argv: list[str]) -> tuple:
             flags.add(word)
         elif word.startswith("-"):
             raise CommandError(f"unsupported option {word!r} (supported: -h, -G, -s, -o, -C, -I, -D, -x, -k, --types, "
-                               "-32, -64, -fpic, -fPIC)")
+                               "--no-pyparsing, -32, -64, -fpic, -fPIC)")
         # other words are the objects -G is given: SystemTap's -G leaves them alone
     modes = flags & {"-h", "-G"}
     if len(modes) != 1:
