@@ -121,6 +121,17 @@ def test_macros_that_double_each_other_are_refused():
         parse_provider_file(text + "provider p { probe a(X40); };", "t.d")
 
 
+def test_macros_that_expand_to_nothing_count():
+    """A macro of 50,000 empty ones, used 50,000 times, gave no token and so was never stopped (hours)."""
+    text = "#define B\n#define A " + "B " * 50_000 + "\n" + "A " * 50_000 + "\nprovider p { probe a(); };"
+    started = time.monotonic()
+    with pytest.raises(InputError, match=r"t\.d:3:\d+: error: #define expansions give more than 100,000 tokens"):
+        parse_provider_file(text, "t.d")
+    assert time.monotonic() - started < 5
+    once = parse_provider_file(text.replace("A " * 50_000, "A "), "t.d")  # 50,000 tokens: within the limit
+    assert [p.name for p in once.provider(None).probes] == ["a"]
+
+
 def test_import_writes_a_catalog_that_loads(tmp_path, capsys):
     out = tmp_path / "shop.yaml"
     code, _, err = run_cli(capsys, "import", SHOP, "-o", out)

@@ -115,12 +115,12 @@ class _Lexer:
         return out
 
     def emit(self, token: Token, out: list[Token], expanding: frozenset[str]) -> None:
+        if expanding:  # every token an expansion gives counts, a macro's name too: one may expand to nothing
+            self.expanded += 1
+            if self.expanded > _MAX_EXPANDED:
+                self.fail(token.line, token.column, f"#define expansions give more than {_MAX_EXPANDED:,} tokens")
         body = self.macros.get(token.text)  # a macro's name is an identifier: no number or punctuation is one
         if body is None or token.text in expanding:
-            if expanding:
-                self.expanded += 1
-                if self.expanded > _MAX_EXPANDED:
-                    self.fail(token.line, token.column, f"#define expansions give more than {_MAX_EXPANDED:,} tokens")
             out.append(token)
             return
         if len(expanding) >= _MAX_EXPANSION:
