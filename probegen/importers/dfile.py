@@ -327,7 +327,7 @@ def _doc_comment(comment: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     """A Javadoc-style comment's text and its @param lines; a tag's text runs to the next tag (other
     tags, @return or @since, are not carried)."""
     lines = [re.sub(r"^\s*\*+ ?", "", line) for line in comment[3:-2].splitlines()]
-    text, *tags = re.split(r"(?:^|\n)\s*(?=@)", "\n".join(lines))
+    text, *tags = re.split(r"(?:^|\n)[^\S\n]*(?=@)", "\n".join(lines))  # \s* would rescan blank lines
     params = [re.match(r"@param[^\S\n]+([A-Za-z_][A-Za-z0-9_]*)(.*)", tag, re.S) for tag in tags]
     return " ".join(text.split()), tuple((match[1], " ".join(match[2].split())) for match in params if match)
 
