@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
@@ -153,6 +154,20 @@ def test_object_over_a_fifo_does_not_block(tmp_path):
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert fifo.is_file() and fifo.read_bytes().startswith(b"\x7fELF")
+
+
+def test_object_into_a_device_keeps_the_device(tmp_path, capsys):
+    """-G -o /dev/null as root renamed the object over the device, deleting it: a device is written, as the
+    header is."""
+    null = tmp_path / "null"
+    try:
+        os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("mknod needs root")
+    source = tmp_path / "p.d"
+    source.write_text("provider p { probe a(int); };\n")
+    assert run_cli(capsys, "dtrace", "-G", "-s", source, "-o", null)[0] == 0
+    assert stat.S_ISCHR(null.stat().st_mode)
 
 def test_header_h_is_not_help(tmp_path, capsys):
     """`probegen header -h -s F.d -o F.h`, a naive swap for dtrace, writes
