@@ -48,11 +48,9 @@ def write_object(source, output=None, cpp: list[str] | None = None) -> None:
         if result.returncode:
             why = result.stderr.decode("utf-8", "replace").strip().splitlines()
             raise InputError(f"{compiler[0]} failed: {why[-1] if why else result.returncode}", Location(str(output)))
-        try:
-            mode = os.lstat(output).st_mode
-        except OSError:
-            mode = 0  # nothing there yet
+        mode = 0  # nothing there yet
         with contextlib.suppress(OSError):  # a FIFO or a device there is not read (it could block)
+            mode = os.lstat(output).st_mode
             if stat.S_ISREG(mode) and Path(output).read_bytes() == Path(temporary).read_bytes():
                 return  # unchanged: the link is not redone
         try:
