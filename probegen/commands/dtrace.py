@@ -19,8 +19,7 @@ import sys
 from probegen.errors import CommandError
 
 HELP = "SystemTap dtrace's -h and -G, for build systems that run $DTRACE (also: probegen-dtrace)"
-# -k and after: accepted, with no effect
-_FLAGS = {"-h", "-G", "-C", "-k", "--types", "--no-pyparsing", "-32", "-64", "-fpic", "-fPIC"}
+_FLAGS = {"-h", "-G", "-C", "-k", "--types", "--no-pyparsing", "-32", "-64", "-fpic", "-fPIC"}  # -k on: no effect
 
 
 def main(argv: list[str]) -> int:
