@@ -275,7 +275,7 @@ class _TypeParser(TokenCursor):
         while (token := self.peek()) is not None:
             if token in _QUALIFIERS:
                 self.take()
-            elif token in _INTEGER_WORDS and all(w in _INTEGER_WORDS for w in words):
+            elif token in _INTEGER_WORDS and (not words or words[-1] in _INTEGER_WORDS):  # all of them are, then
                 words.append(self.take())
             elif sorted((*words, token)) == ["double", "long"]:  # long double, double long
                 self.take()
