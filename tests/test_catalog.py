@@ -21,6 +21,8 @@ from probegen.catalog.schema_check import load_schema
 from probegen.catalog.ctype import CTypeError, Kind, parse_ctype
 from probegen.errors import CatalogError, InputError
 
+from helpers import lines_run
+
 REPO = Path(__file__).parent.parent
 
 GOOD = """\
@@ -220,25 +222,20 @@ def test_parse_ctype_rejects(text):
         parse_ctype(text)
 
 
+def _ctype_error(text: str) -> str:
+    with pytest.raises(CTypeError) as caught:
+        parse_ctype(text)
+    return str(caught.value)
+
+
 def test_a_long_run_of_integer_words_is_read_in_linear_work():
     """Each integer word was checked against all before it: 20,000 took 4 s (a .d file's type, say)."""
-    def lines_run(count):
-        ran = 0
-
-        def count_lines(frame, event, arg):
-            nonlocal ran
-            ran += event == "line"
-            return count_lines
-
-        sys.settrace(count_lines)
-        try:
-            with pytest.raises(CTypeError, match="is not a C integer type"):
-                parse_ctype("int " * count)
-        finally:
-            sys.settrace(None)
+    def lines(count):
+        error, ran = lines_run(lambda: _ctype_error("int " * count))
+        assert "is not a C integer type" in error
         return ran
 
-    assert lines_run(2000) < 15 * lines_run(200)
+    assert lines(2000) < 15 * lines(200)
 
 
 def test_schema_and_loader_know_the_same_keys(tmp_path):

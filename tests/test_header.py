@@ -171,47 +171,44 @@ def test_typed_macros_carry_catalog_sizes(tmp_path, types_catalog, types_include
     assert run(binary, 3) == {"ENABLED": 0, "CLOCK": 3}
 
 
+def _probes_built(tmp_path, catalog: str, main: str, cxx: bool, enable: str) -> list[list[str]]:
+    """The probes of main.c built against the header of ``catalog``, without and with ``enable``."""
+    (tmp_path / "c.yaml").write_text(catalog)
+    (tmp_path / "c.h").write_text(render_header(load_catalog(tmp_path / "c.yaml")))
+    (tmp_path / "main.c").write_text('#include "c.h"\n' + main)
+    return [[n["name"] for n in readelf_probes(compile_c([tmp_path / "main.c"], tmp_path / f"b{len(defines)}",
+                                                          include_dirs=[tmp_path], defines=defines, cxx=cxx))]
+            for defines in ([], [enable])]
+
+
 @pytest.mark.parametrize("cxx", [False, True], ids=["c11", "c++17"])
 def test_qualified_function_pointer_argument_compiles(tmp_path, cxx):
     """A 'void (* const)(int)' argument is held in a local the macro declares
     (void (*const _pg_fn)(int)), with probes on and off."""
-    (tmp_path / "fp.yaml").write_text("provider: fp\nheader:\n  enable_macro: FP_USDT\nprobes:\n"
-                                      "  - {name: cb, group: g, doc: d, args: [{name: fn, type: void (* const)(int)}]}\n")
-    (tmp_path / "fp.h").write_text(render_header(load_catalog(tmp_path / "fp.yaml")))
-    (tmp_path / "main.c").write_text('#include "fp.h"\nstatic void f(int x) { (void)x; }\n'
-                                     "int main(void) { PROBE_CB(f); return 0; }\n")
-    for defines in ([], ["FP_USDT"]):
-        binary = compile_c([tmp_path / "main.c"], tmp_path / f"fp{len(defines)}", include_dirs=[tmp_path],
-                           defines=defines, cxx=cxx)
-        assert [n["name"] for n in readelf_probes(binary)] == (["cb"] if defines else [])
+    assert _probes_built(tmp_path, "provider: fp\nheader:\n  enable_macro: FP_USDT\nprobes:\n"
+                         "  - {name: cb, group: g, doc: d, args: [{name: fn, type: void (* const)(int)}]}\n",
+                         "static void f(int x) { (void)x; }\nint main(void) { PROBE_CB(f); return 0; }\n",
+                         cxx, "FP_USDT") == [[], ["cb"]]
 
 
 @pytest.mark.parametrize("cxx", [False, True], ids=["c11", "c++17"])
 def test_c_bool_keyword_argument_compiles(tmp_path, cxx):
     """A catalog's '_Bool' (C's keyword, no C++ one) is spelled bool from <stdbool.h>, with
     probes on and off: the header compiles as C++ too."""
-    (tmp_path / "b.yaml").write_text("provider: b\nheader:\n  enable_macro: B_USDT\nprobes:\n"
-                                     "  - {name: flag, group: g, doc: d, args: [{name: set, type: const _Bool},"
-                                     " {name: at, type: _Bool *}]}\n")
-    (tmp_path / "b.h").write_text(render_header(load_catalog(tmp_path / "b.yaml")))
-    (tmp_path / "main.c").write_text('#include "b.h"\nint main(void) { bool set = 1; PROBE_FLAG(set, &set); return 0; }\n')
-    for defines in ([], ["B_USDT"]):
-        binary = compile_c([tmp_path / "main.c"], tmp_path / f"b{len(defines)}", include_dirs=[tmp_path],
-                           defines=defines, cxx=cxx)
-        assert [n["name"] for n in readelf_probes(binary)] == (["flag"] if defines else [])
+    assert _probes_built(tmp_path, "provider: b\nheader:\n  enable_macro: B_USDT\nprobes:\n"
+                         "  - {name: flag, group: g, doc: d, args: [{name: set, type: const _Bool},"
+                         " {name: at, type: _Bool *}]}\n",
+                         "int main(void) { bool set = 1; PROBE_FLAG(set, &set); return 0; }\n",
+                         cxx, "B_USDT") == [[], ["flag"]]
 
 
 @pytest.mark.parametrize("cxx", [False, True], ids=["c11", "c++17"])
 def test_parameter_named_like_the_helper_macro_compiles(tmp_path, cxx):
     """A probe without a semaphore calls the header's helper (GUARD_NO_SEMAPHORE(name)) in its
     expansion: an argument of that name is a parameter renamed, not substituted there."""
-    (tmp_path / "h.yaml").write_text("provider: h\nheader:\n  guard: H_H\n  semaphores: false\nprobes:\n"
-                                     "  - {name: p, group: g, doc: d, args: [{name: H_H_NO_SEMAPHORE, type: int}]}\n")
-    (tmp_path / "h.h").write_text(render_header(load_catalog(tmp_path / "h.yaml")))
-    (tmp_path / "main.c").write_text('#include "h.h"\nint main(void) { PROBE_P(7); return 0; }\n')
-    binary = compile_c([tmp_path / "main.c"], tmp_path / "h", include_dirs=[tmp_path], defines=["PROBEGEN_USDT"],
-                       cxx=cxx)
-    assert [n["name"] for n in readelf_probes(binary)] == ["p"]
+    assert _probes_built(tmp_path, "provider: h\nheader:\n  guard: H_H\n  semaphores: false\nprobes:\n"
+                         "  - {name: p, group: g, doc: d, args: [{name: H_H_NO_SEMAPHORE, type: int}]}\n",
+                         "int main(void) { PROBE_P(7); return 0; }\n", cxx, "PROBEGEN_USDT")[1] == ["p"]
 
 
 def test_typed_macros_compiled_out_evaluate_nothing(tmp_path, types_include):

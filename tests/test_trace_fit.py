@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from helpers import C_DIR, REPO, compile_c, require_bpftrace
+from helpers import C_DIR, REPO, compile_c, lines_run, require_bpftrace
 from helpers.tracing import LINE, SPDK_CATALOG, expected_lines, probegen_argv, run_traced, tracer_lines
 
 NVMF_BT = REPO / "scripts" / "bpf" / "probegen" / "nvmf.bt"
@@ -248,7 +248,6 @@ def test_a_script_of_many_probes_is_made_again_in_linear_work(tmp_path):
     """A generated script naming each probe of a large catalog is fitted in work linear in its
     probes: its probes were once matched against the catalog's pairwise (2.6 s for 10,000)."""
     import os
-    import sys
 
     from probegen.catalog import load_catalog
     from probegen.files.unprivileged import deadline_in
@@ -263,19 +262,8 @@ def test_a_script_of_many_probes_is_made_again_in_linear_work(tmp_path):
         catalog = load_catalog(path)
         script = trace.Script("all.bt", "".join(f"usdt:*:many:p{i} {{}}\n" for i in range(count)))
         holders = {("many", f"p{i}"): (mapped, [(trace.NoteFacts(4, True, False, None),)]) for i in range(count)}
-        lines = 0
-
-        def count_lines(frame, event, arg):
-            nonlocal lines
-            lines += event == "line"
-            return count_lines
-
-        sys.settrace(count_lines)
-        try:
-            scripts, labels = fit.regenerate(os.getpid(), [script], {0: "g"}, catalog, False, False, holders,
-                                             deadline_in(30), False)
-        finally:
-            sys.settrace(None)
+        (scripts, labels), lines = lines_run(lambda: fit.regenerate(
+            os.getpid(), [script], {0: "g"}, catalog, False, False, holders, deadline_in(30), False))
         assert len(labels) == count and scripts[0].text.count("usdt:*:many:p") == count
         return lines
 

@@ -32,7 +32,8 @@ This module (tools, paths, compiling, readelf, the CLI in-process):
   ``usdt_probes(binary)`` ({(provider, name)}).
 - ``run_cli(capsys, *argv)``: probegen's main() here -> (code, out, err);
   ``build_env()``: os.environ with this venv's bin first on PATH;
-  ``line_of(text, needle)``.
+  ``line_of(text, needle)``; ``lines_run(call)``: (its result, the Python
+  lines it ran), for tests that work grows linearly, not with the clock.
 
 Topic modules: ``helpers.pgtest`` (the pgtest catalog and elf_verify.c
 built against its header), ``helpers.builds`` (example projects with make,
@@ -271,3 +272,19 @@ def line_of(text: str, needle: str) -> int:
         if needle in line:
             return number
     raise AssertionError(f"{needle!r} not in text")
+
+
+def lines_run(call):
+    """(``call()``, the number of Python lines it ran, in every frame it entered)."""
+    ran = 0
+
+    def count_lines(frame, event, arg):
+        nonlocal ran
+        ran += event == "line"
+        return count_lines
+
+    sys.settrace(count_lines)
+    try:
+        return call(), ran
+    finally:
+        sys.settrace(None)
